@@ -1,0 +1,38 @@
+# The two commands: `make run` and `make test`. Everything else is a building block.
+# Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
+.PHONY: deps build run test test-release test-asan test-tsan bench clean
+
+JOBS ?= $(shell nproc)
+CONF ?= conf/
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+run: build
+	./build/release/lionet -c $(CONF)
+
+test: test-release test-asan test-tsan
+
+test-release: build
+	ctest --preset release -j $(JOBS)
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
+bench: build
+	scripts/bench-fiber.sh
+	scripts/bench-sync.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,19 @@
+// lionet/base/clock.h: the one clock every layer uses for deadlines and timeouts.
+// Monotonic (steady_clock == CLOCK_MONOTONIC on Linux), never wall time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace lionet {
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Duration = Clock::duration;
+
+inline TimePoint now() noexcept { return Clock::now(); }
+
+// Nanoseconds since an arbitrary fixed epoch (for counters and histograms).
+inline int64_t monotonic_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+}  // namespace lionet

@@ -1,0 +1,84 @@
+// Fiber identity, body execution, fiber-local storage; see fiber.h.
+#include "lionet/fiber/fiber.h"
+
+#include <atomic>
+
+#include "lionet/base/fiber_id.h"
+#include "lionet/fiber/fiber_local.h"
+
+namespace lionet {
+namespace {
+// Ids are never reused; relaxed: uniqueness needs only atomicity, not ordering.
+std::atomic<uint64_t> g_next_id{1};
+
+// The running fiber of this thread. Read through a non-inlined function with a compiler barrier
+// so that no caller can keep a value (or this variable's address) from before a switch.
+thread_local Fiber* t_current = nullptr;
+
+uint64_t fiber_id_for_log() noexcept {
+  Fiber* f = current_fiber();
+  return f ? f->id() : 0;
+}
+
+// Registers the provider for log/ before main(); plain function pointer, no allocation.
+const bool g_provider_registered = [] {
+  base::set_fiber_id_provider(&fiber_id_for_log);
+  return true;
+}();
+}  // namespace
+
+const char* to_string(FiberState s) noexcept {
+  switch (s) {
+    case FiberState::kCreated: return "created";
+    case FiberState::kRunnable: return "runnable";
+    case FiberState::kRunning: return "running";
+    case FiberState::kParked: return "parked";
+    case FiberState::kDone: return "done";
+  }
+  return "?";
+}
+
+Fiber::Fiber(int pinned_worker) noexcept
+    : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)), pinned_worker_(pinned_worker) {}
+
+Fiber::~Fiber() {
+  for (size_t i = 0; i < locals_.size(); ++i) {
+    if (locals_[i] && local_deleters_[i].fn) local_deleters_[i].fn(locals_[i]);
+  }
+  detail::destroy_context(ctx_);
+}
+
+void Fiber::run_body() noexcept {
+  try {
+    body();
+  } catch (...) {
+    exception_ = std::current_exception();
+  }
+}
+
+void Fiber::set_local(size_t slot, void* value, void (*deleter)(void*)) {
+  if (slot >= locals_.size()) {
+    locals_.resize(slot + 1, nullptr);
+    local_deleters_.resize(slot + 1, LocalDeleter{nullptr});
+  }
+  if (locals_[slot] && local_deleters_[slot].fn && locals_[slot] != value) local_deleters_[slot].fn(locals_[slot]);
+  locals_[slot] = value;
+  local_deleters_[slot].fn = deleter;
+}
+
+[[gnu::noinline]] Fiber* current_fiber() noexcept {
+  asm volatile("" ::: "memory");  // not `pure`: the value changes across switches
+  return t_current;
+}
+
+namespace detail {
+void set_current_fiber(Fiber* f) noexcept { t_current = f; }
+}  // namespace detail
+}  // namespace lionet
+
+namespace lionet::detail {
+std::size_t allocate_fiber_local_slot() noexcept {
+  static std::atomic<std::size_t> next{0};  // relaxed: only uniqueness matters
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace lionet::detail

@@ -1,0 +1,111 @@
+// lionet/fiber/fiber.h: the Fiber object: identity, the one-word state, its stack and saved
+// context, the exception it ended with, and fiber-local storage.
+//
+// Owns the mechanism of a fiber, not its policy: fiber/ knows nothing of run queues or
+// workers (sched/ decides who runs when, and performs the switches through
+// fiber/detail/context.h).
+//
+// MIGRATION HAZARD (ARCHITECTURE decision 6): a fiber may resume on another worker thread
+// after any scheduling point (yield, sleep, park, any hooked call, any sync wait). Any
+// thread-local read before such a point is stale after it: errno, a cached thread_local
+// address, std::this_thread::get_id(). glibc marks __errno_location() `const`, so the
+// compiler may reuse errno's address across a switch: code that must read errno after a
+// switch reads it through a non-inlined function, and LioNet's own code never caches a
+// thread-local address across a switch (see sched/detail/worker.h, current_worker()).
+// Pin a fiber (SpawnOptions::pin_worker) if it must stay on one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lionet/fiber/detail/context.h"
+#include "lionet/fiber/stack_pool.h"
+
+namespace lionet {
+
+// The state word: low bits are the FiberState, kNotifiedBit marks an unpark that arrived
+// while the fiber was still running (it has not finished switching out yet).
+enum class FiberState : uint32_t {
+  kCreated = 0,   // spawned, never run, no stack yet
+  kRunnable = 1,  // in a run queue
+  kRunning = 2,   // on a worker
+  kParked = 3,    // switched out, waiting for unpark()
+  kDone = 4,      // body returned or threw; stack released
+};
+const char* to_string(FiberState s) noexcept;
+
+class Fiber {
+ public:
+  static constexpr uint32_t kStateMask = 0xff;
+  static constexpr uint32_t kNotifiedBit = 0x100;
+
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  uint64_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+  void set_name(std::string_view n) { name_ = n; }
+  FiberState state() const noexcept {
+    return static_cast<FiberState>(state_.load(std::memory_order_acquire) & kStateMask);
+  }
+  // The exception the body ended with (null if it returned). Valid once state() == kDone.
+  const std::exception_ptr& exception() const noexcept { return exception_; }
+  // -1: may run on any worker; otherwise the index of the worker it is pinned to.
+  int pinned_worker() const noexcept { return pinned_worker_; }
+
+  // Reference counting: the scheduler holds one until the fiber is done; each JoinHandle one.
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // acq_rel: the last releaser must see every write made by other holders before it frees.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+
+  // Runs the body, catching any exception into exception(). Called once, on the fiber's stack.
+  void run_body() noexcept;
+
+  // ---- Fiber-local storage (see fiber_local.h); slot indices are process-wide. ----
+  void* local(size_t slot) const noexcept { return slot < locals_.size() ? locals_[slot] : nullptr; }
+  void set_local(size_t slot, void* value, void (*deleter)(void*));
+
+  // ---- Fields below are used by sched/ (the policy) and owned as documented. ----
+  // state_ and its NOTIFIED bit: see sched/park.cc for every transition.
+  std::atomic<uint32_t> state_{static_cast<uint32_t>(FiberState::kCreated)};
+  detail::ExecutionContext ctx_;  // written only by the thread that switches this fiber out
+  Stack stack_;                   // acquired on first run, released when done
+  Fiber* next_ = nullptr;         // intrusive link for the inject queue; owned by its holder
+  void* worker_ = nullptr;        // worker it last ran on (sched/ private)
+  // Who joined: a Parker stored by join(); read by the finishing worker (see sched/join.cc).
+  std::atomic<uintptr_t> joiner_{0};
+
+ protected:
+  explicit Fiber(int pinned_worker = -1) noexcept;
+  virtual ~Fiber();
+  virtual void body() = 0;
+
+ private:
+  void destroy() noexcept { delete this; }
+
+  const uint64_t id_;
+  int pinned_worker_;
+  std::atomic<uint32_t> refs_{1};
+  std::string name_;
+  std::exception_ptr exception_;
+  struct LocalDeleter {
+    void (*fn)(void*);
+  };
+  std::vector<void*> locals_;
+  std::vector<LocalDeleter> local_deleters_;
+};
+
+// The fiber running on this thread, or nullptr on a plain thread / in a scheduler loop.
+Fiber* current_fiber() noexcept;
+
+namespace detail {
+// Set by sched/ at every switch; read by current_fiber().
+void set_current_fiber(Fiber* f) noexcept;
+}  // namespace detail
+}  // namespace lionet

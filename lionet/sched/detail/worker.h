@@ -1,0 +1,146 @@
+// lionet/sched/detail/worker.h: the scheduler's private structures: SchedulerImpl (shared
+// by all workers) and Worker (one OS thread, its run queues, timers and stack cache).
+// The protocols that tie them together are described at the top of scheduler.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "lionet/base/macros.h"
+#include "lionet/base/spinlock.h"
+#include "lionet/fiber/fiber.h"
+#include "lionet/fiber/stack_pool.h"
+#include "lionet/sched/detail/inject_queue.h"
+#include "lionet/sched/detail/local_queue.h"
+#include "lionet/sched/detail/timer_queue.h"
+#include "lionet/sched/scheduler.h"
+
+namespace lionet::detail {
+
+class SchedulerImpl;
+
+// A counter written only by one worker and read by anyone: a plain add on x86, no lock prefix.
+class OwnerCounter {
+ public:
+  void inc() noexcept { v_.store(v_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  uint64_t get() const noexcept { return v_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// What the fiber that switched out asks the context it resumes to do with it.
+enum class AfterSwitch : uint8_t {
+  kNothing,  // from the worker's main loop
+  kRequeue,  // yield: put prev back at the tail of the run queue
+  kPark,     // park: prev waits for unpark() (unless NOTIFIED already)
+  kFinish,   // prev's body returned: release its stack, wake its joiner, drop the reference
+};
+struct SwitchMsg {
+  Fiber* prev;  // null when switching out of the main loop
+  AfterSwitch action;
+};
+
+class alignas(kCacheLine) Worker {
+ public:
+  Worker(SchedulerImpl* sched, int index, StackPool& pool);
+  ~Worker();
+
+  void run();  // thread body: the main loop
+
+  // ---- Called on this worker's thread only ----
+  // Makes f runnable here. lifo: put it in the LIFO slot (message passing wake-ups).
+  // notify: wake an idle worker if none is searching (new work others could take).
+  void schedule_local(Fiber* f, bool lifo, bool notify) noexcept;
+  // Switches the running fiber `self` out; `action` says what the resumed side does with it.
+  void switch_away(Fiber* self, AfterSwitch action) noexcept;
+  [[noreturn]] void finish_current(Fiber* self) noexcept;
+  void add_timer(TimerEntry* e) { timers.add(e); }
+  bool yield_current(Fiber* self) noexcept;
+
+  // ---- Any thread ----
+  void push_pinned(Fiber* f) noexcept;  // f is pinned to this worker
+  void wake() noexcept;                 // futex-wake this worker if it sleeps
+
+  SchedulerImpl* const sched;
+  const int index;
+
+  // Owned by this worker's thread unless noted.
+  LocalQueue queue;               // stealable by others (see local_queue.h)
+  Fiber* lifo_slot = nullptr;
+  uint32_t lifo_streak = 0;       // consecutive LIFO runs, capped (kMaxLifoStreak)
+  uint32_t tick = 0;
+  bool searching = false;         // counted in SchedulerImpl::idle_state_ searching
+  ExecutionContext main_ctx;      // this thread's own stack
+  StackCache stacks;
+  TimerQueue timers;
+  uint64_t rng;
+
+  SpinLock pinned_mu;                  // protects pinned
+  std::vector<Fiber*> pinned;          // fibers pinned here, woken from any thread
+  std::atomic<uint32_t> pinned_len{0};  // written under pinned_mu
+
+  // Idle parking: 0 = no wake pending, 1 = woken. Futex word.
+  alignas(kCacheLine) std::atomic<uint32_t> wake_word{0};
+  bool sleeping = false;  // guarded by SchedulerImpl::sleepers_mu_
+
+  OwnerCounter spawned, switches, steals, parks, finished;
+  std::thread thread;
+
+ private:
+  Fiber* next_runnable() noexcept;  // fast local sources only
+  Fiber* find_work() noexcept;      // local, then steal, then inject (main loop)
+  Fiber* steal_work() noexcept;
+  Fiber* take_inject() noexcept;
+  void run_fiber(Fiber* f) noexcept;  // from the main loop
+  void prepare_to_run(Fiber* f) noexcept;
+  void park_idle() noexcept;
+  void spill(Fiber* f) noexcept;
+  void maybe_fire_timers() noexcept;
+  friend class SchedulerImpl;
+};
+
+class SchedulerImpl {
+ public:
+  SchedulerImpl(Scheduler* owner, SchedulerOptions opts);
+  ~SchedulerImpl();
+  void start();
+  void stop();
+
+  // Any thread: makes a runnable fiber known (local queue when called on one of our workers).
+  void submit(Fiber* f);
+  // Any thread: schedules an unparked fiber.
+  void schedule_woken(Fiber* f) noexcept;
+  // Wakes one sleeping worker if none is searching (see "Wake-up" in scheduler.cc).
+  void notify_parked() noexcept;
+  void notify_all() noexcept;
+  uint64_t alive() const noexcept;
+
+  // idle_state_ packs (searching << 16) | unparked.
+  bool try_begin_search(Worker& w) noexcept;
+  bool end_search(Worker& w) noexcept;  // true if w was the last searcher
+  bool register_sleeper(Worker& w) noexcept;  // true if it was the last searcher
+  void unregister_sleeper(Worker& w) noexcept;
+  bool has_visible_work(const Worker& self) const noexcept;
+
+  Scheduler* const owner;
+  const SchedulerOptions opts;
+  StackPool stack_pool;
+  std::vector<std::unique_ptr<Worker>> workers;
+  InjectQueue inject;
+  alignas(kCacheLine) std::atomic<uint32_t> idle_state;
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> external_spawned{0};  // spawns from threads that are not our workers
+  std::mutex sleepers_mu;
+  std::vector<Worker*> sleepers;  // guarded by sleepers_mu
+  std::mutex stop_mu;             // serializes stop()
+  bool stopped = false;           // guarded by stop_mu
+};
+
+// The worker running the calling code, or nullptr. Never cached across a switch (see fiber.h).
+Worker* current_worker() noexcept;
+}  // namespace lionet::detail

@@ -1,0 +1,152 @@
+// park / unpark and WaitClaim; the protocol is described in park.h and scheduler.cc (5).
+//
+// Fiber state transitions made here:
+//   unpark:  PARKED -> RUNNABLE (CAS, then the fiber is scheduled)
+//            RUNNING -> RUNNING|NOTIFIED (CAS; the fiber has not finished switching out, or
+//            has not called park() yet: its park returns at once / on_resumed requeues it)
+//   park:    RUNNING|NOTIFIED -> RUNNING (fast path, no switch), else switch out with kPark.
+#include "lionet/sched/park.h"
+
+#include "lionet/base/macros.h"
+#include "lionet/fiber/fiber.h"
+#include "lionet/sched/detail/futex.h"
+#include "lionet/sched/detail/worker.h"
+#include "lionet/sched/timer.h"
+
+namespace lionet {
+namespace detail {
+// A plain thread's parker. word: 0 idle, 1 unpark pending, 2 the owner sleeps in futex_wait.
+// Only the owner thread writes 0 and 2; unparkers write 1.
+struct ThreadParker {
+  std::atomic<uint32_t> word{0};
+};
+
+namespace {
+thread_local ThreadParker t_thread_parker;
+
+// Returns true when an unpark was consumed, false when the deadline passed first.
+bool park_thread_until(ThreadParker& p, const TimePoint* deadline) noexcept {
+  for (;;) {
+    uint32_t s = p.word.load(std::memory_order_acquire);
+    if (s == 1) {
+      p.word.store(0, std::memory_order_relaxed);
+      return true;
+    }
+    if (s == 0 && !p.word.compare_exchange_strong(s, 2, std::memory_order_acq_rel, std::memory_order_acquire))
+      continue;  // it became 1
+    if (deadline && now() >= *deadline) {
+      uint32_t e = 2;
+      if (p.word.compare_exchange_strong(e, 0, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
+      continue;  // an unpark arrived just now
+    }
+    futex_wait(&p.word, 2, deadline);
+  }
+}
+
+void unpark_thread(ThreadParker* p) noexcept {
+  // release: everything the waker wrote before unpark is visible to the woken thread.
+  if (p->word.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(&p->word, 1);
+}
+
+void unpark_fiber(Fiber* f) noexcept {
+  uint32_t s = f->state_.load(std::memory_order_acquire);
+  for (;;) {
+    const auto st = static_cast<FiberState>(s & Fiber::kStateMask);
+    if (st == FiberState::kParked) {
+      // acquire: pairs with the release CAS in on_resumed(kPark) that saved f's context.
+      if (f->state_.compare_exchange_weak(s, static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+        static_cast<Worker*>(f->worker_)->sched->schedule_woken(f);
+        return;
+      }
+    } else {
+      LIONET_CHECK(st == FiberState::kRunning && !(s & Fiber::kNotifiedBit),
+                   "unpark of a fiber that is not parked or running (double unpark breaks the exactly-once protocol)");
+      if (f->state_.compare_exchange_weak(s, s | Fiber::kNotifiedBit, std::memory_order_acq_rel,
+                                          std::memory_order_acquire))
+        return;
+    }
+  }
+}
+}  // namespace
+}  // namespace detail
+
+Parker Parker::current() noexcept {
+  Parker p;
+  if (Fiber* f = current_fiber()) {
+    p.fiber_ = f;
+  } else {
+    p.thread_ = &detail::t_thread_parker;
+  }
+  return p;
+}
+
+void Parker::unpark() const noexcept {
+  if (fiber_) {
+    detail::unpark_fiber(fiber_);
+  } else {
+    detail::unpark_thread(thread_);
+  }
+}
+
+void park() noexcept {
+  Fiber* f = current_fiber();
+  if (!f) {
+    detail::park_thread_until(detail::t_thread_parker, nullptr);
+    return;
+  }
+  uint32_t s = f->state_.load(std::memory_order_acquire);
+  if (s & Fiber::kNotifiedBit) {
+    // The unpark came first: consume it without switching. Only this fiber clears the bit.
+    f->state_.store(static_cast<uint32_t>(FiberState::kRunning), std::memory_order_relaxed);
+    return;
+  }
+  detail::current_worker()->switch_away(f, detail::AfterSwitch::kPark);
+}
+
+bool WaitClaim::notify(uint32_t value) noexcept {
+  LIONET_DCHECK(value >= kNotified, "WaitClaim::notify values below 2 are reserved");
+  return notify_impl(value);
+}
+
+bool WaitClaim::notify_impl(uint32_t value) noexcept {
+  const Parker p = parker_;  // copied first: after the CAS the waiter may only wait for unpark()
+  uint32_t expected = kWaiting;
+  if (!state_.compare_exchange_strong(expected, value, std::memory_order_acq_rel, std::memory_order_acquire))
+    return false;
+  p.unpark();
+  return true;
+}
+
+uint32_t WaitClaim::wait(std::optional<TimePoint> deadline) noexcept {
+  if (!parker_.is_fiber()) {
+    if (!deadline) {
+      detail::park_thread_until(detail::t_thread_parker, nullptr);
+      return value();
+    }
+    const TimePoint dl = *deadline;
+    if (detail::park_thread_until(detail::t_thread_parker, &dl)) return value();
+    uint32_t expected = kWaiting;
+    if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
+      return kTimedOut;
+    detail::park_thread_until(detail::t_thread_parker, nullptr);  // the winner's unpark is on its way
+    return value();
+  }
+  if (!deadline) {
+    park();
+    return value();
+  }
+  if (*deadline <= now()) {
+    uint32_t expected = kWaiting;
+    if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
+      return kTimedOut;
+    park();  // a notifier won: consume its unpark
+    return value();
+  }
+  Timer timer = add_timer(*deadline, [this] { expire(); });
+  park();
+  // A notifier won: make sure the timer callback is not running (it touches *this) and never will.
+  if (value() != kTimedOut) timer.cancel();
+  return value();
+}
+}  // namespace lionet

@@ -1,0 +1,609 @@
+// lionet/sched/scheduler.cc: workers, run queues, switching, idle parking, shutdown.
+//
+// PROTOCOLS (written once, here, where they run)
+//
+// 1. Switching. Every switch goes through Worker::switch_fiber / run_fiber / finish_current
+//    and carries a SwitchMsg{prev, action} on the stack of the context that leaves. The
+//    context that resumes (on_resumed) stores the saved fcontext into prev, then performs
+//    the action: kRequeue (yield) pushes prev to the tail of the local queue; kPark moves prev
+//    RUNNING -> PARKED unless an unpark already set NOTIFIED, in which case prev is requeued;
+//    kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the scheduler's
+//    reference. Doing this on the far side of the jump is what makes it safe: prev is not
+//    visible to any other worker until its context is saved. Fibers switch directly to the
+//    next runnable fiber (one jump); the worker's main loop is entered only when the worker
+//    has nothing local to run.
+//
+// 2. Run queues (per worker, in order of preference): a LIFO slot for fibers woken by the
+//    running fiber (message-passing latency; at most kMaxLifoStreak consecutive uses, so two
+//    fibers waking each other cannot starve the rest), pinned fibers, then the local FIFO ring
+//    (detail/local_queue.h). Every kInjectCheckInterval ticks the inject queue is looked at
+//    first, so outside submissions are never starved by a busy local queue. A full ring spills
+//    half of itself into the inject queue. Idle workers steal half of a random victim's ring.
+//
+// 3. Wake-up (no thundering herd). idle_state packs (searching << 16) | unparked. A push of
+//    new work on a multi-worker scheduler (spawn, wake-up, submission from outside) issues a
+//    seq_cst fence and then reads idle_state; only if no worker is searching and some worker
+//    sleeps does it take sleepers_mu and wake ONE sleeper, already counted as searching. At most
+//    half the workers search (steal) at once. A searcher that finds work and was the last
+//    searcher wakes one more sleeper, so work spreads one worker at a time.
+//
+// 4. Parking (no lost wake-up). A worker with nothing to do fires due timers, registers as a
+//    sleeper (a seq_cst RMW on idle_state), then re-checks every queue; the pusher's fence in
+//    (3) pairs with that RMW (Dekker): either the pusher sees the sleeper, or the sleeper sees
+//    the work. It then sleeps on its futex word until woken or until its earliest timer is due.
+//
+// 5. Fiber park/unpark (park.cc): one atomic state word with a NOTIFIED bit, so an unpark that
+//    arrives while the fiber is still switching out is kept, never lost.
+//
+// 6. Shutdown. stop() sets `stopping` (seq_cst) and wakes every worker. Workers keep running
+//    fibers; a worker that finds nothing to do and sees alive() == 0 wakes the others and
+//    exits. alive() sums every worker's finished counter BEFORE the spawned counters, so it can
+//    only overestimate (a fiber's spawn happens-before any finish that depends on it). Spawns
+//    from outside threads bump external_spawned before checking `stopping` (both seq_cst), so a
+//    spawn either is counted by a worker's final alive() check or is refused.
+//
+// 7. Timers (timer.cc) belong to the worker that armed them and are checked every
+//    kTimerCheckInterval ticks and before the worker sleeps; cancel() is thread-safe.
+#include "lionet/sched/scheduler.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "lionet/sched/detail/futex.h"
+#include "lionet/sched/detail/worker.h"
+#include "lionet/sched/park.h"
+
+namespace lionet {
+namespace detail {
+namespace {
+thread_local Worker* t_worker = nullptr;
+
+constexpr uint32_t kUnparkedMask = 0xffff;
+constexpr uint32_t kSearchingOne = 1u << 16;
+constexpr uint32_t kMaxLifoStreak = 3;
+constexpr uint32_t kInjectCheckInterval = 61;
+constexpr uint32_t kTimerCheckInterval = 32;
+
+uint32_t searching_of(uint32_t s) { return s >> 16; }
+uint32_t unparked_of(uint32_t s) { return s & kUnparkedMask; }
+
+void set_state(Fiber* f, FiberState s) noexcept {
+  // Plain store: only the worker that owns f's current transition writes here; an unpark
+  // can only race with RUNNING (see park.cc), and RUNNING is left only by the fiber itself.
+  LIONET_DCHECK((f->state_.load(std::memory_order_relaxed) & Fiber::kNotifiedBit) == 0,
+                "a fiber with a pending unpark was rescheduled (did it yield while published as a waiter?)");
+  f->state_.store(static_cast<uint32_t>(s), std::memory_order_release);
+}
+
+void on_resumed(Transfer t) noexcept;
+
+void fiber_entry(Transfer t) {
+  on_context_start();
+  on_resumed(t);
+  Fiber* self = current_fiber();
+  self->run_body();
+  current_worker()->finish_current(self);
+}
+
+void log_fiber_exception(Fiber* f) {
+  try {
+    std::rethrow_exception(f->exception());
+  } catch (const std::exception& e) {
+    spdlog::warn("fiber {} ({}) ended with an uncaught exception: {}", f->id(), f->name(), e.what());
+  } catch (...) {
+    spdlog::warn("fiber {} ({}) ended with an uncaught non-std exception", f->id(), f->name());
+  }
+}
+
+void on_resumed(Transfer t) noexcept {
+  auto* m = static_cast<SwitchMsg*>(t.data);
+  Worker* w = current_worker();
+  Fiber* prev = m->prev;
+  const AfterSwitch action = m->action;  // read before prev can run elsewhere
+  if (!prev) {
+    w->main_ctx.fctx = t.from_ctx;
+    return;
+  }
+  switch (action) {
+    case AfterSwitch::kNothing:
+      prev->ctx_.fctx = t.from_ctx;
+      break;
+    case AfterSwitch::kRequeue:
+      prev->ctx_.fctx = t.from_ctx;
+      set_state(prev, FiberState::kRunnable);
+      w->schedule_local(prev, /*lifo=*/false, /*notify=*/false);
+      break;
+    case AfterSwitch::kPark: {
+      prev->ctx_.fctx = t.from_ctx;
+      uint32_t s = static_cast<uint32_t>(FiberState::kRunning);
+      // release: publishes ctx_ to the unparker (which CASes PARKED -> RUNNABLE, acquire).
+      if (!prev->state_.compare_exchange_strong(s, static_cast<uint32_t>(FiberState::kParked),
+                                                std::memory_order_acq_rel, std::memory_order_acquire)) {
+        // NOTIFIED arrived while prev was switching out: it never really parks.
+        prev->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_release);
+        w->schedule_local(prev, false, false);
+      }
+      break;
+    }
+    case AfterSwitch::kFinish:
+      w->stacks.release(prev->stack_);
+      prev->stack_ = Stack{};
+      destroy_context(prev->ctx_);
+      if (prev->exception()) log_fiber_exception(prev);
+      prev->state_.store(static_cast<uint32_t>(FiberState::kDone), std::memory_order_release);
+      w->finished.inc();
+      // acq_rel: release the result/exception to the joiner; acquire its Parker.
+      if (uintptr_t j = prev->joiner_.exchange(1, std::memory_order_acq_rel); j > 1)
+        reinterpret_cast<Parker*>(j)->unpark();
+      prev->release();
+      break;
+  }
+}
+
+std::string thread_name(const std::string& base, int index) {
+  std::string n = base.substr(0, 10) + "-w" + std::to_string(index);
+  return n.substr(0, 15);  // the kernel's limit
+}
+}  // namespace
+
+[[gnu::noinline]] Worker* current_worker() noexcept {
+  asm volatile("" ::: "memory");  // not `pure`: a fiber may resume on another thread
+  return t_worker;
+}
+
+// ---------------------------------------------------------------- Worker
+
+Worker::Worker(SchedulerImpl* s, int i, StackPool& pool)
+    : sched(s),
+      index(i),
+      queue(s->opts.local_queue_capacity),
+      stacks(pool, s->opts.stack_cache_per_worker),
+      rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)) {}
+
+Worker::~Worker() = default;
+
+void Worker::run() {
+  t_worker = this;
+  install_stack_overflow_handler();
+  init_thread_context(main_ctx);
+  pthread_setname_np(pthread_self(), thread_name(sched->opts.name, index).c_str());
+  for (;;) {
+    if (Fiber* f = find_work()) {
+      run_fiber(f);
+      continue;
+    }
+    if (sched->stopping.load(std::memory_order_seq_cst) && sched->alive() == 0) {
+      sched->notify_all();
+      break;
+    }
+    park_idle();
+  }
+  t_worker = nullptr;
+}
+
+void Worker::prepare_to_run(Fiber* f) noexcept {
+  if (LIONET_UNLIKELY(!f->stack_)) {
+    try {
+      f->stack_ = stacks.acquire();
+    } catch (const std::exception& e) {
+      // Out of address space or map count: nothing sensible can continue.
+      std::fprintf(stderr, "lionet: cannot allocate a fiber stack: %s\n", e.what());
+      std::abort();
+    }
+    make_context(f->ctx_, f->stack_.bottom, f->stack_.size, fiber_entry);
+  }
+  set_state(f, FiberState::kRunning);
+  f->worker_ = this;
+  switches.inc();
+  set_current_fiber(f);
+}
+
+void Worker::run_fiber(Fiber* f) noexcept {
+  prepare_to_run(f);
+  SwitchMsg m{nullptr, AfterSwitch::kNothing};
+  Transfer t = jump(main_ctx, f->ctx_, &m);
+  set_current_fiber(nullptr);
+  on_resumed(t);
+}
+
+void Worker::switch_away(Fiber* self, AfterSwitch action) noexcept {
+  SwitchMsg m{self, action};
+  Fiber* next = next_runnable();
+  Transfer t;
+  if (next) {
+    prepare_to_run(next);
+    t = jump(self->ctx_, next->ctx_, &m);
+  } else {
+    set_current_fiber(nullptr);
+    t = jump(self->ctx_, main_ctx, &m);
+  }
+  // Resumed, possibly on another worker: `this` may be stale; on_resumed re-reads it.
+  on_resumed(t);
+}
+
+bool Worker::yield_current(Fiber* self) noexcept {
+  Fiber* next = next_runnable();
+  if (!next && !sched->inject.empty()) next = take_inject();
+  if (!next) return false;  // nothing else to run: keep going without a switch
+  SwitchMsg m{self, AfterSwitch::kRequeue};
+  prepare_to_run(next);
+  Transfer t = jump(self->ctx_, next->ctx_, &m);
+  on_resumed(t);
+  return true;
+}
+
+void Worker::finish_current(Fiber* self) noexcept {
+  // The message lives on self's stack, which stays mapped until the resumed side (on_resumed,
+  // kFinish) has read it and released the stack.
+  SwitchMsg m{self, AfterSwitch::kFinish};
+  Fiber* next = next_runnable();
+  if (next) {
+    prepare_to_run(next);
+    jump_final(next->ctx_, &m);
+  }
+  set_current_fiber(nullptr);
+  jump_final(main_ctx, &m);
+}
+
+Fiber* Worker::next_runnable() noexcept {
+  ++tick;
+  if (tick % kTimerCheckInterval == 0 && !timers.empty()) maybe_fire_timers();
+  if (tick % kInjectCheckInterval == 0 && !sched->inject.empty()) {
+    if (Fiber* f = take_inject()) return f;
+  }
+  if (lifo_slot && lifo_streak < kMaxLifoStreak) {
+    ++lifo_streak;
+    return std::exchange(lifo_slot, nullptr);
+  }
+  lifo_streak = 0;
+  if (pinned_len.load(std::memory_order_acquire)) {
+    std::lock_guard<SpinLock> lk(pinned_mu);
+    if (!pinned.empty()) {
+      Fiber* f = pinned.front();
+      pinned.erase(pinned.begin());
+      pinned_len.store(static_cast<uint32_t>(pinned.size()), std::memory_order_release);
+      return f;
+    }
+  }
+  if (Fiber* f = queue.pop()) return f;
+  return std::exchange(lifo_slot, nullptr);
+}
+
+Fiber* Worker::take_inject() noexcept {
+  const uint32_t n_workers = static_cast<uint32_t>(sched->workers.size());
+  uint32_t want = sched->inject.len() / n_workers + 1;
+  want = std::min(want, queue.capacity() / 2);
+  uint32_t got = 0;
+  Fiber* first = sched->inject.pop_batch(want, &got);
+  if (!first) return nullptr;
+  for (Fiber* f = first->next_; f;) {
+    Fiber* next = f->next_;
+    f->next_ = nullptr;
+    if (!queue.try_push(f)) spill(f);
+    f = next;
+  }
+  first->next_ = nullptr;
+  return first;
+}
+
+Fiber* Worker::steal_work() noexcept {
+  const size_t n = sched->workers.size();
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  const size_t start = rng % n;
+  for (size_t i = 0; i < n; ++i) {
+    Worker* victim = sched->workers[(start + i) % n].get();
+    if (victim == this) continue;
+    if (Fiber* f = victim->queue.steal_into(queue)) {
+      steals.inc();
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+Fiber* Worker::find_work() noexcept {
+  Fiber* f = next_runnable();
+  if (!f) f = take_inject();
+  if (!f && sched->workers.size() > 1 && sched->try_begin_search(*this)) f = steal_work();
+  if (f && searching && sched->end_search(*this)) sched->notify_parked();
+  return f;
+}
+
+void Worker::spill(Fiber* f) noexcept {
+  const uint32_t half = queue.capacity() / 2;
+  std::vector<Fiber*> batch(half + 1);
+  uint32_t n = queue.take_half(batch.data());
+  if (n == 0) {
+    if (queue.try_push(f)) return;
+    sched->inject.push(f);
+    return;
+  }
+  batch[n++] = f;
+  for (uint32_t i = 0; i + 1 < n; ++i) batch[i]->next_ = batch[i + 1];
+  sched->inject.push_batch(batch[0], batch[n - 1], n);
+}
+
+void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
+  if (f->pinned_worker() >= 0) {
+    sched->workers[static_cast<size_t>(f->pinned_worker()) % sched->workers.size()]->push_pinned(f);
+    return;
+  }
+  if (lifo) {
+    Fiber* displaced = std::exchange(lifo_slot, f);
+    if (!displaced) return;  // a LIFO fiber runs next on this worker: no one else needs waking
+    f = displaced;
+  }
+  if (!queue.try_push(f)) spill(f);
+  if (notify && sched->workers.size() > 1) sched->notify_parked();
+}
+
+void Worker::push_pinned(Fiber* f) noexcept {
+  {
+    std::lock_guard<SpinLock> lk(pinned_mu);
+    pinned.push_back(f);
+    pinned_len.store(static_cast<uint32_t>(pinned.size()), std::memory_order_release);
+  }
+  if (current_worker() != this) wake();
+}
+
+void Worker::wake() noexcept {
+  // release: pairs with the sleeper's acquire exchange; the futex call only if it may sleep.
+  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&wake_word, 1);
+}
+
+void Worker::maybe_fire_timers() noexcept {
+  if (!timers.empty()) timers.fire_due(now());
+}
+
+void Worker::park_idle() noexcept {
+  maybe_fire_timers();
+  if (lifo_slot || !queue.empty() || pinned_len.load(std::memory_order_acquire)) return;
+  sched->register_sleeper(*this);
+  if (sched->has_visible_work(*this) ||
+      (sched->stopping.load(std::memory_order_seq_cst) && sched->alive() == 0)) {
+    sched->unregister_sleeper(*this);
+    return;
+  }
+  const TimePoint deadline = timers.next_deadline();
+  parks.inc();
+  if (wake_word.load(std::memory_order_acquire) == 0) futex_wait(&wake_word, 0, &deadline);
+  wake_word.store(0, std::memory_order_release);
+  sched->unregister_sleeper(*this);
+}
+
+// ---------------------------------------------------------------- SchedulerImpl
+
+SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
+    : owner(o),
+      opts(std::move(options)),
+      stack_pool(StackPoolOptions{.stack_size = opts.stack_size}),
+      idle_state(0) {
+  int n = opts.threads;
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  LIONET_CHECK(n <= 4096, "SchedulerOptions::threads must be at most 4096");
+  const_cast<SchedulerOptions&>(opts).threads = n;
+  for (int i = 0; i < n; ++i) workers.push_back(std::make_unique<Worker>(this, i, stack_pool));
+  idle_state.store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+}
+
+SchedulerImpl::~SchedulerImpl() {
+  stop();
+  workers.clear();  // stack caches go back to the pool before the pool dies
+}
+
+void SchedulerImpl::start() {
+  for (auto& w : workers) w->thread = std::thread([w = w.get()] { w->run(); });
+}
+
+void SchedulerImpl::stop() {
+  std::lock_guard<std::mutex> lk(stop_mu);
+  if (stopped) return;
+  stopping.store(true, std::memory_order_seq_cst);
+  notify_all();
+  for (auto& w : workers)
+    if (w->thread.joinable()) w->thread.join();
+  stopped = true;
+}
+
+void SchedulerImpl::submit(Fiber* f) {
+  f->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_relaxed);
+  Worker* w = current_worker();
+  if (w && w->sched == this) {
+    w->spawned.inc();
+    w->schedule_local(f, /*lifo=*/false, /*notify=*/true);
+    return;
+  }
+  external_spawned.fetch_add(1, std::memory_order_seq_cst);
+  if (stopping.load(std::memory_order_seq_cst)) {
+    external_spawned.fetch_sub(1, std::memory_order_seq_cst);
+    f->release();  // the scheduler's reference; the caller's handle drops the other
+    throw std::logic_error("lionet::Scheduler::spawn after stop() began, from outside the scheduler");
+  }
+  schedule_woken(f);
+}
+
+void SchedulerImpl::schedule_woken(Fiber* f) noexcept {
+  Worker* w = current_worker();
+  if (w && w->sched == this) {
+    w->schedule_local(f, /*lifo=*/true, /*notify=*/true);
+    return;
+  }
+  if (f->pinned_worker() >= 0) {
+    workers[static_cast<size_t>(f->pinned_worker()) % workers.size()]->push_pinned(f);
+    return;
+  }
+  inject.push(f);
+  notify_parked();
+}
+
+void SchedulerImpl::notify_parked() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with register_sleeper's RMW
+  const uint32_t n = static_cast<uint32_t>(workers.size());
+  uint32_t s = idle_state.load(std::memory_order_relaxed);
+  if (searching_of(s) != 0 || unparked_of(s) >= n) return;
+  Worker* w = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(sleepers_mu);
+    s = idle_state.load(std::memory_order_relaxed);
+    if (searching_of(s) != 0 || unparked_of(s) >= n || sleepers.empty()) return;
+    w = sleepers.back();
+    sleepers.pop_back();
+    w->sleeping = false;
+    idle_state.fetch_add(1 + kSearchingOne, std::memory_order_seq_cst);  // unparked++, searching++
+  }
+  w->wake();
+}
+
+void SchedulerImpl::notify_all() noexcept {
+  for (auto& w : workers) w->wake();
+}
+
+bool SchedulerImpl::try_begin_search(Worker& w) noexcept {
+  if (w.searching) return true;
+  const uint32_t s = idle_state.load(std::memory_order_seq_cst);
+  if (2 * searching_of(s) >= workers.size()) return false;
+  idle_state.fetch_add(kSearchingOne, std::memory_order_seq_cst);
+  w.searching = true;
+  return true;
+}
+
+bool SchedulerImpl::end_search(Worker& w) noexcept {
+  if (!w.searching) return false;
+  w.searching = false;
+  return searching_of(idle_state.fetch_sub(kSearchingOne, std::memory_order_seq_cst)) == 1;
+}
+
+bool SchedulerImpl::register_sleeper(Worker& w) noexcept {
+  std::lock_guard<std::mutex> lk(sleepers_mu);
+  const uint32_t dec = 1 + (w.searching ? kSearchingOne : 0);
+  const bool last_searcher = w.searching && searching_of(idle_state.load(std::memory_order_relaxed)) == 1;
+  w.searching = false;
+  idle_state.fetch_sub(dec, std::memory_order_seq_cst);
+  w.sleeping = true;
+  sleepers.push_back(&w);
+  return last_searcher;
+}
+
+void SchedulerImpl::unregister_sleeper(Worker& w) noexcept {
+  std::lock_guard<std::mutex> lk(sleepers_mu);
+  if (w.sleeping) {
+    sleepers.erase(std::find(sleepers.begin(), sleepers.end(), &w));
+    w.sleeping = false;
+    idle_state.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    w.searching = true;  // a notifier popped us and counted us as searching
+  }
+}
+
+bool SchedulerImpl::has_visible_work(const Worker& self) const noexcept {
+  if (!inject.empty() || self.pinned_len.load(std::memory_order_acquire)) return true;
+  for (const auto& w : workers)
+    if (!w->queue.empty()) return true;
+  return false;
+}
+
+uint64_t SchedulerImpl::alive() const noexcept {
+  uint64_t finished = 0;
+  for (const auto& w : workers) finished += w->finished.get();
+  uint64_t spawned = external_spawned.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) spawned += w->spawned.get();
+  return spawned - finished;
+}
+
+void submit(SchedulerImpl* impl, Fiber* f) { impl->submit(f); }
+
+void join_fiber(Fiber* f) noexcept {
+  LIONET_CHECK(f != current_fiber(), "a fiber cannot join itself");
+  if (f->state() == FiberState::kDone) return;
+  Parker self = Parker::current();
+  uintptr_t expected = 0;
+  if (!f->joiner_.compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(&self), std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+    LIONET_CHECK(expected == 1, "a fiber can be joined only once");
+    return;
+  }
+  park();
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------- public API
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<detail::SchedulerImpl>(this, std::move(options))) {
+  impl_->start();
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+  detail::Worker* w = detail::current_worker();
+  if (w && w->sched == impl_.get())
+    throw std::logic_error("lionet::Scheduler::stop called from one of its own fibers (it would wait for itself)");
+  impl_->stop();
+}
+
+Scheduler* Scheduler::current() noexcept {
+  detail::Worker* w = detail::current_worker();
+  return w ? w->sched->owner : nullptr;
+}
+
+int Scheduler::threads() const noexcept { return impl_->opts.threads; }
+const SchedulerOptions& Scheduler::options() const noexcept { return impl_->opts; }
+uint64_t Scheduler::alive() const noexcept { return impl_->alive(); }
+
+WorkerStats Scheduler::stats(int worker) const noexcept {
+  const auto& w = *impl_->workers.at(static_cast<size_t>(worker));
+  return WorkerStats{w.spawned.get(), w.switches.get(), w.steals.get(), w.parks.get(), w.finished.get()};
+}
+
+WorkerStats Scheduler::total_stats() const noexcept {
+  WorkerStats t;
+  for (int i = 0; i < threads(); ++i) {
+    WorkerStats s = stats(i);
+    t.spawned += s.spawned;
+    t.switches += s.switches;
+    t.steals += s.steals;
+    t.parks += s.parks;
+    t.finished += s.finished;
+  }
+  return t;
+}
+
+namespace this_fiber {
+void yield() noexcept {
+  Fiber* f = current_fiber();
+  detail::Worker* w = detail::current_worker();
+  if (!f || !w) {
+    std::this_thread::yield();
+    return;
+  }
+  w->yield_current(f);
+}
+
+void sleep_until(TimePoint deadline) noexcept {
+  if (!current_fiber()) {
+    std::this_thread::sleep_until(deadline);
+    return;
+  }
+  WaitClaim claim;
+  claim.wait(deadline);  // no one else notifies it: only the deadline can win
+}
+
+uint64_t id() noexcept {
+  Fiber* f = current_fiber();
+  return f ? f->id() : 0;
+}
+
+int worker_index() noexcept {
+  detail::Worker* w = detail::current_worker();
+  return w ? w->index : -1;
+}
+}  // namespace this_fiber
+}  // namespace lionet

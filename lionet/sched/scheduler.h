@@ -1,0 +1,196 @@
+// lionet/sched/scheduler.h: the public face of the work-stealing fiber scheduler.
+//
+// Owns: SchedulerOptions, Scheduler (workers, spawn, stop), JoinHandle<R>, go().
+// The protocols (wake-up, parking, shutdown) are written once, at the top of scheduler.cc.
+// Must not read configuration (ARCHITECTURE decision 10): app/ fills SchedulerOptions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/fiber/fiber.h"
+
+namespace lionet {
+
+struct SchedulerOptions {
+  // Worker threads. 0 = std::thread::hardware_concurrency(). Each costs one OS thread.
+  int threads = 1;
+  // Usable stack per fiber (rounded up to pages; a guard page is added). Virtual memory only
+  // until touched. YAML: fiber.stack_size.
+  std::size_t stack_size = 128 * 1024;
+  // Stacks each worker keeps cached for reuse (beyond this they go back to the shared pool).
+  std::size_t stack_cache_per_worker = 64;
+  // Used in thread names ("<name>-w<i>") and logs.
+  std::string name = "lionet";
+  // Capacity of each worker's local run queue (a power of two); overflow spills half of it
+  // to the shared inject queue.
+  std::size_t local_queue_capacity = 256;
+};
+
+struct SpawnOptions {
+  std::string_view name;  // shown in logs and fiber dumps
+  int pin_worker = -1;    // -1: any worker; else run only on worker pin_worker % threads
+};
+
+// Counters of one worker. Each is written only by its worker (relaxed), so a snapshot taken
+// from another thread is approximate while the scheduler runs and exact after stop().
+struct WorkerStats {
+  uint64_t spawned = 0;   // fibers created by code running on this worker
+  uint64_t switches = 0;  // context switches into fibers
+  uint64_t steals = 0;    // successful steal operations (each takes up to half a queue)
+  uint64_t parks = 0;     // times the worker slept for lack of work
+  uint64_t finished = 0;  // fibers that ended on this worker
+};
+
+class Scheduler;
+namespace detail {
+class SchedulerImpl;
+// Non-template halves of spawn()/join(), in scheduler.cc.
+// Takes the scheduler's reference of f. Throws std::logic_error (after dropping that reference)
+// if called from outside the scheduler once stop() has begun.
+void submit(SchedulerImpl* impl, Fiber* f);
+void join_fiber(Fiber* f) noexcept;  // parks a fiber or blocks a thread until f is done
+
+template <class R>
+class ResultFiber : public Fiber {
+ public:
+  using Fiber::Fiber;
+  std::optional<R> result_;
+};
+template <>
+class ResultFiber<void> : public Fiber {
+ public:
+  using Fiber::Fiber;
+};
+
+template <class F, class R>
+class FiberImpl final : public ResultFiber<R> {
+ public:
+  FiberImpl(F&& fn, int pin) : ResultFiber<R>(pin), fn_(std::move(fn)) {}
+
+ private:
+  void body() override {
+    if constexpr (std::is_void_v<R>) {
+      fn_();
+    } else {
+      this->result_.emplace(fn_());
+    }
+  }
+  F fn_;
+};
+}  // namespace detail
+
+// Owner of a spawned fiber's result. join() waits (parking a fiber, blocking a plain thread)
+// and returns the result or rethrows the fiber's exception. Dropping the handle detaches.
+template <class R>
+class JoinHandle {
+ public:
+  JoinHandle() = default;
+  explicit JoinHandle(detail::ResultFiber<R>* f) noexcept : f_(f) {}
+  JoinHandle(JoinHandle&& o) noexcept : f_(std::exchange(o.f_, nullptr)) {}
+  JoinHandle& operator=(JoinHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      f_ = std::exchange(o.f_, nullptr);
+    }
+    return *this;
+  }
+  ~JoinHandle() { reset(); }
+
+  bool valid() const noexcept { return f_ != nullptr; }
+  bool done() const noexcept { return f_ && f_->state() == FiberState::kDone; }
+  uint64_t id() const noexcept { return f_ ? f_->id() : 0; }
+  void detach() noexcept { reset(); }
+
+  // Waits for the fiber; returns its result or rethrows its exception. Once only.
+  R join() {
+    if (!f_) throw std::logic_error("lionet::JoinHandle::join on an empty or already joined handle");
+    detail::join_fiber(f_);
+    detail::ResultFiber<R>* f = std::exchange(f_, nullptr);
+    struct Release {
+      Fiber* f;
+      ~Release() { f->release(); }
+    } guard{f};
+    if (f->exception()) std::rethrow_exception(f->exception());
+    if constexpr (!std::is_void_v<R>) return std::move(*f->result_);
+  }
+
+ private:
+  void reset() noexcept {
+    if (f_) std::exchange(f_, nullptr)->release();
+  }
+  detail::ResultFiber<R>* f_ = nullptr;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options = {});
+  // Calls stop().
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Creates a fiber running fn() and makes it runnable. From a worker of this scheduler it goes
+  // to that worker's local queue (no lock); from elsewhere through the inject queue.
+  // Throws std::logic_error after stop() has begun.
+  template <class F>
+  auto spawn(F&& fn, SpawnOptions opts = {}) -> JoinHandle<std::invoke_result_t<std::decay_t<F>&>> {
+    using R = std::invoke_result_t<std::decay_t<F>&>;
+    auto* f = new detail::FiberImpl<std::decay_t<F>, R>(std::decay_t<F>(std::forward<F>(fn)), opts.pin_worker);
+    if (!opts.name.empty()) f->set_name(opts.name);
+    f->add_ref();  // the handle's reference; the scheduler keeps the one from construction
+    detail::submit(impl_.get(), f);
+    return JoinHandle<R>(f);
+  }
+
+  // Waits until every fiber has finished (parked fibers included: they must be woken by
+  // someone), then stops the worker threads. Idempotent. Must not be called from a fiber of
+  // this scheduler (it would wait for itself): throws std::logic_error then.
+  void stop();
+
+  // The scheduler whose worker runs the calling code, or nullptr.
+  static Scheduler* current() noexcept;
+
+  int threads() const noexcept;
+  const SchedulerOptions& options() const noexcept;
+  WorkerStats stats(int worker) const noexcept;
+  WorkerStats total_stats() const noexcept;
+  // Fibers spawned and not yet finished (approximate while running).
+  uint64_t alive() const noexcept;
+
+  detail::SchedulerImpl* impl() const noexcept { return impl_.get(); }
+
+ private:
+  std::unique_ptr<detail::SchedulerImpl> impl_;
+};
+
+// spawn() on the scheduler running the caller, detached. Throws std::logic_error outside one.
+template <class F>
+void go(F&& fn, SpawnOptions opts = {}) {
+  Scheduler* s = Scheduler::current();
+  if (!s) throw std::logic_error("lionet::go called outside a LioNet scheduler");
+  s->spawn(std::forward<F>(fn), opts).detach();
+}
+
+namespace this_fiber {
+// Lets other runnable fibers run; returns at once if none is waiting. On a plain thread:
+// std::this_thread::yield().
+void yield() noexcept;
+// Parks the fiber on a timer (a plain thread sleeps).
+void sleep_until(TimePoint deadline) noexcept;
+inline void sleep_for(Duration d) noexcept { sleep_until(now() + d); }
+// Id of the current fiber (unique per process, never reused), 0 on a plain thread.
+uint64_t id() noexcept;
+// Index of the worker running the caller, -1 on a plain thread.
+int worker_index() noexcept;
+}  // namespace this_fiber
+}  // namespace lionet

@@ -1,0 +1,217 @@
+// Scheduler behaviour a user notices: every fiber runs, work spreads, nobody starves,
+// stop() waits, join() returns results and exceptions.
+#include "lionet/sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "lionet/sched/park.h"
+
+namespace {
+#if defined(LIONET_TSAN) || defined(LIONET_ASAN)
+constexpr int kManyFibers = 100'000;  // sanitizers run ~10x slower; same shape
+#else
+constexpr int kManyFibers = 1'000'000;
+#endif
+
+TEST(Scheduler, JoinReturnsTheFibersResult) {
+  lionet::Scheduler s({.threads = 2});
+  auto h = s.spawn([] { return 6 * 7; });
+  EXPECT_EQ(h.join(), 42);
+  auto v = s.spawn([] { return std::string("hello"); });
+  EXPECT_EQ(v.join(), "hello");
+}
+
+TEST(Scheduler, JoinRethrowsTheFibersException) {
+  lionet::Scheduler s({.threads = 1});
+  auto h = s.spawn([]() -> int { throw std::runtime_error("boom in fiber"); });
+  try {
+    h.join();
+    FAIL() << "join() did not rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "boom in fiber");
+  }
+}
+
+TEST(Scheduler, JoinFromAFiberParksOnlyThatFiber) {
+  lionet::Scheduler s({.threads = 1});
+  // One worker: if join blocked the thread, the child could never run.
+  auto outer = s.spawn([&s] {
+    auto inner = s.spawn([] {
+      lionet::this_fiber::yield();
+      return 5;
+    });
+    return inner.join() + 1;
+  });
+  EXPECT_EQ(outer.join(), 6);
+}
+
+TEST(Scheduler, AMillionFibersAcrossTwoThreadsAllComplete) {
+  lionet::Scheduler s({.threads = 2});
+  std::atomic<int> ran{0};
+  auto root = s.spawn([&] {
+    for (int i = 0; i < kManyFibers; ++i) lionet::go([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  });
+  root.join();
+  s.stop();
+  EXPECT_EQ(ran.load(), kManyFibers);
+  auto t = s.total_stats();
+  EXPECT_EQ(t.finished, static_cast<uint64_t>(kManyFibers) + 1);
+  EXPECT_EQ(s.alive(), 0u);
+}
+
+TEST(Scheduler, StealsHappenWhenOneWorkerSpawnsEverything) {
+  lionet::Scheduler s({.threads = 2});
+  std::atomic<int> on_worker[2] = {0, 0};
+  auto root = s.spawn([&] {
+    std::vector<lionet::JoinHandle<void>> hs;
+    for (int i = 0; i < 2000; ++i) {
+      hs.push_back(lionet::Scheduler::current()->spawn([&] {
+        // Enough work per fiber that the idle worker has time to steal.
+        volatile uint64_t x = 0;
+        for (int k = 0; k < 20000; ++k) x = x + k;
+        on_worker[lionet::this_fiber::worker_index()].fetch_add(1);
+      }));
+    }
+    for (auto& h : hs) h.join();
+  });
+  root.join();
+  EXPECT_EQ(on_worker[0] + on_worker[1], 2000);
+  EXPECT_GT(s.total_stats().steals, 0u);
+  EXPECT_GT(on_worker[0].load(), 0);
+  EXPECT_GT(on_worker[1].load(), 0);
+}
+
+TEST(Scheduler, AYieldingFiberDoesNotStarveOthers) {
+  lionet::Scheduler s({.threads = 1});
+  std::atomic<bool> other_ran{false};
+  auto spinner = s.spawn([&] {
+    // Bounded: gives up after 10 million yields (the other fiber runs after one).
+    for (int i = 0; i < 10'000'000 && !other_ran.load(); ++i) lionet::this_fiber::yield();
+    return other_ran.load();
+  });
+  auto other = s.spawn([&] { other_ran = true; });
+  EXPECT_TRUE(spinner.join());
+  other.join();
+}
+
+TEST(Scheduler, YieldAlternatesFibersFairly) {
+  lionet::Scheduler s({.threads = 1});
+  std::vector<int> order;
+  auto a = s.spawn([&] {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(1);
+      lionet::this_fiber::yield();
+    }
+  });
+  auto b = s.spawn([&] {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(2);
+      lionet::this_fiber::yield();
+    }
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2, 1, 2}));
+}
+
+TEST(Scheduler, StopWaitsForEveryFiber) {
+  std::atomic<int> finished{0};
+  lionet::Scheduler s({.threads = 2});
+  for (int i = 0; i < 100; ++i) {
+    s.spawn([&finished] {
+      lionet::this_fiber::sleep_for(std::chrono::milliseconds(20));
+      finished.fetch_add(1);
+    }).detach();
+  }
+  s.stop();
+  EXPECT_EQ(finished.load(), 100);
+}
+
+TEST(Scheduler, StopWaitsForAParkedFiberUntilItIsWoken) {
+  lionet::Scheduler s({.threads = 1});
+  lionet::Parker parker;
+  std::atomic<bool> published{false};
+  std::atomic<bool> done{false};
+  s.spawn([&] {
+    parker = lionet::Parker::current();
+    published.store(true, std::memory_order_release);
+    lionet::park();  // an early unpark is kept (NOTIFIED), so the order does not matter
+    done = true;
+  }).detach();
+  std::thread waker([&] {
+    while (!published.load(std::memory_order_acquire)) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(done.load());  // stop() is still waiting for the parked fiber
+    parker.unpark();
+  });
+  s.stop();
+  EXPECT_TRUE(done.load());
+  waker.join();
+}
+
+TEST(Scheduler, SpawnAfterStopFromOutsideThrows) {
+  lionet::Scheduler s({.threads = 1});
+  s.stop();
+  EXPECT_THROW(s.spawn([] {}), std::logic_error);
+}
+
+TEST(Scheduler, StopFromOwnFiberThrows) {
+  lionet::Scheduler s({.threads = 1});
+  auto h = s.spawn([&s] {
+    try {
+      s.stop();
+    } catch (const std::logic_error&) {
+      return true;
+    }
+    return false;
+  });
+  EXPECT_TRUE(h.join());
+}
+
+TEST(Scheduler, PinnedFiberStaysOnItsWorker) {
+  lionet::Scheduler s({.threads = 2});
+  auto h = s.spawn(
+      [] {
+        std::set<int> seen;
+        for (int i = 0; i < 1000; ++i) {
+          seen.insert(lionet::this_fiber::worker_index());
+          lionet::this_fiber::yield();
+        }
+        return seen;
+      },
+      {.name = "pinned", .pin_worker = 1});
+  // Load the other worker too, so stealing has a reason to happen.
+  std::vector<lionet::JoinHandle<void>> noise;
+  for (int i = 0; i < 100; ++i) noise.push_back(s.spawn([] {
+    for (int k = 0; k < 100; ++k) lionet::this_fiber::yield();
+  }));
+  EXPECT_EQ(h.join(), (std::set<int>{1}));
+  for (auto& n : noise) n.join();
+}
+
+TEST(Scheduler, GoOutsideASchedulerThrows) { EXPECT_THROW(lionet::go([] {}), std::logic_error); }
+
+TEST(Scheduler, FiberIdsAreUniqueAndNonZeroInsideFibers) {
+  lionet::Scheduler s({.threads = 2});
+  EXPECT_EQ(lionet::this_fiber::id(), 0u);
+  auto a = s.spawn([] { return lionet::this_fiber::id(); });
+  auto b = s.spawn([] { return lionet::this_fiber::id(); });
+  uint64_t ia = a.join(), ib = b.join();
+  EXPECT_NE(ia, 0u);
+  EXPECT_NE(ib, 0u);
+  EXPECT_NE(ia, ib);
+}
+
+TEST(Scheduler, ManySchedulersCreatedAndDestroyed) {
+  for (int i = 0; i < 20; ++i) {
+    lionet::Scheduler s({.threads = 2});
+    EXPECT_EQ(s.spawn([i] { return i; }).join(), i);
+  }
+}
+}  // namespace
