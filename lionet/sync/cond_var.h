@@ -1,0 +1,96 @@
+// lionet/sync/cond_var.h: lionet::CondVar, a condition variable that parks the waiting fiber
+// (or blocks a plain thread).
+//
+// Owns: the queue of waiters of one condition. Works with any BasicLockable, in particular
+// lionet::Mutex and std::unique_lock<lionet::Mutex> (like std::condition_variable_any). Never
+// use it with a std::mutex held by a fiber: the fiber would park holding an OS lock.
+//
+// Guarantees: no lost wake-up (a waiter is queued before it releases the user's lock, so a
+// notify made under, or after, that lock finds it); no spurious wake-up either (park() is
+// exactly-once), but code should still wait with a predicate, as with any condition variable:
+// between the notify and the moment the waiter re-acquires the lock, another party may have
+// consumed the state. notify_one wakes the oldest waiter (FIFO).
+// Concurrency: every method may run in parallel with every other, from fibers and threads.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>  // std::cv_status
+#include <utility>
+
+#include "lionet/base/clock.h"
+#include "lionet/base/spinlock.h"
+#include "lionet/sync/detail/wait_queue.h"
+
+namespace lionet {
+
+class CondVar {
+ public:
+  CondVar() = default;
+  CondVar(const CondVar&) = delete;
+  CondVar& operator=(const CondVar&) = delete;
+  ~CondVar();  // fatal if fibers are still waiting
+
+  void notify_one() noexcept;
+  void notify_all() noexcept;
+
+  // Atomically releases `lock` and parks; re-acquires `lock` before returning.
+  template <class Lock>
+  void wait(Lock& lock) {
+    detail::WaitNode node;
+    node.parker = Parker::current();
+    enqueue(&node);  // W1: queued before the user's lock is released
+    lock.unlock();
+    park();
+    lock.lock();
+  }
+
+  template <class Lock, class Pred>
+  void wait(Lock& lock, Pred pred) {
+    while (!pred()) wait(lock);
+  }
+
+  template <class Lock>
+  std::cv_status wait_until(Lock& lock, TimePoint deadline) {
+    WaitClaim claim;
+    detail::WaitNode node;
+    node.claim = &claim;
+    enqueue(&node);
+    lock.unlock();
+    const bool timed_out = claim.wait(deadline) == WaitClaim::kTimedOut;
+    if (timed_out) unlink(&node);  // W3: before `node` leaves scope
+    lock.lock();
+    return timed_out ? std::cv_status::timeout : std::cv_status::no_timeout;
+  }
+
+  template <class Lock, class C, class D>
+  std::cv_status wait_until(Lock& lock, const std::chrono::time_point<C, D>& t) {
+    return wait_until(lock, now() + std::chrono::ceil<Duration>(t - C::now()));
+  }
+
+  template <class Lock, class Rep, class Period>
+  std::cv_status wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d) {
+    return wait_until(lock, now() + std::chrono::ceil<Duration>(d));
+  }
+
+  // Predicate forms: return pred() (false only if the deadline passed with pred() false).
+  template <class Lock, class Pred>
+  bool wait_until(Lock& lock, TimePoint deadline, Pred pred) {
+    while (!pred()) {
+      if (wait_until(lock, deadline) == std::cv_status::timeout) return pred();
+    }
+    return true;
+  }
+
+  template <class Lock, class Rep, class Period, class Pred>
+  bool wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d, Pred pred) {
+    return wait_until(lock, now() + std::chrono::ceil<Duration>(d), std::move(pred));
+  }
+
+ private:
+  void enqueue(detail::WaitNode* n) noexcept;
+  void unlink(detail::WaitNode* n) noexcept;
+
+  SpinLock lock_;            // protects queue_
+  detail::WaitQueue queue_;  // waiters, oldest first
+};
+}  // namespace lionet

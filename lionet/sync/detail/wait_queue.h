@@ -1,0 +1,167 @@
+// lionet/sync/detail/wait_queue.h: the intrusive wait node and FIFO every sync/ primitive
+// parks on. Private to sync/.
+//
+// Owns: WaitNode (lives on the waiter's stack), WaitQueue (a doubly linked FIFO of nodes,
+// protected by the owning primitive's SpinLock), and the one rule for waking a node.
+// Must not: park, unpark, or take any lock itself (callers hold their primitive's SpinLock).
+//
+// THE WAKE RULE (every primitive follows it; numbered so the .cc files can cite it):
+//  W1. A waiter fills a WaitNode, links it under the primitive's lock, releases the lock, then
+//      parks. It never holds a SpinLock across park() (a worker would spin on a lock held by a
+//      fiber that cannot run).
+//  W2. A waker removes the node under the same lock. For a plain node (claim == nullptr) the
+//      removal alone decides the wake-up: the waker copies the Parker, releases the lock, and
+//      calls unpark() (never under the lock: unpark may wake a sleeping worker, a syscall).
+//  W3. A timed or select node carries a WaitClaim. Removal is not enough: the waker must win
+//      claim->notify(claim_value) while still holding the lock. If it loses (deadline, or for
+//      select another channel won), the node is dropped and the waker tries the next one.
+//      notify() unparks the waiter while the lock is held; the waiter therefore takes the
+//      primitive's lock once after waking before it reads anything the waker wrote into its
+//      node (the lock is the barrier), and after kTimedOut it unlinks its node if still linked.
+//  W4. After unpark() (W2) or after releasing the lock (W3), the waker never touches the node:
+//      the waiter may have returned and its stack frame be gone.
+#pragma once
+
+#include <cstdint>
+
+#include "lionet/base/macros.h"
+#include "lionet/sched/park.h"
+
+namespace lionet::detail {
+
+struct WaitNode {
+  // Links; written only under the owning primitive's lock.
+  WaitNode* prev = nullptr;
+  WaitNode* next = nullptr;
+  bool linked = false;
+  // Result written by the waker before the wake-up (W2: published by unpark; W3: by the lock).
+  uint32_t status = 0;
+  // Untimed waits: the party to unpark. Set by the waiter before linking; read-only afterwards.
+  Parker parker;
+  // Timed and select waits: the claim that decides the wake-up (W3), and the value to notify
+  // it with (select encodes its case index here). Null for untimed waits.
+  WaitClaim* claim = nullptr;
+  uint32_t claim_value = WaitClaim::kNotified;
+  // Primitive-specific payload (Channel: T* of a sender, std::optional<T>* of a receiver).
+  void* elem = nullptr;
+};
+
+// FIFO of WaitNodes. Not thread-safe: every call is made under the owner's SpinLock.
+class WaitQueue {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  WaitNode* front() const noexcept { return head_; }
+
+  void push_back(WaitNode* n) noexcept {
+    LIONET_DCHECK(!n->linked, "WaitNode linked twice");
+    n->next = nullptr;
+    n->prev = tail_;
+    if (tail_) {
+      tail_->next = n;
+    } else {
+      head_ = n;
+    }
+    tail_ = n;
+    n->linked = true;
+  }
+
+  void remove(WaitNode* n) noexcept {
+    LIONET_DCHECK(n->linked, "removing an unlinked WaitNode");
+    if (n->prev) {
+      n->prev->next = n->next;
+    } else {
+      head_ = n->next;
+    }
+    if (n->next) {
+      n->next->prev = n->prev;
+    } else {
+      tail_ = n->prev;
+    }
+    n->prev = n->next = nullptr;
+    n->linked = false;
+  }
+
+  void remove_if_linked(WaitNode* n) noexcept {
+    if (n->linked) remove(n);
+  }
+
+  WaitNode* pop_front() noexcept {
+    WaitNode* n = head_;
+    if (n) remove(n);
+    return n;
+  }
+
+  // Pops the first node the caller wins (W2/W3): plain nodes are won by removal, claim nodes
+  // by notify() (which already unparks them). Nodes whose claim is lost are dropped.
+  // Returns nullptr if none can be won.
+  WaitNode* take() noexcept {
+    while (WaitNode* n = pop_front()) {
+      if (n->claim == nullptr || n->claim->notify(n->claim_value)) return n;
+    }
+    return nullptr;
+  }
+
+  // Drops nodes at the front whose claim is already decided (their owners will find them
+  // unlinked). Then front() is either null, a plain node, or a claim still kWaiting (which
+  // another thread may still win concurrently: take() remains the authority).
+  void drop_decided_front() noexcept {
+    while (head_ && head_->claim && head_->claim->value() != WaitClaim::kWaiting) pop_front();
+  }
+
+ private:
+  WaitNode* head_ = nullptr;
+  WaitNode* tail_ = nullptr;
+};
+
+// A node's wake-up that must happen after the lock is released (W2), or nothing (W3 nodes
+// were already unparked by notify()). Copy the Parker out before unlocking.
+class DeferredWake {
+ public:
+  DeferredWake() = default;
+  explicit DeferredWake(const WaitNode* n) noexcept {
+    if (n && n->claim == nullptr) {
+      parker_ = n->parker;
+      armed_ = true;
+    }
+  }
+  void set(const WaitNode* n) noexcept { *this = DeferredWake(n); }
+  // Call after releasing the lock.
+  void run() noexcept {
+    if (armed_) parker_.unpark();
+  }
+
+ private:
+  Parker parker_;
+  bool armed_ = false;
+};
+
+// A singly linked batch of plain nodes to unpark after the lock (notify_all, close).
+// Reuses WaitNode::next of nodes already removed from their queue.
+class WakeBatch {
+ public:
+  // Under the lock: n was won (WaitQueue::take). Claim nodes need nothing more.
+  void add(WaitNode* n) noexcept {
+    if (n->claim != nullptr) return;
+    n->next = head_;
+    head_ = n;
+  }
+  // After the lock: unparks every node. Reads next before unparking (W4).
+  void run() noexcept {
+    WaitNode* n = head_;
+    head_ = nullptr;
+    while (n) {
+      WaitNode* next = n->next;
+      Parker p = n->parker;
+      p.unpark();
+      n = next;
+    }
+  }
+
+ private:
+  WaitNode* head_ = nullptr;
+};
+
+// Identity of the running fiber (its id) or plain thread (a per-thread token with the top bit
+// set), for debug-build ownership checks. Never 0.
+uint64_t current_owner_token() noexcept;
+}  // namespace lionet::detail

@@ -1,0 +1,37 @@
+// lionet/sync/event.h: lionet::Event, a one-shot latch: set() once, and every wait() (past and
+// future) returns. Fibers park, plain threads block. Cannot be reset (make a new Event).
+// Concurrency: any method, any fiber or thread; set() may be called more than once (no-op).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "lionet/base/clock.h"
+#include "lionet/base/spinlock.h"
+#include "lionet/sync/detail/wait_queue.h"
+
+namespace lionet {
+
+class Event {
+ public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();  // fatal if fibers are still waiting
+
+  void set() noexcept;
+  // acquire: pairs with the release in set(): what the setter wrote before set() is visible.
+  bool is_set() const noexcept { return set_.load(std::memory_order_acquire); }
+  void wait() noexcept;
+  bool wait_until(TimePoint deadline) noexcept;  // false on timeout
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& d) noexcept {
+    return wait_until(now() + std::chrono::ceil<Duration>(d));
+  }
+
+ private:
+  std::atomic<bool> set_{false};  // written once by set(), under lock_
+  SpinLock lock_;                 // protects queue_ and the transition of set_
+  detail::WaitQueue queue_;
+};
+}  // namespace lionet

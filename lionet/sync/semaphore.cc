@@ -1,0 +1,75 @@
+// lionet/sync/semaphore.cc (wake rule: detail/wait_queue.h).
+#include "lionet/sync/semaphore.h"
+
+namespace lionet {
+
+Semaphore::~Semaphore() {
+  lock_.lock();
+  const bool idle = queue_.empty();
+  lock_.unlock();
+  LIONET_CHECK(idle, "lionet::Semaphore destroyed while fibers are waiting on it");
+}
+
+bool Semaphore::try_acquire() noexcept {
+  lock_.lock();
+  const bool ok = count_ > 0;
+  if (ok) --count_;
+  lock_.unlock();
+  return ok;
+}
+
+void Semaphore::acquire() noexcept {
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return;
+  }
+  detail::WaitNode node;
+  node.parker = Parker::current();
+  queue_.push_back(&node);
+  lock_.unlock();
+  park();  // woken by release() holding our permit
+}
+
+bool Semaphore::try_acquire_until(TimePoint deadline) noexcept {
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return true;
+  }
+  WaitClaim claim;
+  detail::WaitNode node;
+  node.claim = &claim;
+  queue_.push_back(&node);
+  lock_.unlock();
+  if (claim.wait(deadline) != WaitClaim::kTimedOut) return true;  // the permit came with the claim
+  lock_.lock();
+  queue_.remove_if_linked(&node);  // W3
+  lock_.unlock();
+  return false;
+}
+
+void Semaphore::release(int64_t n) noexcept {
+  LIONET_CHECK(n >= 0, "lionet::Semaphore::release with a negative count");
+  detail::WakeBatch batch;
+  lock_.lock();
+  while (n > 0) {
+    detail::WaitNode* w = queue_.take();
+    if (!w) break;
+    batch.add(w);
+    --n;
+  }
+  count_ += n;
+  lock_.unlock();
+  batch.run();
+}
+
+int64_t Semaphore::available() const noexcept {
+  lock_.lock();
+  int64_t c = count_;
+  lock_.unlock();
+  return c;
+}
+}  // namespace lionet
