@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# scripts/bench-fiber.sh: builds the release preset, runs build/release/bench/fiber_bench and
+# prints a markdown table: each LioNet figure beside its reference from the same run
+# (Boost.Fiber; raw Boost.Context for the switch), speed-up over one thread, and ratios.
+#
+# Usage: scripts/bench-fiber.sh [--write] [--no-build] [fiber_bench flags...]
+#   --write     also (re)write the fiber section of bench/RESULTS.md, between the markers
+#               <!-- fiber:begin --> and <!-- fiber:end --> (other sections are kept).
+#   --no-build  use the existing build/release/bench/fiber_bench as is.
+#   other flags go to fiber_bench, e.g. --benchmark_filter=Switch --benchmark_min_time=1
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc).
+# Needs python3 (JSON parsing). The last line printed is the benchmark's RESULT line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+write=0
+build=1
+args=()
+for a in "$@"; do
+  case "$a" in
+    --write) write=1 ;;
+    --no-build) build=0 ;;
+    *) args+=("$a") ;;
+  esac
+done
+BUILD_DIR=${BUILD_DIR:-build/release}
+JOBS=${JOBS:-$(nproc)}
+
+if [ "$build" -eq 1 ]; then
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$JOBS" --target fiber_bench
+fi
+bin="$BUILD_DIR/bench/fiber_bench"
+[ -x "$bin" ] || { echo "bench-fiber: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+set +e
+"$bin" --benchmark_out="$tmp/out.json" --benchmark_out_format=json ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
+rc=${PIPESTATUS[0]}
+set -e
+
+result=$(grep '^RESULT ' "$tmp/console.txt" | tail -1 || true)
+[ -n "$result" ] || result="RESULT errors=1 note=fiber_bench_exited_without_result_rc_$rc"
+
+# The machine, as the table's caption.
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+compiler=$(grep -m1 '^CMAKE_CXX_COMPILER:' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null | cut -d= -f2- || true)
+compiler_version=$("${compiler:-c++}" --version 2>/dev/null | head -1 || echo unknown)
+boost=$(sed -n 's/^#define BOOST_LIB_VERSION "\(.*\)"/\1/p' /usr/include/boost/version.hpp 2>/dev/null | tr _ . || true)
+gbench=$(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo unknown)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+git diff --quiet HEAD -- lionet bench 2>/dev/null || commit="$commit+dirty"
+
+export BF_NPROC=$(nproc) BF_CPU="$cpu" BF_KERNEL=$(uname -r) BF_COMPILER="$compiler_version" BF_BOOST="$boost" \
+  BF_GBENCH="$gbench" BF_COMMIT="$commit" BF_LOAD="$load_before" BF_DATE=$(date -u +%Y-%m-%d)
+python3 - "$tmp/out.json" "$tmp/section.md" "$result" <<'PYEOF'
+import json, os, re, sys
+
+json_path, out_path, result_line = sys.argv[1:4]
+try:
+    data = json.load(open(json_path))
+except Exception as e:  # the benchmark died before writing its JSON
+    data = {"benchmarks": []}
+
+scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+ns = {}
+for b in data.get("benchmarks", []):
+    if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+        continue
+    ops = b.get("ops")
+    if not ops:
+        continue
+    name = re.sub(r"/(manual_time|real_time)$", "", b["name"])
+    ns[name] = b["real_time"] * scale.get(b.get("time_unit", "ns"), 1.0) / ops
+
+def f(v):
+    if v is None:
+        return "–"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+rows = []
+pairs = [("BM_FiberCreation", "BM_BoostFiberCreation", "Boost.Fiber create+join"),
+         ("BM_FiberSpawnJoin", "BM_BoostFiberCreation", "Boost.Fiber create+join"),
+         ("BM_FiberSwitch", "BM_BoostFiberSwitch", "Boost.Fiber yield")]
+lines = ["| benchmark | LioNet ns/op | speed-up vs 1 thread | reference | reference ns/op | ratio (ref/LioNet) |",
+         "|---|---:|---:|---|---:|---:|"]
+for mine, ref, ref_label in pairs:
+    for n in (1000, 3000):
+        for t in (1, 2, 4, 8, 16):
+            key = f"{mine}/{n}/threads:{t}"
+            rkey = f"{ref}/{n}/threads:{t}"
+            v, r = ns.get(key), ns.get(rkey)
+            if v is None and r is None:
+                continue
+            base = ns.get(f"{mine}/{n}/threads:1")
+            speed = ratio(base, v)
+            lines.append(f"| {key} | {f(v)} | {f(speed) + 'x' if speed else '–'} | {ref_label} | {f(r)} | "
+                         f"{f(ratio(r, v)) + 'x' if ratio(r, v) else '–'} |")
+for t in (1, 2, 4, 8, 16):
+    key = f"BM_FiberCpuBound/threads:{t}"
+    if key in ns:
+        speed = ratio(ns.get("BM_FiberCpuBound/threads:1"), ns[key])
+        lines.append(f"| {key} (ns per ~2 us slice) | {f(ns[key])} | {f(speed) + 'x' if speed else '–'} | – | – | – |")
+
+raw = [(k, ns.get(k)) for k in ("BM_RawFcontextRoundTrip", "BM_RawFiberRoundTrip", "BM_RawCallccRoundTrip")]
+raw_lines = ["| reference | ns per round trip (2 switches) | ns per switch |", "|---|---:|---:|"]
+for k, v in raw:
+    if v is not None:
+        raw_lines.append(f"| {k} | {f(v)} | {f(v / 2)} |")
+extra = ns.get("BM_BoostFiberCreationDefaultStack/1000/threads:1")
+if extra is not None:
+    raw_lines.append(f"| BM_BoostFiberCreationDefaultStack/1000/threads:1 (malloc'd stacks) | {f(extra)} ns per fiber | – |")
+
+kv = dict(p.split("=", 1) for p in result_line.split()[1:] if "=" in p)
+def num(k):
+    try:
+        return float(kv[k])
+    except (KeyError, ValueError):
+        return None
+targets = []
+def target(label, value, ok, goal):
+    if value is None:
+        targets.append(f"- {label}: not measured ({goal})")
+    else:
+        targets.append(f"- {label}: {value} — {'met' if ok else 'MISSED'} ({goal})")
+sw, rh, cr, sj = num("switch_ns"), num("raw_half_roundtrip_ns"), num("create_ns"), num("spawn_join_ns")
+bcr, bsw = num("boost_fiber_create_ns"), num("boost_fiber_switch_ns")
+target("switch", None if sw is None or rh is None else f"{sw:.2f} ns = {sw / rh:.2f}x half a raw fcontext round trip ({rh:.2f} ns)",
+       sw is not None and rh is not None and sw <= 1.5 * rh, "target <= 1.5x")
+target("creation at 1 thread", None if cr is None else f"{cr:.1f} ns", cr is not None and cr <= 60, "target <= 60 ns")
+target("spawn + join at 1 thread", None if sj is None else f"{sj:.1f} ns", sj is not None and sj <= 150, "target <= 150 ns")
+target("creation vs Boost.Fiber create+join", None if cr is None or bcr is None else f"{bcr / cr:.1f}x",
+       cr is not None and bcr is not None and bcr / cr >= 4, "target >= 4x")
+target("spawn + join vs Boost.Fiber create+join", None if sj is None or bcr is None else f"{bcr / sj:.1f}x",
+       sj is not None and bcr is not None and bcr / sj >= 4, "target >= 4x")
+target("switch vs Boost.Fiber yield", None if sw is None or bsw is None else f"{bsw / sw:.1f}x",
+       sw is not None and bsw is not None and bsw / sw >= 4, "target >= 4x")
+m2, m16 = num("mt2_speedup"), num("mt16_vs_mt2")
+target("CPU-bound throughput, 2 threads vs 1", None if m2 is None else f"{m2:.2f}x", m2 is not None and m2 >= 1.7, "target >= 1.7x")
+target("CPU-bound throughput, 16 threads vs 2", None if m16 is None else f"{m16:.2f}x", m16 is not None and m16 >= 0.85, "target >= 0.85x")
+
+e = os.environ
+machine = (f"Machine: {e['BF_NPROC']} CPUs ({e['BF_CPU']}), kernel {e['BF_KERNEL']}, {e['BF_COMPILER']}, "
+           f"Boost {e['BF_BOOST']}, Google Benchmark {e['BF_GBENCH']}; LioNet commit {e['BF_COMMIT']}; "
+           f"load average before the run: {e['BF_LOAD']}. Generated by `scripts/bench-fiber.sh` on {e['BF_DATE']}.")
+notes = ("ns/op is wall time per fiber (creation rows), per switch (switch rows) or per slice (CPU-bound rows). "
+         "Boost.Fiber runs round_robin on 1 thread and work_stealing (suspend=true, one child process per thread count) "
+         "on more, with pooled_fixedsize_stack stacks of 128 KiB (mutex-guarded when threads > 1). "
+         "Absolute times drift on these shared 2-core VMs; the ratios, measured side by side, are the figures that hold.")
+section = "\n".join([
+    "## Fiber scheduler (`bench/fiber_bench`)", "", machine, "", notes, "",
+    *lines, "", *raw_lines, "", "Targets (issue 2):", "", *targets, "", "```", result_line, "```", ""])
+open(out_path, "w").write(section)
+PYEOF
+
+echo
+cat "$tmp/section.md"
+
+if [ "$write" -eq 1 ]; then
+  python3 - "$tmp/section.md" bench/RESULTS.md <<'PYEOF'
+import os, sys
+section = open(sys.argv[1]).read().rstrip("\n")
+path = sys.argv[2]
+begin, end = "<!-- fiber:begin -->", "<!-- fiber:end -->"
+block = f"{begin}\n{section}\n{end}"
+text = open(path).read() if os.path.exists(path) else "# LioNet benchmark results\n\nEach section is written by its script with `--write`; do not edit between the markers.\n"
+if begin in text and end in text and text.index(begin) < text.index(end):
+    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+else:
+    text = text.rstrip("\n") + "\n\n" + block + "\n"
+open(path, "w").write(text)
+PYEOF
+  echo "bench-fiber: wrote the fiber section of bench/RESULTS.md"
+fi
+
+echo "$result"
+[ "$rc" -eq 0 ]
