@@ -1,0 +1,152 @@
+// lionet/app/config_binding.cc: config vars of the lionet binary and their mapping onto
+// SchedulerOptions and log::LogOptions. Defaults come from the Options structs themselves, so
+// the two cannot drift apart.
+#include "lionet/app/config_binding.h"
+
+#include <set>
+
+namespace lionet::app {
+namespace {
+bool power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+std::optional<std::string> check_loggers(const std::vector<log::LoggerOptions>& loggers) {
+  std::set<std::string> names;
+  for (const auto& l : loggers) {
+    if (l.name.empty()) return "every logger needs a name";
+    if (!names.insert(l.name).second) return "logger '" + l.name + "' is listed twice";
+    for (const auto& s : l.sinks) {
+      if (s.type == log::SinkOptions::Type::kRotatingFile && s.path.empty()) {
+        return "logger '" + l.name + "': a rotating_file sink needs a path";
+      }
+      if (s.type == log::SinkOptions::Type::kRotatingFile && s.max_size == 0) {
+        return "logger '" + l.name + "': a rotating_file sink needs max_size > 0";
+      }
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+AppConfig define_config(config::Registry& r) {
+  const SchedulerOptions sd;
+  const log::LogOptions ld;
+  AppConfig c;
+  c.scheduler_threads = r.define<int>("scheduler.threads", sd.threads,
+                                      "Worker threads of the fiber scheduler; 0 = one per CPU.",
+                                      config::range(0, 1024));
+  c.scheduler_name = r.define<std::string>(
+      "scheduler.name", sd.name, "Scheduler name, used in thread names (<name>-w<i>) and logs.",
+      config::check([](const std::string& s) { return !s.empty() && s.size() <= 12; },
+                    "must be 1 to 12 characters (Linux thread names hold 15)"));
+  c.scheduler_local_queue_capacity = r.define<std::size_t>(
+      "scheduler.local_queue_capacity", sd.local_queue_capacity,
+      "Capacity of each worker's local run queue (a power of two); overflow spills to the inject queue.",
+      config::all(config::range(std::size_t{2}, std::size_t{1} << 20),
+                  config::check(power_of_two, "must be a power of two")));
+  c.fiber_stack_size = r.define<std::size_t>(
+      "fiber.stack_size", sd.stack_size,
+      "Usable stack bytes per fiber (rounded up to pages, plus a guard page); virtual until touched.",
+      config::range(std::size_t{16} * 1024, std::size_t{64} * 1024 * 1024));
+  c.fiber_stack_cache_per_worker = r.define<std::size_t>(
+      "fiber.stack_cache_per_worker", sd.stack_cache_per_worker,
+      "Fiber stacks each worker keeps for reuse before returning them to the shared pool.",
+      config::range(std::size_t{0}, std::size_t{1} << 16));
+  log::LoggerOptions root;
+  root.name = "root";
+  c.log_loggers = r.define<std::vector<log::LoggerOptions>>(
+      "log.loggers", {root},
+      "Loggers: name, level, pattern, async, flush_level, sinks (stdout | stderr | rotating_file).",
+      check_loggers);
+  c.log_async_queue_size = r.define<std::size_t>(
+      "log.async_queue_size", ld.async_queue_size,
+      "Messages each async logger queues (callers block when it is full).",
+      config::range(std::size_t{64}, std::size_t{1} << 22));
+  return c;
+}
+
+SchedulerOptions scheduler_options(const AppConfig& c) {
+  SchedulerOptions o;
+  o.threads = c.scheduler_threads->value();
+  o.name = c.scheduler_name->value();
+  o.local_queue_capacity = c.scheduler_local_queue_capacity->value();
+  o.stack_size = c.fiber_stack_size->value();
+  o.stack_cache_per_worker = c.fiber_stack_cache_per_worker->value();
+  return o;
+}
+
+log::LogOptions log_options(const AppConfig& c) {
+  log::LogOptions o;
+  o.loggers = c.log_loggers->value();
+  o.async_queue_size = c.log_async_queue_size->value();
+  return o;
+}
+}  // namespace lionet::app
+
+namespace lionet::config {
+using log::Level;
+using log::LoggerOptions;
+using log::SinkOptions;
+
+Level ConfigTraits<Level>::from_yaml(const YAML::Node& n) {
+  std::string s = decode<std::string>(n);
+  auto l = log::parse_level(s);
+  if (!l) conversion_error(n, "expected a log level (trace, debug, info, warn, error, critical, off), got '" + s + "'");
+  return *l;
+}
+YAML::Node ConfigTraits<Level>::to_yaml(Level l) { return YAML::Node(std::string(log::to_string(l))); }
+
+SinkOptions ConfigTraits<SinkOptions>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"type", "path", "max_size", "max_files", "level"});
+  SinkOptions s;
+  std::string type = required_field<std::string>(n, "type");
+  if (type == "stdout") s.type = SinkOptions::Type::kStdout;
+  else if (type == "stderr") s.type = SinkOptions::Type::kStderr;
+  else if (type == "rotating_file") s.type = SinkOptions::Type::kRotatingFile;
+  else conversion_error(n["type"], "expected a sink type (stdout, stderr, rotating_file), got '" + type + "'");
+  read_field(n, "path", s.path);
+  read_field(n, "max_size", s.max_size);
+  read_field(n, "max_files", s.max_files);
+  read_field(n, "level", s.level);
+  if (s.type == SinkOptions::Type::kRotatingFile && s.path.empty()) {
+    conversion_error(n, "a rotating_file sink needs a path");
+  }
+  return s;
+}
+YAML::Node ConfigTraits<SinkOptions>::to_yaml(const SinkOptions& s) {
+  YAML::Node n;
+  switch (s.type) {
+    case SinkOptions::Type::kStdout: n["type"] = "stdout"; break;
+    case SinkOptions::Type::kStderr: n["type"] = "stderr"; break;
+    case SinkOptions::Type::kRotatingFile:
+      n["type"] = "rotating_file";
+      n["path"] = s.path;
+      n["max_size"] = s.max_size;
+      n["max_files"] = s.max_files;
+      break;
+  }
+  n["level"] = encode(s.level);
+  return n;
+}
+
+LoggerOptions ConfigTraits<LoggerOptions>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"name", "level", "pattern", "sinks", "async", "flush_level"});
+  LoggerOptions o;
+  o.name = required_field<std::string>(n, "name");
+  read_field(n, "level", o.level);
+  read_field(n, "pattern", o.pattern);
+  read_field(n, "sinks", o.sinks);
+  read_field(n, "async", o.async);
+  read_field(n, "flush_level", o.flush_level);
+  return o;
+}
+YAML::Node ConfigTraits<LoggerOptions>::to_yaml(const LoggerOptions& o) {
+  YAML::Node n;
+  n["name"] = o.name;
+  n["level"] = encode(o.level);
+  n["pattern"] = o.pattern;
+  n["async"] = o.async;
+  n["flush_level"] = encode(o.flush_level);
+  n["sinks"] = encode(o.sinks);
+  return n;
+}
+}  // namespace lionet::config

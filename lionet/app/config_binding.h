@@ -1,0 +1,55 @@
+// lionet/app/config_binding.h: the one place where YAML keys become Options structs
+// (ARCHITECTURE decision 10). Defines the config vars of the lionet binary on a Registry and
+// builds SchedulerOptions / log::LogOptions from their current values.
+// Must not: be included by the library (app/ is the top layer).
+//
+// Keys (see conf/server.yml and conf/log.yml for the commented reference):
+//   scheduler.threads, scheduler.name, scheduler.local_queue_capacity,
+//   fiber.stack_size, fiber.stack_cache_per_worker,
+//   log.loggers, log.async_queue_size
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lionet/config/registry.h"
+#include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
+
+namespace lionet::app {
+
+struct AppConfig {
+  std::shared_ptr<config::ConfigVar<int>> scheduler_threads;
+  std::shared_ptr<config::ConfigVar<std::string>> scheduler_name;
+  std::shared_ptr<config::ConfigVar<std::size_t>> scheduler_local_queue_capacity;
+  std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_size;
+  std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_cache_per_worker;
+  std::shared_ptr<config::ConfigVar<std::vector<log::LoggerOptions>>> log_loggers;
+  std::shared_ptr<config::ConfigVar<std::size_t>> log_async_queue_size;
+};
+
+// Defines every var of the binary on `registry` (once per registry).
+AppConfig define_config(config::Registry& registry);
+
+SchedulerOptions scheduler_options(const AppConfig& c);
+log::LogOptions log_options(const AppConfig& c);
+}  // namespace lionet::app
+
+// YAML <-> log options (used by the log.loggers var).
+template <>
+struct lionet::config::ConfigTraits<lionet::log::Level> {
+  static log::Level from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(log::Level l);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::log::SinkOptions> {
+  static log::SinkOptions from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const log::SinkOptions& s);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::log::LoggerOptions> {
+  static log::LoggerOptions from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const log::LoggerOptions& o);
+};

@@ -1,0 +1,200 @@
+// lionet/app/main.cc: the lionet server binary.
+//
+//   lionet -c <conf dir or file> [--check] [--print-config]
+//
+// Start-up order (each step only once the previous succeeded):
+//  1. parse the command line (unknown flag -> usage on stderr, exit 2);
+//  2. block SIGINT/SIGTERM/SIGHUP in this thread before any other thread exists, so every
+//     thread inherits the mask and only sigwait() below receives them;
+//  3. load and validate the whole configuration (every *.yml/*.yaml of the directory, then
+//     LIONET_* environment overrides); any error -> message on stderr, exit 1, nothing started;
+//     --print-config prints the effective config, --check says OK; both exit 0 here;
+//  4. configure logging, start the scheduler, log its configuration;
+//  5. wait: SIGHUP reloads the configuration (log changes apply at once; scheduler/fiber
+//     changes are reported as needing a restart; a bad file is logged and ignored),
+//     SIGINT/SIGTERM stop the scheduler (waiting for its fibers) and exit 0.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "lionet/app/config_binding.h"
+#include "lionet/config/registry.h"
+#include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
+
+namespace {
+constexpr const char* kUsage =
+    "usage: lionet -c <conf dir or file> [--check] [--print-config]\n"
+    "  -c, --config PATH   configuration directory (every *.yml/*.yaml, in name order) or file\n"
+    "  --check             validate the configuration and exit (0 valid, 1 invalid)\n"
+    "  --print-config      print the effective configuration (defaults filled in) and exit\n"
+    "  -h, --help          this text\n"
+    "Every key can be overridden by LIONET_<KEY> (dots become '_'), e.g. LIONET_FIBER_STACK_SIZE.\n";
+
+struct Args {
+  std::string conf;
+  bool check = false;
+  bool print = false;
+};
+
+// Returns -1 to go on, else the exit code.
+int parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "-c" || arg == "--config") {
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "lionet: %s needs a path\n%s", argv[i], kUsage);
+        return 2;
+      }
+      a.conf = argv[++i];
+    } else if (arg.starts_with("--config=")) {
+      a.conf = arg.substr(9);
+    } else if (arg == "--check") {
+      a.check = true;
+    } else if (arg == "--print-config") {
+      a.print = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "lionet: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (a.conf.empty()) {
+    std::fprintf(stderr, "lionet: -c <conf dir or file> is required\n%s", kUsage);
+    return 2;
+  }
+  return -1;
+}
+
+std::string describe_unknown(const std::vector<lionet::config::UnknownKey>& keys) {
+  std::string s;
+  for (const auto& u : keys) {
+    if (!s.empty()) s += ", ";
+    s += u.key + " (" + u.source;
+    if (u.line > 0) s += ":" + std::to_string(u.line) + ":" + std::to_string(u.column);
+    s += ")";
+  }
+  return s;
+}
+
+void watch_for_restart(lionet::config::ConfigVarBase& var, const char* what) {
+  auto* typed = dynamic_cast<lionet::config::ConfigVar<std::size_t>*>(&var);
+  auto warn = [name = var.name(), what](auto&&, auto&&) {
+    LIONET_LOG_WARN(lionet::log::get("app"), "{} changed: the {} applies it after a restart", name, what);
+  };
+  if (typed) {
+    typed->add_listener(warn);
+  } else if (auto* i = dynamic_cast<lionet::config::ConfigVar<int>*>(&var)) {
+    i->add_listener(warn);
+  } else if (auto* s = dynamic_cast<lionet::config::ConfigVar<std::string>*>(&var)) {
+    s->add_listener(warn);
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lionet;
+  Args args;
+  if (int rc = parse_args(argc, argv, args); rc >= 0) return rc;
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  config::Registry& registry = config::Registry::global();
+  app::AppConfig cfg = app::define_config(registry);
+  const bool offline = args.check || args.print;
+  config::LoadReport report;
+  try {
+    // In --check/--print-config mode the unknown-keys warning goes to stderr, keeping stdout
+    // clean for the printed config; when serving it goes through the log.
+    report = registry.load_path(args.conf, config::LoadOptions{.warn_unknown = !offline});
+  } catch (const config::ConfigError& e) {
+    std::fprintf(stderr, "lionet: invalid configuration: %s\n", e.what());
+    return 1;
+  }
+  if (offline) {
+    if (!report.unknown_keys.empty()) {
+      std::fprintf(stderr, "lionet: warning: %zu unknown config key(s) ignored: %s\n", report.unknown_keys.size(),
+                   describe_unknown(report.unknown_keys).c_str());
+    }
+    if (args.print) std::fputs(registry.dump().c_str(), stdout);
+    if (args.check) {
+      std::fprintf(args.print ? stderr : stdout, "lionet: configuration OK (%zu file(s) from %s)\n",
+                   report.sources.size(), args.conf.c_str());
+    }
+    return 0;
+  }
+
+  try {
+    log::configure(app::log_options(cfg));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lionet: cannot set up logging: %s\n", e.what());
+    return 1;
+  }
+  auto lg = log::get("app");
+  auto reconfigure_log = [&cfg, lg](auto&&, auto&&) {
+    try {
+      log::configure(app::log_options(cfg));
+      LIONET_LOG_INFO(lg, "logging reconfigured");
+    } catch (const std::exception& e) {
+      LIONET_LOG_ERROR(lg, "logging not reconfigured: {}", e.what());
+    }
+  };
+  cfg.log_loggers->add_listener(reconfigure_log);
+  cfg.log_async_queue_size->add_listener(reconfigure_log);
+  for (const char* name : {"scheduler.threads", "scheduler.name", "scheduler.local_queue_capacity",
+                           "fiber.stack_size", "fiber.stack_cache_per_worker"}) {
+    watch_for_restart(*registry.find_base(name), "running process");
+  }
+
+  const SchedulerOptions so = app::scheduler_options(cfg);
+  LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
+  LIONET_LOG_INFO(lg,
+                  "starting scheduler '{}': threads={} stack_size={} stack_cache_per_worker={} "
+                  "local_queue_capacity={}",
+                  so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity);
+  int rc = 0;
+  try {
+    Scheduler scheduler(so);
+    scheduler
+        .spawn([&] {
+          LIONET_LOG_INFO(lg, "scheduler '{}' running with {} worker(s); SIGINT/SIGTERM stop, SIGHUP reloads {}",
+                          so.name, scheduler.threads(), args.conf);
+        })
+        .join();
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        LIONET_LOG_INFO(lg, "SIGHUP: reloading {}", args.conf);
+        try {
+          auto r = registry.load_path(args.conf);
+          LIONET_LOG_INFO(lg, "reloaded: {} key(s) changed", r.changed.size());
+        } catch (const config::ConfigError& e) {
+          LIONET_LOG_ERROR(lg, "reload rejected, keeping the running configuration: {}", e.what());
+        }
+        continue;
+      }
+      LIONET_LOG_INFO(lg, "{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      break;
+    }
+    scheduler.stop();
+    auto total = scheduler.total_stats();
+    LIONET_LOG_INFO(lg, "stopped: {} fiber(s) finished, {} switches, {} steals, {} parks", total.finished,
+                    total.switches, total.steals, total.parks);
+  } catch (const std::exception& e) {
+    LIONET_LOG_CRITICAL(lg, "fatal: {}", e.what());
+    rc = 1;
+  }
+  log::shutdown();
+  return rc;
+}

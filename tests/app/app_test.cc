@@ -1,0 +1,219 @@
+// tests/app/app_test.cc: the lionet binary as a user runs it (--check, --print-config, bad
+// config, bad flags, SIGTERM, SIGHUP reload changing the log at run time), plus the YAML ->
+// Options binding itself.
+//
+// The binding (lionet/app/config_binding.cc) is not part of the library, so it is compiled into
+// this test by including it. The binary is looked up beside the test binary's build tree
+// (<build>/lionet, <build>/bin/lionet, <build>/app/lionet); TEST_LIONET_BINARY overrides (not LIONET_*: those are config overrides).
+#include "lionet/app/config_binding.cc"  // NOLINT: see above
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace lionet::app {
+namespace {
+namespace fs = std::filesystem;
+const fs::path kConf = fs::path(LIONET_SOURCE_DIR) / "conf";
+
+fs::path find_binary() {
+  if (const char* env = std::getenv("TEST_LIONET_BINARY")) return env;
+  fs::path build = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
+  for (const auto& p : {build / "lionet", build / "bin" / "lionet", build / "app" / "lionet"}) {
+    if (fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return {};
+}
+
+// A running lionet process with stdout+stderr on one pipe.
+class Process {
+ public:
+  explicit Process(std::vector<std::string> args) {
+    binary_ = find_binary();
+    if (binary_.empty()) return;
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    std::vector<char*> argv{const_cast<char*>(binary_.c_str())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, binary_.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[1]);
+    out_ = ::fdopen(fds[0], "r");
+  }
+  ~Process() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_) std::fclose(out_);
+  }
+  bool started() const { return pid_ > 0; }
+  const fs::path& binary() const { return binary_; }
+
+  // Reads output until a line containing `needle` (true) or end of output (false).
+  bool wait_for(const std::string& needle) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, out_)) {
+      output_ += buf;
+      if (std::string(buf).find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  // Reads the rest of the output and returns the exit code (-1 if killed by a signal).
+  int wait() {
+    wait_for("\x01never\x01");
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  const std::string& output() const { return output_; }
+
+ private:
+  fs::path binary_;
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  std::string output_;
+};
+
+#define REQUIRE_BINARY(p) \
+  ASSERT_TRUE((p).started()) << "lionet binary not found near the test binary (build it, or set TEST_LIONET_BINARY)"
+
+class TempConf {
+ public:
+  TempConf() {
+    dir_ = fs::temp_directory_path() / ("lionet-app-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~TempConf() { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string path() const { return dir_.string(); }
+
+ private:
+  fs::path dir_;
+};
+
+TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  AppConfig c = define_config(r);
+  auto report = r.load_dir(kConf);
+  EXPECT_TRUE(report.unknown_keys.empty());
+  SchedulerOptions o = scheduler_options(c);
+  EXPECT_EQ(o.threads, 2);
+  EXPECT_EQ(o.name, "lionet");
+  EXPECT_EQ(o.local_queue_capacity, 256u);
+  EXPECT_EQ(o.stack_size, 131072u);
+  EXPECT_EQ(o.stack_cache_per_worker, 64u);
+  auto lo = log_options(c);
+  ASSERT_EQ(lo.loggers.size(), 1u);
+  EXPECT_EQ(lo.loggers[0].name, "root");
+  EXPECT_EQ(lo.loggers[0].level, log::Level::kInfo);
+}
+
+TEST(AppBinding, LoggerYamlErrorsPointIntoTheList) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  define_config(r);
+  try {
+    r.load_string("log:\n  loggers:\n    - name: root\n      level: loud\n", "log.yml");
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "log.yml:4:14: key 'log.loggers[0].level': expected a log level (trace, debug, info, warn, error, "
+              "critical, off), got 'loud'");
+  }
+}
+
+TEST(AppBinary, CheckAcceptsTheShippedConf) {
+  Process p({"-c", kConf.string(), "--check"});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+  EXPECT_NE(p.output().find("configuration OK (2 file(s)"), std::string::npos) << p.output();
+}
+
+TEST(AppBinary, CheckRejectsABadValueNamingFileLineColumnAndKey) {
+  TempConf conf;
+  conf.write("server.yml", "scheduler:\n  threads: 2\nfiber:\n  stack_size: 100\n");
+  Process p({"-c", conf.path(), "--check"});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(p.wait(), 1);
+  EXPECT_NE(p.output().find("lionet: invalid configuration: " + conf.path() +
+                            "/server.yml:4:15: key 'fiber.stack_size': invalid value: must be in [16384, 67108864], got 100"),
+            std::string::npos)
+      << p.output();
+}
+
+TEST(AppBinary, PrintConfigShowsEffectiveValuesWithDefaults) {
+  TempConf conf;
+  conf.write("only.yml", "scheduler: {threads: 3}\nnot_a_key: 1\n");
+  Process p({"--print-config", "-c", conf.path()});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(p.wait(), 0);
+  const std::string& out = p.output();
+  EXPECT_NE(out.find("  threads: 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  stack_size: 131072\n"), std::string::npos) << out;  // a default
+  EXPECT_NE(out.find("# Usable stack bytes per fiber"), std::string::npos) << out;
+  EXPECT_NE(out.find("unknown config key(s) ignored: not_a_key (" + conf.path() + "/only.yml:2:1)"), std::string::npos) << out;
+}
+
+TEST(AppBinary, UnknownFlagPrintsUsageAndExits2) {
+  Process p({"-c", kConf.string(), "--frobnicate"});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(p.wait(), 2);
+  EXPECT_NE(p.output().find("unknown argument '--frobnicate'"), std::string::npos);
+  EXPECT_NE(p.output().find("usage: lionet -c"), std::string::npos);
+}
+
+TEST(AppBinary, RunsTheSchedulerAndStopsOnSigterm) {
+  Process p({"-c", kConf.string()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for("running with 2 worker(s)")) << p.output();
+  // The readiness line is logged from a fiber: it carries a nonzero fiber id.
+  EXPECT_EQ(p.output().find(" F0] scheduler 'lionet' running"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("starting scheduler 'lionet': threads=2 stack_size=131072 stack_cache_per_worker=64 "
+                            "local_queue_capacity=256"),
+            std::string::npos)
+      << p.output();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+  EXPECT_NE(p.output().find("SIGTERM: stopping"), std::string::npos) << p.output();
+}
+
+TEST(AppBinary, SighupReloadChangesTheLogAtRunTime) {
+  TempConf conf;
+  conf.write("server.yml", "scheduler: {threads: 1}\n");
+  conf.write("log.yml", "log:\n  loggers:\n    - name: root\n      level: info\n      pattern: '%l %v'\n");
+  Process p({"-c", conf.path()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for("running with 1 worker(s)")) << p.output();
+  // New level (warn) and pattern; scheduler.threads changes too, which logs a warning after
+  // the log listener ran (listeners run in key order: log.loggers < scheduler.threads).
+  conf.write("server.yml", "scheduler: {threads: 2}\n");
+  conf.write("log.yml", "log:\n  loggers:\n    - name: root\n      level: warn\n      pattern: 'RELOADED %l %v'\n");
+  p.signal(SIGHUP);
+  ASSERT_TRUE(p.wait_for("RELOADED warning scheduler.threads changed")) << p.output();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+  EXPECT_EQ(p.output().find("SIGTERM: stopping"), std::string::npos) << "info lines must be filtered now:\n"
+                                                                      << p.output();
+}
+}  // namespace
+}  // namespace lionet::app
