@@ -252,10 +252,15 @@ void Worker::finish_current(Fiber* self) noexcept {
 }
 
 Fiber* Worker::next_runnable() noexcept {
-  ++tick;
-  if (tick % kTimerCheckInterval == 0 && !timers.empty()) maybe_fire_timers();
-  if (tick % kInjectCheckInterval == 0 && !sched->inject.empty()) {
-    if (Fiber* f = take_inject()) return f;
+  if (LIONET_UNLIKELY(--timer_countdown == 0)) {
+    timer_countdown = kTimerCheckInterval;
+    if (!timers.empty()) maybe_fire_timers();
+  }
+  if (LIONET_UNLIKELY(--inject_countdown == 0)) {
+    inject_countdown = kInjectCheckInterval;
+    if (!sched->inject.empty()) {
+      if (Fiber* f = take_inject()) return f;
+    }
   }
   if (lifo_slot && lifo_streak < kMaxLifoStreak) {
     ++lifo_streak;
@@ -271,7 +276,10 @@ Fiber* Worker::next_runnable() noexcept {
       return f;
     }
   }
-  if (Fiber* f = queue.pop()) return f;
+  if (popped_pos < popped_len) return popped[popped_pos++];
+  popped_pos = 0;
+  popped_len = queue.pop_batch(popped, kPopBatch);
+  if (popped_len) return popped[popped_pos++];
   return std::exchange(lifo_slot, nullptr);
 }
 
@@ -365,7 +373,7 @@ void Worker::maybe_fire_timers() noexcept {
 
 void Worker::park_idle() noexcept {
   maybe_fire_timers();
-  if (lifo_slot || !queue.empty() || pinned_len.load(std::memory_order_acquire)) return;
+  if (lifo_slot || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire)) return;
   sched->register_sleeper(*this);
   if (sched->has_visible_work(*this) ||
       (sched->stopping.load(std::memory_order_seq_cst) && sched->alive() == 0)) {

@@ -148,8 +148,9 @@ class Scheduler {
     auto* f = new detail::FiberImpl<std::decay_t<F>, R>(std::decay_t<F>(std::forward<F>(fn)), opts.pin_worker);
     if (!opts.name.empty()) f->set_name(opts.name);
     f->add_ref();  // the handle's reference; the scheduler keeps the one from construction
+    JoinHandle<R> handle(f);  // first, so that a throwing submit() still frees f
     detail::submit(impl_.get(), f);
-    return JoinHandle<R>(f);
+    return handle;
   }
 
   // Waits until every fiber has finished (parked fibers included: they must be woken by

@@ -111,3 +111,16 @@ TEST(LocalQueue, ConcurrentOwnerAndThievesTakeEveryItemExactlyOnce) {
   EXPECT_GT(stolen_total.load(), 0u) << "thieves never managed to steal";
 }
 }  // namespace
+
+namespace {
+TEST(LocalQueue, PopBatchTakesTheOldestInOrder) {
+  LocalQueue q(16);
+  for (uintptr_t i = 0; i < 10; ++i) ASSERT_TRUE(q.try_push(item(i)));
+  Fiber* out[8];
+  ASSERT_EQ(q.pop_batch(out, 8), 8u);
+  for (uintptr_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], item(i));
+  ASSERT_EQ(q.pop_batch(out, 8), 2u);
+  EXPECT_EQ(out[0], item(8));
+  EXPECT_EQ(q.pop_batch(out, 8), 0u);
+}
+}  // namespace

@@ -59,6 +59,25 @@ class LocalQueue {
     return n;
   }
 
+  // Owner only. Claims up to max of the oldest fibers with one CAS (amortizing it over several
+  // switches); they are no longer stealable. Returns how many were written to out.
+  uint32_t pop_batch(Fiber** out, uint32_t max) noexcept {
+    uint64_t head = head_.load(std::memory_order_acquire);
+    for (;;) {
+      const uint32_t steal = unpack_steal(head);
+      const uint32_t real = unpack_real(head);
+      uint32_t n = tail_.load(std::memory_order_relaxed) - real;
+      if (n == 0) return 0;
+      if (n > max) n = max;
+      const uint32_t next_real = real + n;
+      const uint64_t next = steal == real ? pack(next_real, next_real) : pack(steal, next_real);
+      if (head_.compare_exchange_weak(head, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        for (uint32_t i = 0; i < n; ++i) out[i] = buf_[(real + i) & mask_].load(std::memory_order_relaxed);
+        return n;
+      }
+    }
+  }
+
   // Owner only. FIFO: the oldest fiber first.
   Fiber* pop() noexcept {
     uint64_t head = head_.load(std::memory_order_acquire);
