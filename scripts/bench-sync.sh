@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# scripts/bench-sync.sh: builds the release preset, runs build/release/bench/sync_bench and
+# prints a markdown table: each LioNet sync figure beside its reference from the same run
+# (Boost.Fiber channels and mutex, std::mutex) and their ratio; optionally Go's unbuffered
+# channel ping-pong from ../shared/peers/go (when `go` is installed).
+#
+# Usage: scripts/bench-sync.sh [--write] [--no-build] [--no-go] [sync_bench flags...]
+#   --write     also (re)write the sync section of bench/RESULTS.md, between the markers
+#               <!-- sync:begin --> and <!-- sync:end --> (everything else is kept; the
+#               file is created with just this section if absent).
+#   --no-build  use the existing $BUILD_DIR/bench/sync_bench as is.
+#   --no-go     skip the Go peer.
+#   other flags go to sync_bench, e.g. --benchmark_filter=Chan --benchmark_min_time=1
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc),
+#   PEERS (default ../shared/peers relative to the repository).
+# The last line printed is the benchmark's RESULT line (plus go_chan_pingpong_ns and
+# ratio_vs_go when Go ran).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+write=0
+build=1
+use_go=1
+args=()
+for a in "$@"; do
+  case "$a" in
+    --write) write=1 ;;
+    --no-build) build=0 ;;
+    --no-go) use_go=0 ;;
+    *) args+=("$a") ;;
+  esac
+done
+BUILD_DIR=${BUILD_DIR:-build/release}
+JOBS=${JOBS:-$(nproc)}
+PEERS=${PEERS:-$(cd .. && pwd)/shared/peers}
+
+if [ "$build" -eq 1 ]; then
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$JOBS" --target sync_bench
+fi
+bin="$BUILD_DIR/bench/sync_bench"
+[ -x "$bin" ] || { echo "bench-sync: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+set +e
+"$bin" ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
+rc=${PIPESTATUS[0]}
+set -e
+result=$(sed 's/\x1b\[[0-9;]*m//g' "$tmp/console.txt" | grep '^RESULT ' | tail -1 || true)
+[ -n "$result" ] || result="RESULT errors=1 note=sync_bench_exited_without_result_rc_$rc"
+
+# Go's unbuffered channel ping-pong (one goroutine pair, GOMAXPROCS=1): ns per round trip.
+go_ns=""
+if [ "$use_go" -eq 1 ] && command -v go >/dev/null && [ -d "$PEERS/go" ]; then
+  go_out=$(cd "$PEERS/go" && timeout 300 go test -run '^$' -bench 'UnbufferedChanPingPong' -cpu 1 2>&1 || true)
+  echo "$go_out" | grep -E '^Benchmark' || true
+  go_ns=$(echo "$go_out" | awk '/^BenchmarkUnbufferedChanPingPong/ {print $3; exit}')
+fi
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+git diff --quiet HEAD -- lionet/sync bench/sync_bench.cc 2>/dev/null || commit="$commit+dirty"
+
+python3 - "$result" "$go_ns" "$tmp/section.md" "$tmp/result.txt" <<PYEOF
+import sys
+result, go_ns, out_path, result_out = sys.argv[1:5]
+kv = dict(t.split("=", 1) for t in result.split()[1:] if "=" in t)
+def num(k):
+    try:
+        v = float(kv[k])
+        return v if v >= 0 else None
+    except (KeyError, ValueError):
+        return None
+def fmt(v, d=1):
+    return "n/a" if v is None else f"{v:.{d}f}"
+def ratio(ref, ours):
+    return "n/a" if ref is None or not ours else f"{ref / ours:.2f}x"
+go = float(go_ns) if go_ns else None
+rows = [
+    ("Unbuffered channel ping-pong, round trip, 1 worker", "chan_pingpong_ns", "Boost.Fiber unbuffered_channel", "boost_chan_pingpong_ns"),
+    ("Buffered channel (64), ns per value, 1 worker", "chan_buffered_ns", "Boost.Fiber buffered_channel", "boost_chan_buffered_ns"),
+    ("Mutex lock+unlock, uncontended", "mutex_uncontended_ns", "boost::fibers::mutex", "boost_mutex_uncontended_ns"),
+    ("Mutex lock+unlock, uncontended", "mutex_uncontended_ns", "std::mutex", "std_mutex_uncontended_ns"),
+    ("Mutex contended, 4 fibers, 1 worker, yield inside (per lock+unlock)", "mutex_contended_1w_ns", "boost::fibers::mutex, same shape", "boost_mutex_contended_1w_ns"),
+    ("Mutex contended, 4 fibers, 2 workers (per lock+unlock)", "mutex_contended_2w_ns", "std::mutex, 2 threads", "std_mutex_contended_2t_ns"),
+]
+lines = [
+    "## Sync (lionet/sync): channels and mutex",
+    "",
+    "Produced by \`scripts/bench-sync.sh --write\` (bench/sync_bench.cc) at commit $commit on $(nproc) x $cpu;"
+    " load average before the run: $load_before. Wall-clock ns per operation; ratio = reference / LioNet"
+    " (above 1 means LioNet is faster). Absolute figures drift on this shared VM; ratios from the same run hold.",
+    "",
+    "| Operation | LioNet ns | Reference | Reference ns | Ratio |",
+    "|---|---:|---|---:|---:|",
+]
+for label, k, ref_label, rk in rows:
+    ours, ref = num(k), num(rk)
+    lines.append(f"| {label} | {fmt(ours, 2 if 'uncontended' in k else 1)} | {ref_label} | {fmt(ref, 2 if 'uncontended' in rk else 1)} | {ratio(ref, ours)} |")
+if go is not None:
+    lines.append(f"| Unbuffered channel ping-pong, round trip | {fmt(num('chan_pingpong_ns'))} | Go chan (GOMAXPROCS=1, separate process) | {fmt(go)} | {ratio(go, num('chan_pingpong_ns'))} |")
+lines += ["", f"errors={kv.get('errors', '?')}"]
+open(out_path, "w").write("\n".join(lines) + "\n")
+extra = ""
+if go is not None:
+    pp = num("chan_pingpong_ns")
+    extra = f" go_chan_pingpong_ns={go:.1f} ratio_vs_go={(go / pp) if pp else 0:.2f}"
+# Keep errors= last.
+parts = result.split()
+err = [p for p in parts if p.startswith("errors=")]
+body = [p for p in parts if not p.startswith("errors=")]
+open(result_out, "w").write(" ".join(body) + extra + (" " + err[-1] if err else " errors=1") + "\n")
+PYEOF
+
+echo
+cat "$tmp/section.md"
+
+if [ "$write" -eq 1 ]; then
+  python3 - "$tmp/section.md" bench/RESULTS.md <<'PYEOF'
+import os, sys
+section = open(sys.argv[1]).read().rstrip("\n")
+path = sys.argv[2]
+begin, end = "<!-- sync:begin -->", "<!-- sync:end -->"
+block = f"{begin}\n{section}\n{end}"
+text = open(path).read() if os.path.exists(path) else ""
+if begin in text and end in text and text.index(begin) < text.index(end):
+    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+else:
+    text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + block + "\n"
+open(path, "w").write(text)
+PYEOF
+  echo "bench-sync: wrote the sync section of bench/RESULTS.md"
+fi
+echo
+cat "$tmp/result.txt"
+grep -q ' errors=0$' "$tmp/result.txt"
