@@ -42,6 +42,16 @@
 //    from outside threads bump external_spawned before checking `stopping` (both seq_cst), so a
 //    spawn either is counted by a worker's final alive() check or is refused.
 //
+// 8. Driver (driver.h, the IO reactor's seam). An idle worker that wins `polling` waits in
+//    driver->wait(deadline of its earliest timer) instead of its futex; it is still registered
+//    as a sleeper, and Worker::wake() reaches it through driver->wake() (in_driver and
+//    wake_word are a Dekker pair, both seq_cst). Fibers the driver unparks land on the polling
+//    worker. When the poller leaves wait() with work, it wakes another sleeper, which becomes
+//    the next poller, so some idle worker keeps watching for events. Busy workers poll the
+//    driver without blocking every kDriverPollInterval scheduling points when no one else is.
+//    Bound: a ready fd is noticed at once by an idle poller; with every worker busy, within
+//    kDriverPollInterval fiber slices of any worker that reaches a scheduling point.
+//
 // 7. Timers (timer.cc) belong to the worker that armed them and are checked every
 //    kTimerCheckInterval ticks and before the worker sleeps; cancel() is thread-safe.
 #include "lionet/sched/scheduler.h"
@@ -69,6 +79,7 @@ constexpr uint32_t kSearchingOne = 1u << 16;
 constexpr uint32_t kMaxLifoStreak = 3;
 constexpr uint32_t kInjectCheckInterval = 61;
 constexpr uint32_t kTimerCheckInterval = 32;
+constexpr uint32_t kDriverPollInterval = 61;
 
 uint32_t searching_of(uint32_t s) { return s >> 16; }
 uint32_t unparked_of(uint32_t s) { return s & kUnparkedMask; }
@@ -256,6 +267,10 @@ Fiber* Worker::next_runnable() noexcept {
     timer_countdown = kTimerCheckInterval;
     if (!timers.empty()) maybe_fire_timers();
   }
+  if (LIONET_UNLIKELY(--driver_countdown == 0)) {
+    driver_countdown = kDriverPollInterval;
+    poll_driver();
+  }
   if (LIONET_UNLIKELY(--inject_countdown == 0)) {
     inject_countdown = kInjectCheckInterval;
     if (!sched->inject.empty()) {
@@ -363,8 +378,21 @@ void Worker::push_pinned(Fiber* f) noexcept {
 }
 
 void Worker::wake() noexcept {
-  // release: pairs with the sleeper's acquire exchange; the futex call only if it may sleep.
-  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&wake_word, 1);
+  // seq_cst: with in_driver, a Dekker pair (protocol 8). The futex call only if it may sleep.
+  if (wake_word.exchange(1, std::memory_order_seq_cst) != 0) return;
+  if (in_driver.load(std::memory_order_seq_cst)) {
+    if (Driver* d = sched->driver.load(std::memory_order_acquire)) d->wake();
+  } else {
+    futex_wake(&wake_word, 1);
+  }
+}
+
+void Worker::poll_driver() noexcept {
+  Driver* d = sched->driver.load(std::memory_order_acquire);
+  if (!d || sched->polling.load(std::memory_order_relaxed) || sched->polling.exchange(true, std::memory_order_acquire))
+    return;
+  d->poll();
+  sched->polling.store(false, std::memory_order_release);
 }
 
 void Worker::maybe_fire_timers() noexcept {
@@ -382,6 +410,18 @@ void Worker::park_idle() noexcept {
   }
   const TimePoint deadline = timers.next_deadline();
   parks.inc();
+  Driver* d = sched->driver.load(std::memory_order_acquire);
+  if (d && !sched->polling.exchange(true, std::memory_order_acquire)) {
+    in_driver.store(true, std::memory_order_seq_cst);
+    if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
+    in_driver.store(false, std::memory_order_seq_cst);
+    sched->polling.store(false, std::memory_order_release);
+    wake_word.store(0, std::memory_order_release);
+    sched->unregister_sleeper(*this);
+    // Leaving with work: let another idle worker take over watching the driver.
+    if (lifo_slot || !queue.empty()) sched->notify_parked();
+    return;
+  }
   if (wake_word.load(std::memory_order_acquire) == 0) futex_wait(&wake_word, 0, &deadline);
   wake_word.store(0, std::memory_order_release);
   sched->unregister_sleeper(*this);
@@ -556,6 +596,13 @@ void Scheduler::stop() {
     throw std::logic_error("lionet::Scheduler::stop called from one of its own fibers (it would wait for itself)");
   impl_->stop();
 }
+
+void Scheduler::set_driver(Driver* d) noexcept {
+  impl_->driver.store(d, std::memory_order_release);
+  impl_->notify_all();  // idle workers re-evaluate where to wait
+}
+
+Driver* Scheduler::driver() const noexcept { return impl_->driver.load(std::memory_order_acquire); }
 
 Scheduler* Scheduler::current() noexcept {
   detail::Worker* w = detail::current_worker();

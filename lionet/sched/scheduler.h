@@ -18,6 +18,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/fiber/fiber.h"
+#include "lionet/sched/driver.h"
 
 namespace lionet {
 
@@ -167,6 +168,13 @@ class Scheduler {
   WorkerStats total_stats() const noexcept;
   // Fibers spawned and not yet finished (approximate while running).
   uint64_t alive() const noexcept;
+
+  // Attaches an event source (the IOManager does this). Idle workers then wait in
+  // driver->wait() (one at a time) instead of sleeping, and busy workers poll it every
+  // kDriverPollInterval scheduling points. The driver must outlive the scheduler's use of it:
+  // detach (nullptr) only after stop(), or when no fiber waits on it any more.
+  void set_driver(Driver* driver) noexcept;
+  Driver* driver() const noexcept;
 
   detail::SchedulerImpl* impl() const noexcept { return impl_.get(); }
 

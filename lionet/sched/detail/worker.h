@@ -94,6 +94,8 @@ class alignas(kCacheLine) Worker {
   // Idle parking: 0 = no wake pending, 1 = woken. Futex word.
   alignas(kCacheLine) std::atomic<uint32_t> wake_word{0};
   bool sleeping = false;  // guarded by SchedulerImpl::sleepers_mu_
+  std::atomic<bool> in_driver{false};  // inside Driver::wait(): wake() goes through the driver
+  uint32_t driver_countdown = 61;      // scheduling points until a busy worker polls the driver
 
   OwnerCounter spawned, switches, steals, parks, finished;
   std::thread thread;
@@ -108,6 +110,7 @@ class alignas(kCacheLine) Worker {
   void park_idle() noexcept;
   void spill(Fiber* f) noexcept;
   void maybe_fire_timers() noexcept;
+  void poll_driver() noexcept;
   friend class SchedulerImpl;
 };
 
@@ -141,6 +144,8 @@ class SchedulerImpl {
   InjectQueue inject;
   alignas(kCacheLine) std::atomic<uint32_t> idle_state;
   std::atomic<bool> stopping{false};
+  std::atomic<Driver*> driver{nullptr};
+  std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
   std::atomic<uint64_t> external_spawned{0};  // spawns from threads that are not our workers
   std::mutex sleepers_mu;
   std::vector<Worker*> sleepers;  // guarded by sleepers_mu
