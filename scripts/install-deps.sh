@@ -9,6 +9,10 @@ PACKAGES=(
   libboost-fiber-dev     # benchmark peer only
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  liburing-dev libaio-dev   # io/ and file/ backends
+  python3                   # benchmark table scripts
+  # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
+  redis-server libhiredis-dev libcurl4-openssl-dev
 )
 
 missing=()
