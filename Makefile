@@ -13,7 +13,7 @@ build: deps
 	@cmake --build --preset release -j $(JOBS)
 
 run: build
-	./build/release/lionet -c $(CONF)
+	./build/release/bin/lionet -c $(CONF)
 
 test: test-release test-asan test-tsan
 
