@@ -38,13 +38,15 @@ void ChannelCore::close_locked(WakeBatch& batch) noexcept {
   closed_.store(true, std::memory_order_release);  // pairs with the acquire in closed()
   // Receivers wait only while the buffer is empty, so they all see "closed and drained";
   // senders wait only while it is full: their values are not delivered.
-  while (WaitNode* n = recvq_.take()) {
-    n->status = kChanClosed;
-    batch.add(n);
+  // Writing status after a claim node's notify() is safe here: channel waiters take lock_
+  // after waking before they read it (W3).
+  while (Taken t = recvq_.take()) {
+    t.node->status = kChanClosed;
+    batch.add(t);
   }
-  while (WaitNode* n = sendq_.take()) {
-    n->status = kChanClosed;
-    batch.add(n);
+  while (Taken t = sendq_.take()) {
+    t.node->status = kChanClosed;
+    batch.add(t);
   }
 }
 

@@ -210,9 +210,10 @@ class Channel : public detail::ChannelCore {
   // buffer. `wake` receives the receiver to unpark after unlock. Moves from v only on success.
   uint32_t try_send_locked(T& v, detail::DeferredWake& wake) noexcept {
     if (closed_.load(std::memory_order_relaxed)) return detail::kChanClosed;
-    if (detail::WaitNode* r = recvq_.take()) {  // buffer is empty whenever a live receiver waits
-      static_cast<std::optional<T>*>(r->elem)->emplace(std::move(v));
-      r->status = detail::kChanOk;
+    // Dereferencing a won claim node is safe under lock_: channel waiters re-take it (W3).
+    if (detail::Taken r = recvq_.take()) {  // buffer is empty whenever a live receiver waits
+      static_cast<std::optional<T>*>(r.node->elem)->emplace(std::move(v));
+      r.node->status = detail::kChanOk;
       wake.set(r);
       return detail::kChanOk;
     }
@@ -229,16 +230,16 @@ class Channel : public detail::ChannelCore {
       T* slot = pop_buffer_slot();
       out.emplace(std::move(*slot));
       std::destroy_at(slot);
-      if (detail::WaitNode* s = sendq_.take()) {
-        push_buffer(std::move(*static_cast<T*>(s->elem)));
-        s->status = detail::kChanOk;
+      if (detail::Taken s = sendq_.take()) {
+        push_buffer(std::move(*static_cast<T*>(s.node->elem)));
+        s.node->status = detail::kChanOk;
         wake.set(s);
       }
       return detail::kChanOk;
     }
-    if (detail::WaitNode* s = sendq_.take()) {  // rendezvous
-      out.emplace(std::move(*static_cast<T*>(s->elem)));
-      s->status = detail::kChanOk;
+    if (detail::Taken s = sendq_.take()) {  // rendezvous
+      out.emplace(std::move(*static_cast<T*>(s.node->elem)));
+      s.node->status = detail::kChanOk;
       wake.set(s);
       return detail::kChanOk;
     }

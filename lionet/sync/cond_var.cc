@@ -32,7 +32,7 @@ void CondVar::notify_one() noexcept {
 void CondVar::notify_all() noexcept {
   detail::WakeBatch batch;
   lock_.lock();
-  while (detail::WaitNode* n = queue_.take()) batch.add(n);
+  while (detail::Taken t = queue_.take()) batch.add(t);
   lock_.unlock();
   batch.run();
 }

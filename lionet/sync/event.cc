@@ -16,7 +16,7 @@ void Event::set() noexcept {
   detail::WakeBatch batch;
   lock_.lock();
   set_.store(true, std::memory_order_release);
-  while (detail::WaitNode* n = queue_.take()) batch.add(n);
+  while (detail::Taken t = queue_.take()) batch.add(t);
   lock_.unlock();
   batch.run();
 }

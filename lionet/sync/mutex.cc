@@ -52,8 +52,9 @@ void Mutex::lock_slow() noexcept {
 
 void Mutex::wake_one() noexcept {
   queue_lock_.lock();
-  detail::WaitNode* n = queue_.take();  // timed nodes are notified under the lock (W3)
-  detail::DeferredWake wake(n);
+  // Timed nodes are notified under the lock (W3) and never dereferenced again: a notified
+  // try_lock_until() loops at once and reuses its stack slot for a new node.
+  detail::DeferredWake wake(queue_.take());
   queue_lock_.unlock();
   wake.run();
 }

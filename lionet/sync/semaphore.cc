@@ -56,9 +56,9 @@ void Semaphore::release(int64_t n) noexcept {
   detail::WakeBatch batch;
   lock_.lock();
   while (n > 0) {
-    detail::WaitNode* w = queue_.take();
-    if (!w) break;
-    batch.add(w);
+    detail::Taken t = queue_.take();  // a notified timed waiter returns at once: never touch it again
+    if (!t) break;
+    batch.add(t);
     --n;
   }
   count_ += n;

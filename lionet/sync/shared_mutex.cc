@@ -41,11 +41,11 @@ void SharedMutex::unlock() noexcept {
   if (!readq_.empty()) {
     while (detail::WaitNode* n = readq_.pop_front()) {  // hand-off to every queued reader
       ++readers_;
-      batch.add(n);
+      batch.add_plain(n);
     }
   } else if (detail::WaitNode* n = writeq_.pop_front()) {
     writer_ = true;  // hand-off to the oldest writer
-    batch.add(n);
+    batch.add_plain(n);
   }
   lock_.unlock();
   batch.run();
@@ -80,7 +80,7 @@ void SharedMutex::unlock_shared() noexcept {
   if (--readers_ == 0) {
     if (detail::WaitNode* n = writeq_.pop_front()) {
       writer_ = true;
-      batch.add(n);
+      batch.add_plain(n);
     }
   }
   lock_.unlock();

@@ -25,7 +25,7 @@ void WaitGroup::add(int64_t n) noexcept {
 void WaitGroup::wake_all() noexcept {
   detail::WakeBatch batch;
   lock_.lock();
-  while (detail::WaitNode* n = queue_.take()) batch.add(n);
+  while (detail::Taken t = queue_.take()) batch.add(t);
   lock_.unlock();
   batch.run();
 }

@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 using lionet::test::kScale;
 
 // Bounded queue of capacity 4; 4 producers x 20,000 items (TSan: 2,000), 4 consumers that
-// wait with a 1 ms timeout (so timeouts and notifications race all the time). Every item is
+// wait with a 20 us timeout (so timeouts and notifications race all the time). Every item is
 // consumed exactly once: the sum and the count are exact.
 TEST(CondVar, ProducerConsumerWithTimeoutsExact) {
   constexpr int kProducers = 4, kConsumers = 4;
@@ -38,7 +38,7 @@ TEST(CondVar, ProducerConsumerWithTimeoutsExact) {
       for (int i = 1; i <= kItems; ++i) {
         std::unique_lock<lionet::Mutex> lk(mu);
         while (q.size() >= kCap) {
-          if (not_full.wait_for(lk, 1ms) == std::cv_status::timeout) timeouts.fetch_add(1);
+          if (not_full.wait_for(lk, 20us) == std::cv_status::timeout) timeouts.fetch_add(1);
         }
         q.push_back(p * kItems + i);
         not_empty.notify_one();
@@ -51,7 +51,7 @@ TEST(CondVar, ProducerConsumerWithTimeoutsExact) {
     hs.push_back(s.spawn([&] {
       for (;;) {
         std::unique_lock<lionet::Mutex> lk(mu);
-        if (!not_empty.wait_for(lk, 1ms, [&] { return !q.empty() || producers_left == 0; })) {
+        if (!not_empty.wait_for(lk, 20us, [&] { return !q.empty() || producers_left == 0; })) {
           timeouts.fetch_add(1);
           continue;
         }

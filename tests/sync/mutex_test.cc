@@ -127,6 +127,37 @@ TEST(Mutex, ContendedSlowPathLosesNoWakeup) {
   EXPECT_EQ(counter, long{kFibers} * kIters);
 }
 
+// Timed lockers with tiny deadlines race with unlock(): an unlock that picks a waiter whose
+// deadline just won must move on to the next waiter, or plain lockers would hang. 8 fibers x
+// 5,000 (TSan: 500) acquisitions, half of them by try_lock_for(20us) retried until success.
+TEST(Mutex, TimedLockersRacingWithUnlockLoseNoWakeup) {
+  constexpr int kFibers = 8;
+  constexpr int kIters = 5000 / kScale;
+  lionet::Scheduler s({.threads = 2});
+  lionet::Mutex mu;
+  long counter = 0;
+  std::atomic<long> timeouts{0};
+  lionet::WaitGroup wg(kFibers);
+  for (int f = 0; f < kFibers; ++f) {
+    s.spawn([&, f] {
+       for (int i = 0; i < kIters; ++i) {
+         if (f % 2) {
+           while (!mu.try_lock_for(20us)) timeouts.fetch_add(1, std::memory_order_relaxed);
+         } else {
+           mu.lock();
+         }
+         ++counter;
+         if (i % 4 == 0) lionet::this_fiber::yield();
+         mu.unlock();
+       }
+       wg.done();
+     }).detach();
+  }
+  ASSERT_TRUE(wg.wait_for(120s)) << "lockers stuck: a lost wake-up";
+  EXPECT_EQ(counter, long{kFibers} * kIters);
+  RecordProperty("timeouts", static_cast<int>(timeouts.load()));
+}
+
 #if !defined(NDEBUG) && !defined(LIONET_TSAN)
 TEST(MutexDeathTest, UnlockByAnotherFiberIsFatalInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

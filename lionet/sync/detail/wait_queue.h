@@ -46,6 +46,15 @@ struct WaitNode {
   void* elem = nullptr;
 };
 
+// A node won by WaitQueue::take(). `node` may be dereferenced only under the lock, and for a
+// claim node (!plain) only by primitives whose waiters re-take the lock after waking (W3).
+struct Taken {
+  WaitNode* node = nullptr;
+  bool plain = false;  // true: the waker must unpark `parker` after releasing the lock (W2)
+  Parker parker;       // copy of node->parker, for plain nodes
+  explicit operator bool() const noexcept { return node != nullptr; }
+};
+
 // FIFO of WaitNodes. Not thread-safe: every call is made under the owner's SpinLock.
 class WaitQueue {
  public:
@@ -93,14 +102,11 @@ class WaitQueue {
 
   // Pops the first node the caller wins (W2/W3): plain nodes are won by removal, claim nodes
   // by notify() (which already unparks them). Nodes whose claim is lost are dropped.
-  // Returns nullptr if none can be won.
-  WaitNode* take() noexcept {
-    while (WaitNode* n = pop_front()) {
-      if (n->claim == nullptr || n->claim->notify(n->claim_value)) return n;
-    }
-    return nullptr;
-  }
-
+  // Everything the waker needs later (plain or not, the Parker) is read BEFORE notify(): once
+  // a claim node is notified its owner may run, and unless the primitive makes its waiters take
+  // the lock after waking (Channel and select do; the others do not), the node must not be
+  // dereferenced again (W4).
+  Taken take() noexcept;
   // Drops nodes at the front whose claim is already decided (their owners will find them
   // unlinked). Then front() is either null, a plain node, or a claim still kWaiting (which
   // another thread may still win concurrently: take() remains the authority).
@@ -113,18 +119,22 @@ class WaitQueue {
   WaitNode* tail_ = nullptr;
 };
 
+inline Taken WaitQueue::take() noexcept {
+  while (WaitNode* n = pop_front()) {
+    WaitClaim* claim = n->claim;
+    if (claim == nullptr) return Taken{n, true, n->parker};
+    if (claim->notify(n->claim_value)) return Taken{n, false, Parker()};
+  }
+  return Taken{};
+}
+
 // A node's wake-up that must happen after the lock is released (W2), or nothing (W3 nodes
-// were already unparked by notify()). Copy the Parker out before unlocking.
+// were already unparked by notify()).
 class DeferredWake {
  public:
   DeferredWake() = default;
-  explicit DeferredWake(const WaitNode* n) noexcept {
-    if (n && n->claim == nullptr) {
-      parker_ = n->parker;
-      armed_ = true;
-    }
-  }
-  void set(const WaitNode* n) noexcept { *this = DeferredWake(n); }
+  explicit DeferredWake(const Taken& t) noexcept : parker_(t.parker), armed_(t.plain) {}
+  void set(const Taken& t) noexcept { *this = DeferredWake(t); }
   // Call after releasing the lock.
   void run() noexcept {
     if (armed_) parker_.unpark();
@@ -139,9 +149,17 @@ class DeferredWake {
 // Reuses WaitNode::next of nodes already removed from their queue.
 class WakeBatch {
  public:
-  // Under the lock: n was won (WaitQueue::take). Claim nodes need nothing more.
-  void add(WaitNode* n) noexcept {
-    if (n->claim != nullptr) return;
+  // Under the lock: t was won (WaitQueue::take). Claim nodes need nothing more (and must not be
+  // touched: W4). A plain node stays parked until run(), so its `next` is ours to reuse.
+  void add(const Taken& t) noexcept {
+    if (!t.plain) return;
+    WaitNode* n = t.node;
+    n->next = head_;
+    head_ = n;
+  }
+  // Under the lock: a plain node removed with pop_front() by a primitive that queues no claims.
+  void add_plain(WaitNode* n) noexcept {
+    LIONET_DCHECK(n->claim == nullptr, "WakeBatch::add_plain with a claim node");
     n->next = head_;
     head_ = n;
   }
