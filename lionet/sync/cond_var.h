@@ -57,7 +57,9 @@ class CondVar {
     enqueue(&node);
     lock.unlock();
     const bool timed_out = claim.wait(deadline) == WaitClaim::kTimedOut;
-    if (timed_out) unlink(&node);  // W3: before `node` leaves scope
+    // W3: after a timeout, unlink `node` before it leaves scope; after a notify, wait until
+    // the notifier has left lock_, so the CondVar may be destroyed once we return.
+    unlink(&node);
     lock.lock();
     return timed_out ? std::cv_status::timeout : std::cv_status::no_timeout;
   }

@@ -1,5 +1,8 @@
-// lionet/sync/event.cc. set_ flips under lock_ and waiters re-check it under lock_ before
-// queueing, so a waiter is either queued before set() drains the queue or sees set_ == true.
+// lionet/sync/event.cc. set_ flips under lock_ and waiters test it under lock_ before
+// queueing, so a waiter is either queued before set() drains the queue or sees set_ == true,
+// and in both cases returns only after set() released lock_ (its last access to *this).
+// There is deliberately no lock-free fast path in wait(): one would let a waiter return, and
+// destroy the Event, while set() is still inside its critical section.
 #include "lionet/sync/event.h"
 
 namespace lionet {
@@ -12,7 +15,6 @@ Event::~Event() {
 }
 
 void Event::set() noexcept {
-  if (is_set()) return;
   detail::WakeBatch batch;
   lock_.lock();
   set_.store(true, std::memory_order_release);
@@ -22,7 +24,6 @@ void Event::set() noexcept {
 }
 
 void Event::wait() noexcept {
-  if (is_set()) return;
   detail::WaitNode node;
   node.parker = Parker::current();
   lock_.lock();
@@ -36,7 +37,6 @@ void Event::wait() noexcept {
 }
 
 bool Event::wait_until(TimePoint deadline) noexcept {
-  if (is_set()) return true;
   WaitClaim claim;
   detail::WaitNode node;
   node.claim = &claim;
@@ -47,10 +47,11 @@ bool Event::wait_until(TimePoint deadline) noexcept {
   }
   queue_.push_back(&node);
   lock_.unlock();
-  if (claim.wait(deadline) != WaitClaim::kTimedOut) return true;
-  lock_.lock();
-  queue_.remove_if_linked(&node);  // W3
+  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;
+  lock_.lock();  // W3: unlink after a timeout; after a notify, wait for set() to leave
+  if (!notified) queue_.remove_if_linked(&node);
+  const bool set = set_.load(std::memory_order_relaxed);
   lock_.unlock();
-  return is_set();
+  return notified || set;
 }
 }  // namespace lionet

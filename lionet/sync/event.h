@@ -1,6 +1,9 @@
 // lionet/sync/event.h: lionet::Event, a one-shot latch: set() once, and every wait() (past and
 // future) returns. Fibers park, plain threads block. Cannot be reset (make a new Event).
 // Concurrency: any method, any fiber or thread; set() may be called more than once (no-op).
+// Lifetime: the Event may be destroyed as soon as wait() returns true, even while set() is
+// still returning (wait() synchronizes with the end of set()'s critical section, its last
+// access). is_set() does not: it is a snapshot, not a substitute for wait() before destroying.
 #pragma once
 
 #include <atomic>
@@ -22,6 +25,7 @@ class Event {
   void set() noexcept;
   // acquire: pairs with the release in set(): what the setter wrote before set() is visible.
   bool is_set() const noexcept { return set_.load(std::memory_order_acquire); }
+  // Blocks until set(); returns at once if it already was.
   void wait() noexcept;
   bool wait_until(TimePoint deadline) noexcept;  // false on timeout
   template <class Rep, class Period>

@@ -9,13 +9,19 @@
 // std::unique_lock, std::scoped_lock and std::lock_guard work. Works between fibers on any
 // workers and plain threads, in any mix.
 //
-// Policy: BARGING with bounded spinning (the futex mutex of Drepper's "Futexes are tricky",
-// like glibc and Go's normal mode). unlock() releases the word and wakes one waiter, which then
-// competes with newcomers; a running fiber may take the lock again before the woken one runs.
-// Why not FIFO hand-off: hand-off makes every contended unlock cost a full context switch
-// before anyone makes progress (lock convoys); barging keeps the lock hot on a running worker.
-// The cost is unfairness: a waiter can lose the race several times in a row. Use a Channel or
-// a Semaphore when strict FIFO order matters.
+// Policy: BARGING with bounded spinning (like glibc and Go's normal mode). unlock() releases
+// the word and wakes one waiter, which then competes with newcomers; a running fiber may take
+// the lock again before the woken one runs. Why not FIFO hand-off: hand-off makes every
+// contended unlock cost a full context switch before anyone makes progress (lock convoys);
+// barging keeps the lock hot on a running worker. The cost is unfairness, bounded a little by
+// requeueing a waiter that lost its race at the FRONT of the queue. Use a Channel or a
+// Semaphore (strict FIFO) when order matters.
+//
+// One word holds everything (WebKit's WTF::Lock layout): LOCKED, HAS_WAITERS and QUEUE_LOCKED
+// (a spin bit guarding the intrusive waiter queue). Keeping the queue lock in the word makes
+// the releasing store the LAST access unlock() makes to the mutex, so (as POSIX requires) a
+// Mutex may be destroyed by whoever acquires it after the final unlock(), even while that
+// unlock() is still returning. Uncontended lock+unlock: two CAS.
 //
 // Debug builds (!NDEBUG) check, at the cost of one relaxed store per lock/unlock:
 //  - unlock() by a fiber/thread that does not hold the mutex (a fiber that locked and then
@@ -29,7 +35,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/base/macros.h"
-#include "lionet/base/spinlock.h"
+#include "lionet/base/spinlock.h"  // cpu_relax
 #include "lionet/sync/detail/wait_queue.h"
 
 namespace lionet {
@@ -39,14 +45,13 @@ class Mutex {
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
-  ~Mutex() { LIONET_DCHECK(state_.load(std::memory_order_relaxed) == kUnlocked, "lionet::Mutex destroyed while locked"); }
+  ~Mutex() { LIONET_DCHECK(state_.load(std::memory_order_relaxed) == 0, "lionet::Mutex destroyed while locked or waited on"); }
 
   // May run in parallel with every other method, from any fiber or thread.
   void lock() noexcept {
-    uint32_t expected = kUnlocked;
-    // acquire: pairs with the release in unlock() /*1*/, so the critical section sees the
-    // previous holder's writes.
-    if (LIONET_UNLIKELY(!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+    uint32_t expected = 0;
+    // acquire /*1*/: pairs with the release that ended the previous critical section.
+    if (LIONET_UNLIKELY(!state_.compare_exchange_strong(expected, kLockedBit, std::memory_order_acquire,
                                                         std::memory_order_relaxed))) {
       lock_slow();
     }
@@ -54,20 +59,26 @@ class Mutex {
   }
 
   bool try_lock() noexcept {
-    uint32_t expected = kUnlocked;
-    if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire, std::memory_order_relaxed)) {
-      return false;
+    uint32_t s = state_.load(std::memory_order_relaxed);
+    while (!(s & kLockedBit)) {  // barging is allowed even with waiters queued
+      if (state_.compare_exchange_weak(s, s | kLockedBit, std::memory_order_acquire, std::memory_order_relaxed)) {
+        debug_acquired();
+        return true;
+      }
     }
-    debug_acquired();
-    return true;
+    return false;
   }
 
   // Only by the holder (checked in debug builds).
   void unlock() noexcept {
     debug_releasing();
-    // release /*1*/: publishes the critical section to the next acquirer. A previous value
-    // of kContended means a waiter may be queued: wake one (see mutex.cc for why none is lost).
-    if (LIONET_UNLIKELY(state_.exchange(kUnlocked, std::memory_order_release) == kContended)) wake_one();
+    uint32_t expected = kLockedBit;
+    // release /*1*/: publishes the critical section. Fails when waiters are queued or the
+    // queue is being edited: then the slow path wakes one.
+    if (LIONET_UNLIKELY(!state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                                        std::memory_order_relaxed))) {
+      unlock_slow();
+    }
   }
 
   bool try_lock_until(TimePoint deadline) noexcept;
@@ -82,12 +93,17 @@ class Mutex {
   }
 
  private:
-  static constexpr uint32_t kUnlocked = 0;
-  static constexpr uint32_t kLocked = 1;     // held, no waiter queued
-  static constexpr uint32_t kContended = 2;  // held, waiters may be queued
+  static constexpr uint32_t kLockedBit = 1;       // held
+  static constexpr uint32_t kHasWaitersBit = 2;   // queue_ is not empty (kept exact under the queue bit)
+  static constexpr uint32_t kQueueLockedBit = 4;  // someone edits queue_ (a few instructions, never parks)
 
   void lock_slow() noexcept;
-  void wake_one() noexcept;
+  void unlock_slow() noexcept;
+  // Sets kQueueLockedBit (spinning while another holder has it); returns the word with it set.
+  uint32_t lock_queue() noexcept;
+  // Enqueues `node` if the mutex is still held (returns true), else takes it (returns false).
+  // Called with the queue bit held; releases it.
+  bool enqueue_or_acquire(detail::WaitNode* node, bool front) noexcept;
 #ifdef NDEBUG
   void debug_acquired() noexcept {}
   void debug_releasing() noexcept {}
@@ -96,9 +112,10 @@ class Mutex {
   void debug_releasing() noexcept;
 #endif
 
-  std::atomic<uint32_t> state_{kUnlocked};  // lock word; RMW by lockers and the holder
-  SpinLock queue_lock_;                     // protects queue_
-  detail::WaitQueue queue_;                 // parked lockers (untimed and timed nodes)
+  // Lock word (bits above). Every change is a CAS, except the release of the queue bit by its
+  // holder while LOCKED cannot change under it (see mutex.cc).
+  std::atomic<uint32_t> state_{0};
+  detail::WaitQueue queue_;  // parked lockers (untimed and timed nodes); under kQueueLockedBit
   // Debug builds: current_owner_token() of the holder, 0 when free. Written by the holder
   // only; relaxed everywhere: a fiber reading its own token back can only see its own latest
   // write, which is all the self-deadlock check needs. Present in every build (same layout).

@@ -44,11 +44,13 @@ bool Semaphore::try_acquire_until(TimePoint deadline) noexcept {
   node.claim = &claim;
   queue_.push_back(&node);
   lock_.unlock();
-  if (claim.wait(deadline) != WaitClaim::kTimedOut) return true;  // the permit came with the claim
+  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;  // a win carries the permit
+  // W3: after a timeout, unlink; after a notify, wait until release() has left lock_ (its last
+  // access), so the caller may destroy the semaphore as soon as we return.
   lock_.lock();
-  queue_.remove_if_linked(&node);  // W3
+  if (!notified) queue_.remove_if_linked(&node);
   lock_.unlock();
-  return false;
+  return notified;
 }
 
 void Semaphore::release(int64_t n) noexcept {

@@ -1,10 +1,11 @@
 // lionet/sync/wait_group.cc.
 //
-// No lost wake-up: a waiter re-reads count_ under lock_ before it queues; the add() that
-// reaches zero takes lock_ after its RMW. If the waiter read a non-zero count, that RMW comes
-// later in count_'s order, so the adder's lock_ acquisition cannot precede the waiter's
-// critical section (had it, the waiter would have acquired the adder's release and seen
-// zero): the adder finds the node.
+// No lost wake-up and safe destruction: count_ reaches zero only inside lock_ (add() switches
+// to the locked path when its result would be zero), and waiters test count_ under lock_
+// before queueing. So a waiter either queues before the zeroing critical section (and is
+// taken by it) or tests after it (and sees zero); either way it returns only after done() has
+// released lock_, its last access to *this (plain waiters are unparked after the unlock; timed
+// waiters, notified under the lock, take lock_ once before returning).
 #include "lionet/sync/wait_group.h"
 
 namespace lionet {
@@ -17,21 +18,24 @@ WaitGroup::~WaitGroup() {
 }
 
 void WaitGroup::add(int64_t n) noexcept {
-  const int64_t after = count_.fetch_add(n, std::memory_order_acq_rel) + n;  // /*1*/
-  LIONET_CHECK(after >= 0, "lionet::WaitGroup counter went negative (more done() than add())");
-  if (after == 0 && n != 0) wake_all();
-}
-
-void WaitGroup::wake_all() noexcept {
+  int64_t c = count_.load(std::memory_order_relaxed);
+  while (c + n != 0) {  // fast path: a change that does not reach zero
+    LIONET_CHECK(c + n > 0, "lionet::WaitGroup counter went negative (more done() than add())");
+    if (count_.compare_exchange_weak(c, c + n, std::memory_order_acq_rel, std::memory_order_relaxed)) return;  // /*1*/
+  }
+  if (n == 0) return;
   detail::WakeBatch batch;
   lock_.lock();
-  while (detail::Taken t = queue_.take()) batch.add(t);
-  lock_.unlock();
+  const int64_t after = count_.fetch_add(n, std::memory_order_acq_rel) + n;  // /*1*/
+  LIONET_CHECK(after >= 0, "lionet::WaitGroup counter went negative (more done() than add())");
+  if (after == 0) {
+    while (detail::Taken t = queue_.take()) batch.add(t);
+  }
+  lock_.unlock();  // last access to *this
   batch.run();
 }
 
 void WaitGroup::wait() noexcept {
-  if (count_.load(std::memory_order_acquire) == 0) return;  // /*1*/
   detail::WaitNode node;
   node.parker = Parker::current();
   lock_.lock();
@@ -45,7 +49,6 @@ void WaitGroup::wait() noexcept {
 }
 
 bool WaitGroup::wait_until(TimePoint deadline) noexcept {
-  if (count_.load(std::memory_order_acquire) == 0) return true;
   WaitClaim claim;
   detail::WaitNode node;
   node.claim = &claim;
@@ -56,10 +59,11 @@ bool WaitGroup::wait_until(TimePoint deadline) noexcept {
   }
   queue_.push_back(&node);
   lock_.unlock();
-  if (claim.wait(deadline) != WaitClaim::kTimedOut) return true;
-  lock_.lock();
-  queue_.remove_if_linked(&node);  // W3
+  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;
+  lock_.lock();  // W3: unlink after a timeout; after a notify, wait for the waker to leave
+  if (!notified) queue_.remove_if_linked(&node);
+  const bool zero = count_.load(std::memory_order_acquire) == 0;
   lock_.unlock();
-  return count_.load(std::memory_order_acquire) == 0;
+  return notified || zero;
 }
 }  // namespace lionet

@@ -4,6 +4,11 @@
 // one, wait() parks until it is zero (returns at once if it already is). The counter going
 // negative is a bug: fatal. A WaitGroup may be reused once wait() has returned for everyone.
 // Concurrency: any method, any fiber or thread; done() may race with wait().
+// Lifetime: the WaitGroup may be destroyed as soon as wait() returns true, even while the
+// done() that released it is still returning: the transition to zero happens under lock_, and
+// every successful wait() synchronizes with the end of that critical section (it takes lock_
+// itself, or is unparked only after it), so done() never touches *this after a waiter could
+// have observed zero. count() is a snapshot for diagnostics, not a substitute for wait().
 #pragma once
 
 #include <atomic>
@@ -35,10 +40,9 @@ class WaitGroup {
   int64_t count() const noexcept { return count_.load(std::memory_order_acquire); }
 
  private:
-  void wake_all() noexcept;
-
-  // acq_rel on every change /*1*/: the add() that reaches zero acquires the writes of every
-  // earlier done(), and releases them to the waiter that reads zero (acquire loads in wait()).
+  // Changed by CAS outside lock_ only when the result is not zero; the change TO zero happens
+  // under lock_. acq_rel /*1*/: the add() that reaches zero acquires the writes of every
+  // earlier done(), and releases them to the waiter that reads zero under lock_.
   std::atomic<int64_t> count_;
   SpinLock lock_;            // protects queue_
   detail::WaitQueue queue_;  // waiters for zero

@@ -74,6 +74,19 @@ class WaitQueue {
     n->linked = true;
   }
 
+  void push_front(WaitNode* n) noexcept {
+    LIONET_DCHECK(!n->linked, "WaitNode linked twice");
+    n->prev = nullptr;
+    n->next = head_;
+    if (head_) {
+      head_->prev = n;
+    } else {
+      tail_ = n;
+    }
+    head_ = n;
+    n->linked = true;
+  }
+
   void remove(WaitNode* n) noexcept {
     LIONET_DCHECK(n->linked, "removing an unlinked WaitNode");
     if (n->prev) {
