@@ -1,0 +1,455 @@
+// lionet/net/socket.cc: Socket (see socket.h for the call model and the close protocol).
+#include "lionet/net/socket.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "lionet/base/macros.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/net/detail/sys.h"
+
+namespace lionet {
+namespace {
+
+template <class T>
+Result<T> fail(int err) noexcept {
+  return Result<T>::failure(err);
+}
+
+// sendfile(2) has no MSG_NOSIGNAL: a write to a reset peer would kill the process. Ignore
+// SIGPIPE once, unless the application installed its own handler.
+void ignore_sigpipe_once() noexcept {
+  static const bool done = [] {
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
+        !(old.sa_flags & SA_SIGINFO)) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)done;
+}
+
+bool is_tcp_family(int family) noexcept { return family == AF_INET || family == AF_INET6; }
+
+// Plain-thread wait (no IOManager): poll(2) with the same results as IOManager waits.
+int poll_wait(int fd, bool for_write, const std::optional<TimePoint>& deadline) noexcept {
+  for (;;) {
+    int ms = -1;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - now()).count();
+      if (left <= 0) return ETIMEDOUT;
+      ms = static_cast<int>(std::min<int64_t>(left, 1 << 30));
+    }
+    pollfd p{fd, static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) return 0;
+    if (r == 0) continue;  // re-check the deadline (poll rounds)
+    if (errno != EINTR) return 0;  // let the next system call report the problem
+  }
+}
+}  // namespace
+
+// RAII for one call in flight (see the close protocol in socket.h).
+class Socket::Op {
+ public:
+  explicit Op(Socket* s) noexcept : s_(s), ok_(s->enter()) {}
+  ~Op() {
+    if (ok_) s_->leave();
+  }
+  explicit operator bool() const noexcept { return ok_; }
+
+ private:
+  Socket* s_;
+  bool ok_;
+};
+
+Socket::Socket(int fd) noexcept : fd_(fd) {
+  ignore_sigpipe_once();
+  if (fd_ >= 0) {
+    int fl = ::fcntl(fd_, F_GETFL);
+    if (fl >= 0 && !(fl & O_NONBLOCK)) ::fcntl(fd_, F_SETFL, fl | O_NONBLOCK);
+  }
+}
+
+Socket::~Socket() {
+  close();
+  LIONET_CHECK((state_.load(std::memory_order_acquire) & kCount) == 0,
+               "lionet::Socket destroyed while a call on it is still in flight");
+}
+
+Socket::Socket(Socket&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      state_(o.state_.exchange(0, std::memory_order_acq_rel)),
+      io_(o.io_.exchange(nullptr, std::memory_order_acq_rel)),
+      read_timeout_(o.read_timeout_),
+      write_timeout_(o.write_timeout_) {}
+
+Socket& Socket::operator=(Socket&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = std::exchange(o.fd_, -1);
+    state_.store(o.state_.exchange(0, std::memory_order_acq_rel), std::memory_order_release);
+    io_.store(o.io_.exchange(nullptr, std::memory_order_acq_rel), std::memory_order_release);
+    read_timeout_ = o.read_timeout_;
+    write_timeout_ = o.write_timeout_;
+  }
+  return *this;
+}
+
+// ---- close protocol ----
+
+bool Socket::enter() noexcept {
+  uint32_t s = state_.fetch_add(1, std::memory_order_acq_rel);
+  if (LIONET_UNLIKELY(s & kClosed)) {
+    leave();
+    return false;
+  }
+  return true;
+}
+
+void Socket::leave() noexcept {
+  uint32_t s = state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (LIONET_UNLIKELY(s == kClosed)) try_finish();
+}
+
+void Socket::try_finish() noexcept {
+  uint32_t expect = kClosed;  // closed, nothing in flight, not yet finished
+  if (!state_.compare_exchange_strong(expect, kClosed | kFinished, std::memory_order_acq_rel)) return;
+  if (fd_ >= 0) {
+    cancel_waiters();  // forgets the IOManager's registration before the number is reused
+    detail::sys::close(fd_);
+    fd_ = -1;
+  }
+}
+
+void Socket::cancel_waiters() noexcept {
+  if (IOManager* io = io_.load(std::memory_order_acquire)) io->cancel(fd_);
+}
+
+void Socket::close() noexcept {
+  uint32_t s = state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  if (s & kClosed) return;
+  if (s & kCount) {
+    // Calls in flight: make the fd ready for good (EOF / EPIPE, accept fails with EINVAL) so a
+    // waiter that registers after the cancel below still returns at once, then wake the
+    // waiters that are registered. The last call to leave closes the fd.
+    detail::sys::shutdown(fd_, SHUT_RDWR);
+    cancel_waiters();
+  }
+  try_finish();
+}
+
+int Socket::release() noexcept {
+  if (fd_ >= 0) cancel_waiters();  // the IOManager must not keep a registration we no longer own
+  int fd = std::exchange(fd_, -1);
+  state_.store(0, std::memory_order_release);
+  io_.store(nullptr, std::memory_order_release);
+  return fd;
+}
+
+int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept {
+  int rc;
+  if (IOManager* io = IOManager::current()) {
+    if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
+    rc = for_write ? io->wait_writable(fd_, deadline) : io->wait_readable(fd_, deadline);
+  } else {
+    rc = poll_wait(fd_, for_write, deadline);
+  }
+  if (LIONET_UNLIKELY(state_.load(std::memory_order_acquire) & kClosed)) return ECANCELED;
+  return rc;
+}
+
+// ---- creation ----
+
+Result<Socket> Socket::open(int family, int type, int protocol) noexcept {
+  ignore_sigpipe_once();
+  int fd = detail::sys::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  if (fd < 0) return fail<Socket>(errno);
+  Socket s;
+  s.fd_ = fd;
+  return s;
+}
+
+Result<Socket> Socket::connect_to(const Address& peer, Deadline d) noexcept {
+  auto s = open(peer.family(), SOCK_STREAM);
+  if (!s) return s;
+  if (is_tcp_family(peer.family())) (void)s->set_nodelay(true);
+  if (auto r = s->connect(peer, d); !r) return r.error();
+  return s;
+}
+
+Socket Socket::listen_on(const Address& local, const ListenOptions& o) {
+  auto fail_with = [&](const char* what, std::error_code ec) {
+    throw std::system_error(ec, std::string("lionet: ") + what + " " + local.to_string());
+  };
+  auto s = open(local.family(), SOCK_STREAM);
+  if (!s) fail_with("socket for", s.error());
+  if (local.is_ip()) {
+    if (o.reuse_addr) (void)s->set_reuse_addr(true);
+    if (o.reuse_port) {
+      if (auto r = s->set_reuse_port(true); !r) fail_with("SO_REUSEPORT on", r.error());
+    }
+  }
+  if (auto r = s->bind(local); !r) fail_with("bind", r.error());
+  if (auto r = s->listen(o.backlog); !r) fail_with("listen on", r.error());
+  return std::move(*s);
+}
+
+Result<void> Socket::bind(const Address& local) noexcept {
+  if (::bind(fd_, local.sockaddr_ptr(), local.length()) < 0) return fail<void>(errno);
+  return {};
+}
+
+Result<void> Socket::listen(int backlog) noexcept {
+  if (::listen(fd_, backlog) < 0) return fail<void>(errno);
+  return {};
+}
+
+Result<void> Socket::connect(const Address& peer, Deadline d) noexcept {
+  Op op(this);
+  if (!op) return fail<void>(EBADF);
+  int r = detail::sys::connect(fd_, peer.sockaddr_ptr(), peer.length());
+  if (r == 0) return {};
+  int e = errno;
+  if (e != EINPROGRESS && e != EINTR) return fail<void>(e);
+  // In progress: writable once it completed or failed; SO_ERROR tells which.
+  std::optional<TimePoint> dl = d.resolve(write_timeout_);
+  for (;;) {
+    if (int w = wait(true, dl)) return fail<void>(w);
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (detail::sys::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return fail<void>(errno);
+    if (err == 0) return {};
+    if (err != EINPROGRESS && err != EALREADY) return fail<void>(err);
+  }
+}
+
+Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
+  Op op(this);
+  if (!op) return fail<Socket>(EBADF);
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  for (;;) {
+    sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = detail::sys::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Socket s;
+      s.fd_ = fd;
+      if (is_tcp_family(ss.ss_family)) (void)s.set_nodelay(true);
+      if (peer) *peer = Address(reinterpret_cast<sockaddr*>(&ss), len);
+      return s;
+    }
+    int e = errno;
+    if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
+    if (e != EAGAIN) return fail<Socket>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
+    if (int w = wait(false, dl)) return fail<Socket>(w);
+  }
+}
+
+// ---- data ----
+
+Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
+  if (n == 0) return size_t{0};
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  for (;;) {
+    ssize_t r = detail::sys::read(fd_, buf, n);
+    if (LIONET_LIKELY(r > 0)) return static_cast<size_t>(r);
+    int e = r == 0 ? 0 : errno;
+    if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
+    if (r == 0) return size_t{0};
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
+    if (int w = wait(false, dl)) return fail<size_t>(w);
+  }
+}
+
+Result<size_t> Socket::readv(const iovec* iov, int iovcnt, Deadline d) noexcept {
+  size_t want = 0;
+  for (int i = 0; i < iovcnt; ++i) want += iov[i].iov_len;
+  if (want == 0) return size_t{0};  // as read(): a zero-length read is never issued
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  for (;;) {
+    ssize_t r = detail::sys::readv(fd_, iov, iovcnt);
+    if (LIONET_LIKELY(r > 0)) return static_cast<size_t>(r);
+    int e = r == 0 ? 0 : errno;
+    if (closed_by_other()) return fail<size_t>(ECANCELED);
+    if (r == 0) return size_t{0};
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
+    if (int w = wait(false, dl)) return fail<size_t>(w);
+  }
+}
+
+Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcept {
+  if (n == 0) return size_t{0};
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  for (;;) {
+    ssize_t r = detail::sys::send(fd_, buf, n);
+    if (r >= 0) return static_cast<size_t>(r);
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+    if (int w = wait(true, dl)) return fail<size_t>(w);
+  }
+}
+
+Result<size_t> Socket::write(const void* buf, size_t n, Deadline d) noexcept {
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  const char* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  while (done < n) {
+    ssize_t r = detail::sys::send(fd_, p + done, n - done);
+    if (r >= 0) {
+      done += static_cast<size_t>(r);
+      continue;
+    }
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+    if (int w = wait(true, dl)) return fail<size_t>(w);
+  }
+  return n;
+}
+
+Result<size_t> Socket::writev(const iovec* iov, int iovcnt, Deadline d) noexcept {
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  size_t total = 0;
+  for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
+  std::vector<iovec> rest;  // a copy only after a partial write (rare)
+  const iovec* cur = iov;
+  int cnt = iovcnt;
+  size_t done = 0;
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  while (done < total) {
+    ssize_t r = detail::sys::sendv(fd_, cur, std::min(cnt, IOV_MAX));
+    if (r >= 0) {
+      done += static_cast<size_t>(r);
+      if (done == total) break;
+      if (rest.empty()) {
+        rest.assign(cur, cur + cnt);
+        cur = rest.data();
+      }
+      // Advance past the r bytes sent; cur points into rest (our copy) from here on.
+      size_t skip = static_cast<size_t>(r);
+      iovec* v = rest.data() + (cur - rest.data());
+      while (skip >= v->iov_len) {
+        skip -= v->iov_len;
+        ++v;
+        --cnt;
+      }
+      v->iov_base = static_cast<char*>(v->iov_base) + skip;
+      v->iov_len -= skip;
+      cur = v;
+      continue;
+    }
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+    if (int w = wait(true, dl)) return fail<size_t>(w);
+  }
+  return total;
+}
+
+Result<size_t> Socket::sendfile(int file_fd, off_t offset, size_t count, Deadline d) noexcept {
+  Op op(this);
+  if (!op) return fail<size_t>(EBADF);
+  size_t done = 0;
+  off_t off = offset;
+  std::optional<TimePoint> dl;
+  bool resolved = false;
+  while (done < count) {
+    ssize_t r = detail::sys::sendfile(fd_, file_fd, &off, count - done);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) break;  // end of file
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
+    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+    if (int w = wait(true, dl)) return fail<size_t>(w);
+  }
+  return done;
+}
+
+Result<void> Socket::shutdown(int how) noexcept {
+  Op op(this);
+  if (!op) return fail<void>(EBADF);
+  if (detail::sys::shutdown(fd_, how) < 0) return fail<void>(errno);
+  return {};
+}
+
+// ---- options ----
+
+Result<void> Socket::set_option(int level, int name, int value) noexcept {
+  if (detail::sys::setsockopt(fd_, level, name, &value, sizeof value) < 0) return fail<void>(errno);
+  return {};
+}
+
+Result<int> Socket::get_option(int level, int name) const noexcept {
+  int v = 0;
+  socklen_t len = sizeof v;
+  if (detail::sys::getsockopt(fd_, level, name, &v, &len) < 0) return fail<int>(errno);
+  return v;
+}
+
+Result<void> Socket::set_nodelay(bool on) noexcept { return set_option(IPPROTO_TCP, TCP_NODELAY, on); }
+Result<void> Socket::set_reuse_addr(bool on) noexcept { return set_option(SOL_SOCKET, SO_REUSEADDR, on); }
+Result<void> Socket::set_reuse_port(bool on) noexcept { return set_option(SOL_SOCKET, SO_REUSEPORT, on); }
+Result<void> Socket::set_keepalive(bool on) noexcept { return set_option(SOL_SOCKET, SO_KEEPALIVE, on); }
+
+Result<void> Socket::set_linger(bool on, int seconds) noexcept {
+  linger l{on ? 1 : 0, seconds};
+  if (detail::sys::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0) return fail<void>(errno);
+  return {};
+}
+
+Result<Address> Socket::local_address() const noexcept {
+  Address a;
+  socklen_t len = Address::capacity();
+  if (::getsockname(fd_, a.sockaddr_ptr(), &len) < 0) return fail<Address>(errno);
+  a.set_length(len);
+  return a;
+}
+
+Result<Address> Socket::peer_address() const noexcept {
+  Address a;
+  socklen_t len = Address::capacity();
+  if (::getpeername(fd_, a.sockaddr_ptr(), &len) < 0) return fail<Address>(errno);
+  a.set_length(len);
+  return a;
+}
+}  // namespace lionet

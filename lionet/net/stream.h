@@ -1,0 +1,60 @@
+// lionet/net/stream.h: lionet::Stream, the one byte-stream interface that plain TCP
+// (SocketStream) and TLS (ssl/) implement, so that HTTP never knows which it has
+// (ARCHITECTURE decision 8).
+//
+// Owns: the interface and its blocking-style contract, plus helpers built only on it
+// (read_full, and the portable sendfile fallback). Must not know sockets or TLS.
+//
+// Contract for implementers and users:
+// - Calls park the calling fiber, never the worker thread; errors are Results (errno codes in
+//   std::generic_category(): ECONNRESET, EPIPE, ETIMEDOUT, ECANCELED, ...), never exceptions.
+// - read() returns at least one byte, or 0 at end of stream; read(buf, 0) returns 0 at once.
+// - write()/writev() write everything or fail (write_all semantics: a partial count is only
+//   ever internal). After an error the stream should be closed; bytes may have been sent.
+// - Timeouts (set_timeouts) bound each call as a whole; expiry is ETIMEDOUT and the stream
+//   stays usable.
+// - close() is idempotent and may be called while another fiber is inside a call on the
+//   stream; that call then fails (ECANCELED) instead of waiting forever.
+// Concurrency: one reader fiber and one writer fiber at a time, plus close() from anyone.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include "lionet/base/clock.h"
+#include "lionet/net/result.h"
+
+namespace lionet {
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  virtual Result<size_t> read(void* buf, size_t n) = 0;
+  virtual Result<size_t> readv(const iovec* iov, int iovcnt) = 0;
+  virtual Result<size_t> write(const void* buf, size_t n) = 0;
+  virtual Result<size_t> writev(const iovec* iov, int iovcnt) = 0;
+  // Sends count bytes of file_fd from offset; returns bytes sent (fewer only if the file
+  // ended). The default reads the file in 64 KiB chunks and write()s them; SocketStream uses
+  // the kernel's sendfile(2) and falls back to this when the kernel cannot.
+  virtual Result<size_t> sendfile(int file_fd, off_t offset, size_t count);
+  // Half-close: the peer reads end of stream; this side may still read.
+  virtual Result<void> shutdown_write() = 0;
+  virtual void close() noexcept = 0;
+  // nullopt = no limit (the default).
+  virtual void set_timeouts(std::optional<Duration> read, std::optional<Duration> write) = 0;
+
+  // Non-virtual helpers.
+  Result<size_t> write(std::string_view s) { return write(s.data(), s.size()); }
+  // Reads until n bytes or end of stream: returns n, or fewer only at end of stream.
+  Result<size_t> read_full(void* buf, size_t n);
+
+ protected:
+  // The portable sendfile: pread() into a buffer, write() it out.
+  Result<size_t> sendfile_by_copy(int file_fd, off_t offset, size_t count);
+};
+}  // namespace lionet

@@ -1,0 +1,177 @@
+// lionet/net/tcp_server.cc: TcpServer (the shutdown protocol is written in tcp_server.h).
+#include "lionet/net/tcp_server.h"
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+
+#include "lionet/io/io_manager.h"
+#include "lionet/log/log.h"
+
+namespace lionet {
+namespace {
+const std::shared_ptr<spdlog::logger>& net_log() {
+  static const auto lg = log::get("net");
+  return lg;
+}
+}  // namespace
+
+TcpServer::TcpServer(IOManager& io, Handler handler, TcpServerOptions options)
+    : io_(io), handler_(std::move(handler)), options_(std::move(options)) {}
+
+TcpServer::~TcpServer() {
+  if (started_.load() && !stopped_.load()) stop(Duration::zero());
+}
+
+void TcpServer::listen(const Address& local) {
+  if (started_.load()) throw std::logic_error("lionet::TcpServer::listen after start()");
+  ListenOptions lo;
+  lo.backlog = options_.backlog;
+  int per_worker = options_.reuse_port_per_worker && local.is_ip() ? io_.scheduler().threads() : 0;
+  lo.reuse_port = per_worker > 0;
+  Address addr = local;
+  for (int i = 0; i < std::max(per_worker, 1); ++i) {
+    auto l = std::make_unique<Listener>();
+    l->socket = Socket::listen_on(addr, lo);
+    l->address = l->socket.local_address().value();
+    l->worker = per_worker > 0 ? i : -1;
+    if (i == 0) {
+      addr = l->address;  // an ephemeral port is chosen once; the other workers share it
+      addresses_.push_back(addr);
+    }
+    listeners_.push_back(std::move(l));
+  }
+}
+
+void TcpServer::start() {
+  if (listeners_.empty()) throw std::logic_error("lionet::TcpServer::start without listen()");
+  if (started_.exchange(true)) throw std::logic_error("lionet::TcpServer::start called twice");
+  for (auto& l : listeners_) {
+    SpawnOptions so;
+    so.name = options_.name;
+    so.pin_worker = l->worker;
+    Listener* raw = l.get();
+    acceptors_.push_back(io_.scheduler().spawn([this, raw] { accept_loop(raw); }, so));
+  }
+}
+
+std::vector<Address> TcpServer::addresses() const { return addresses_; }
+
+void TcpServer::accept_loop(Listener* l) noexcept {
+  while (!stopping()) {
+    auto s = l->socket.accept();
+    if (LIONET_LIKELY(s.ok())) {
+      admit(std::move(*s));
+      continue;
+    }
+    int e = s.error().value();
+    if (stopping() || e == ECANCELED || e == EBADF || e == EINVAL) break;  // listener closed
+    log_accept_error(e);
+    // EMFILE and friends: the pending connection stays queued, so retrying at once would
+    // spin. Sleep instead; stop() waits at most this long for the acceptor.
+    this_fiber::sleep_for(options_.accept_backoff);
+  }
+}
+
+void TcpServer::log_accept_error(int err) noexcept {
+  int64_t t = monotonic_ns();
+  int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
+  if (t - last < 1'000'000'000 || !last_error_log_ns_.compare_exchange_strong(last, t)) {
+    suppressed_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  uint64_t more = suppressed_errors_.exchange(0, std::memory_order_relaxed);
+  LIONET_LOG_WARN(net_log(), "{}: accept failed: {} ({} more since the last line); backing off {} ms",
+                  options_.name, std::strerror(err), more,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.accept_backoff).count());
+}
+
+void TcpServer::admit(Socket s) noexcept {
+  if (size_t max = options_.max_connections) {
+    size_t n = live_.load(std::memory_order_relaxed);
+    do {
+      if (n >= max) {
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        s.close();  // at once: the client reads end of stream
+        return;
+      }
+    } while (!live_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  } else {
+    live_.fetch_add(1, std::memory_order_relaxed);
+  }
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  handlers_.add(1);
+  Conn* c = new Conn(std::move(s));
+  c->stream.set_timeouts(options_.read_timeout, options_.write_timeout);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    c->next = head_;
+    if (head_) head_->prev = c;
+    head_ = c;
+    // Accepted just before the listener closed: apply the shutdown steps already taken.
+    if (cancelled_) {
+      c->stream.close();
+    } else if (stopping() && options_.drain_shutdown_read) {
+      (void)c->stream.socket().shutdown(SHUT_RD);
+    }
+  }
+  try {
+    io_.scheduler().spawn([this, c] { serve(c); }).detach();
+  } catch (...) {  // spawn refused (the scheduler is stopping): drop the connection
+    std::lock_guard<std::mutex> g(mu_);
+    if (c->prev) c->prev->next = c->next; else head_ = c->next;
+    if (c->next) c->next->prev = c->prev;
+    delete c;
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    handlers_.done();
+  }
+}
+
+void TcpServer::serve(Conn* c) noexcept {
+  try {
+    handler_(c->stream);
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(net_log(), "{}: connection handler threw: {}", options_.name, e.what());
+  } catch (...) {
+    LIONET_LOG_ERROR(net_log(), "{}: connection handler threw a non-std exception", options_.name);
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (c->prev) c->prev->next = c->next; else head_ = c->next;
+    if (c->next) c->next->prev = c->prev;
+  }
+  delete c;  // closes the socket
+  live_.fetch_sub(1, std::memory_order_relaxed);
+  handlers_.done();
+}
+
+bool TcpServer::stop(Duration drain) {
+  if (stopped_.exchange(true)) return true;
+  TimePoint deadline = now() + drain;
+  // 1. stop accepting.
+  stopping_.store(true, std::memory_order_release);
+  for (auto& l : listeners_) l->socket.close();
+  for (auto& h : acceptors_) h.join();
+  acceptors_.clear();
+  // 2. idle readers see end of stream.
+  if (options_.drain_shutdown_read) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Conn* c = head_; c; c = c->next) (void)c->stream.socket().shutdown(SHUT_RD);
+  }
+  // 3. drain.
+  bool drained = handlers_.wait_until(deadline);
+  if (!drained) {
+    // 4. cancel what is left.
+    size_t n = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      cancelled_ = true;
+      for (Conn* c = head_; c; c = c->next, ++n) c->stream.close();
+    }
+    LIONET_LOG_WARN(net_log(), "{}: {} connection(s) still open after the drain deadline: closed", options_.name, n);
+    handlers_.wait();
+  }
+  return drained;
+}
+}  // namespace lionet

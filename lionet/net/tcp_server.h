@@ -1,0 +1,141 @@
+// lionet/net/tcp_server.h: lionet::TcpServer, accept loops in fibers and a fiber per
+// connection running the user's handler over a SocketStream.
+//
+//   lionet::TcpServer server(io, [](lionet::SocketStream& s) { /* serve one connection */ });
+//   server.listen(lionet::Address::parse("127.0.0.1:8080").value());   // throws if bind fails
+//   server.start();
+//   ...
+//   server.stop(std::chrono::seconds(5));   // stop accepting, drain, then cancel
+//
+// Owns: listeners, acceptor fibers, the set of live connections, the connection limit and
+// the shutdown protocol. Must not: know any protocol (HTTP, TLS wrap the handler), read
+// configuration (TcpServerOptions is filled by app/), or throw after start().
+//
+// Shutdown protocol (stop(drain)), in order:
+//   1. stopping() becomes true; every listener is closed, which wakes its acceptor fiber
+//      (Socket::close shuts it down and cancels the wait); the acceptors are joined.
+//      New connections are refused by the kernel from here on.
+//   2. If drain_shutdown_read: every live connection's read side is shut down, so a handler
+//      waiting for its next request reads end of stream and ends, while one that is busy
+//      finishing a response can still write it.
+//   3. Wait until every handler has returned or the drain deadline passes.
+//   4. Past the deadline: every remaining connection is closed (Socket::close: its pending
+//      and later calls fail with ECANCELED/EBADF), then wait for those handlers to return.
+//   stop() returns true if step 3 drained everything in time.
+// Faults: accept errors EMFILE/ENFILE/ENOBUFS/ENOMEM make the acceptor sleep
+// accept_backoff and retry (one log line per second at most: never a spinning core);
+// ECONNABORTED/EPROTO are skipped; an exception escaping a handler is logged and only that
+// connection ends.
+// Concurrency: listen() and start() from one thread before serving; stop() once, from any
+// fiber or thread except a handler of this server (it would wait for itself). The counters
+// may be read from anywhere.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/net/address.h"
+#include "lionet/net/socket.h"
+#include "lionet/net/socket_stream.h"
+#include "lionet/sched/scheduler.h"
+#include "lionet/sync/wait_group.h"
+
+namespace lionet {
+class IOManager;
+
+struct TcpServerOptions {
+  // Connections served at once; a connection accepted beyond it is closed at once (the client
+  // reads end of stream). 0 = no limit (then RLIMIT_NOFILE is the limit).
+  std::size_t max_connections = 0;
+  // One SO_REUSEPORT listener per worker for each address, its acceptor pinned to that
+  // worker: the kernel spreads connections over workers and accept never contends. Costs one
+  // fd per worker per address.
+  bool reuse_port_per_worker = false;
+  int backlog = SOMAXCONN;
+  // Applied to each accepted connection's stream (nullopt = no limit).
+  std::optional<Duration> read_timeout;
+  std::optional<Duration> write_timeout;
+  // How long an acceptor sleeps after EMFILE/ENFILE/ENOBUFS/ENOMEM before trying again.
+  Duration accept_backoff = std::chrono::milliseconds(100);
+  // Step 2 of the shutdown protocol.
+  bool drain_shutdown_read = true;
+  // Names the acceptor fibers and log lines.
+  std::string name = "tcp";
+};
+
+class TcpServer {
+ public:
+  // Runs once per connection, in its own fiber; the connection is closed when it returns.
+  using Handler = std::function<void(SocketStream&)>;
+
+  TcpServer(IOManager& io, Handler handler, TcpServerOptions options = {});
+  // stop(0) if started and not yet stopped.
+  ~TcpServer();
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+
+  // Binds and listens (port 0: an ephemeral port, see addresses()). Throws std::system_error
+  // naming the address on failure. Call before start(); may be called for several addresses.
+  void listen(const Address& local);
+  // Spawns the acceptor fibers. Throws std::logic_error without listen() or if called twice.
+  void start();
+  // The shutdown protocol above. Returns true if all connections ended within drain.
+  bool stop(Duration drain);
+
+  // The bound addresses, one per listen() call (ephemeral ports resolved).
+  std::vector<Address> addresses() const;
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  std::size_t connections() const noexcept { return live_.load(std::memory_order_relaxed); }
+  uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
+  uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Listener {
+    Address address;
+    Socket socket;
+    int worker = -1;  // pinned acceptor (reuse_port_per_worker), else -1
+  };
+  struct Conn {
+    explicit Conn(Socket s) : stream(std::move(s)) {}
+    SocketStream stream;
+    Conn* prev = nullptr;  // links protected by mu_
+    Conn* next = nullptr;
+  };
+
+  void accept_loop(Listener* l) noexcept;
+  void admit(Socket s) noexcept;
+  void serve(Conn* c) noexcept;
+  void log_accept_error(int err) noexcept;
+
+  IOManager& io_;
+  Handler handler_;
+  const TcpServerOptions options_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // fixed after start()
+  std::vector<Address> addresses_;                    // one per listen(); fixed after start()
+  std::vector<JoinHandle<void>> acceptors_;           // owned by start()/stop()
+
+  std::mutex mu_;          // protects the list head_ and the links; never held across a park
+  Conn* head_ = nullptr;
+  bool cancelled_ = false;  // step 4 reached (under mu_): late arrivals are closed at once
+
+  // Relaxed counters: statistics, and live_ is only a limit (a CAS keeps it exact).
+  std::atomic<std::size_t> live_{0};
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<bool> stopping_{false};  // release by stop(), acquire by acceptors and handlers
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> last_error_log_ns_{0};  // rate limit of accept-error lines
+  std::atomic<uint64_t> suppressed_errors_{0};
+  WaitGroup handlers_;  // one count per live connection's fiber
+};
+}  // namespace lionet

@@ -1,0 +1,229 @@
+// Tests of lionet/net/tcp_server.h, once per IO backend: echo service, connection limit,
+// graceful stop (drain, then cancel), EMFILE back-off.
+#include "lionet/net/tcp_server.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "lionet/sync/wait_group.h"
+#include "net_test_util.h"
+
+namespace lionet {
+namespace {
+using test::Runtime;
+using namespace std::chrono_literals;
+
+class TcpServerTest : public test::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, TcpServerTest, ::testing::ValuesIn(test::kBackends));
+
+void echo_handler(SocketStream& s) {
+  char buf[4096];
+  for (;;) {
+    auto r = s.read(buf, sizeof buf);
+    if (!r || *r == 0) return;
+    if (!s.write(buf, *r)) return;
+  }
+}
+
+// Waits (bounded) until cond() holds, polling every millisecond.
+template <class F>
+bool eventually(F cond, Duration limit = 10s) {
+  auto end = now() + limit;
+  while (!cond()) {
+    if (now() > end) return false;
+    this_fiber::sleep_for(1ms);
+  }
+  return true;
+}
+
+bool echo_once(Socket& c, const std::string& msg) {
+  if (!c.write(msg.data(), msg.size(), Deadline::after(5s))) return false;
+  std::string got(msg.size(), '\0');
+  size_t n = 0;
+  while (n < msg.size()) {
+    auto r = c.read(got.data() + n, msg.size() - n, Deadline::after(5s));
+    if (!r || *r == 0) return false;
+    n += *r;
+  }
+  return got == msg;
+}
+
+TEST_P(TcpServerTest, EchoesForManyClientsOnSeveralListeners) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  TcpServer server(rt.io(), echo_handler, {.reuse_port_per_worker = true});
+  server.listen(Address::ipv4_loopback(0));
+  server.listen(Address::ipv6_loopback(0));
+  server.start();
+  auto addrs = server.addresses();
+  ASSERT_EQ(addrs.size(), 2u);
+  rt.run([&] {
+    const int clients = 64, rounds = 20;
+    std::atomic<int> ok{0};
+    WaitGroup wg(clients);
+    for (int i = 0; i < clients; ++i) {
+      rt.sched().spawn([&, i] {
+        auto c = Socket::connect_to(addrs[i % 2], Deadline::after(5s));
+        if (c) {
+          std::string msg = test::pattern(100 + i, i);
+          int good = 0;
+          for (int k = 0; k < rounds; ++k) good += echo_once(*c, msg);
+          if (good == rounds) ok++;
+        }
+        wg.done();
+      }).detach();
+    }
+    ASSERT_TRUE(wg.wait_for(30s));
+    EXPECT_EQ(ok.load(), clients);
+  });
+  EXPECT_TRUE(server.stop(5s));
+  EXPECT_EQ(server.accepted(), 64u);
+  EXPECT_EQ(server.connections(), 0u);
+}
+
+TEST_P(TcpServerTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  TcpServer server(rt.io(), echo_handler, {.max_connections = 2});
+  server.listen(Address::ipv4_loopback(0));
+  server.start();
+  Address addr = server.addresses()[0];
+  rt.run([&] {
+    Socket a = Socket::connect_to(addr).value();
+    Socket b = Socket::connect_to(addr).value();
+    ASSERT_TRUE(echo_once(a, "a"));  // both admitted and served
+    ASSERT_TRUE(echo_once(b, "b"));
+    EXPECT_EQ(server.connections(), 2u);
+    Socket c = Socket::connect_to(addr).value();  // the kernel completes the handshake...
+    char buf[4];
+    auto t0 = now();
+    auto r = c.read(buf, sizeof buf, Deadline::after(5s));  // ...and the server closes it
+    EXPECT_TRUE((r.ok() && *r == 0) || r.error() == std::errc::connection_reset)
+        << (r.ok() ? "data" : r.error().message());
+    EXPECT_LT(now() - t0, 2s);
+    EXPECT_EQ(server.rejected(), 1u);
+    // Room again once a connection ends.
+    a.close();
+    ASSERT_TRUE(eventually([&] { return server.connections() == 1; }));
+    Socket d = Socket::connect_to(addr).value();
+    EXPECT_TRUE(echo_once(d, "d"));
+    EXPECT_TRUE(echo_once(b, "b2"));
+  });
+  EXPECT_TRUE(server.stop(5s));
+}
+
+TEST_P(TcpServerTest, GracefulStopLetsARequestInProgressFinishAndEndsIdleConnections) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  std::atomic<int> in_request{0};
+  // Reads one request, "works" 150 ms, writes the response, then waits for the next one.
+  auto handler = [&](SocketStream& s) {
+    char buf[64];
+    for (;;) {
+      auto r = s.read(buf, sizeof buf);
+      if (!r || *r == 0) return;
+      in_request++;
+      this_fiber::sleep_for(150ms);
+      if (!s.write("response")) return;
+    }
+  };
+  TcpServer server(rt.io(), handler);
+  server.listen(Address::ipv4_loopback(0));
+  server.start();
+  Address addr = server.addresses()[0];
+  rt.run([&] {
+    Socket idle = Socket::connect_to(addr).value();
+    Socket busy = Socket::connect_to(addr).value();
+    ASSERT_TRUE(eventually([&] { return server.connections() == 2; }));
+    ASSERT_TRUE(busy.write("request", 7).ok());
+    ASSERT_TRUE(eventually([&] { return in_request.load() == 1; }));
+    auto t0 = now();
+    bool drained = false;
+    auto stopper = rt.sched().spawn([&] { drained = server.stop(5s); });
+    char buf[16];
+    auto r = busy.read(buf, sizeof buf, Deadline::after(5s));
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(std::string(buf, *r), "response");
+    stopper.join();
+    EXPECT_TRUE(drained);
+    EXPECT_LT(now() - t0, 3s);
+    EXPECT_EQ(server.connections(), 0u);
+    r = idle.read(buf, sizeof buf, Deadline::after(5s));  // the idle one was ended
+    EXPECT_TRUE(r.ok() && *r == 0);
+    // No longer accepting.
+    EXPECT_FALSE(Socket::connect_to(addr).ok());
+  });
+}
+
+TEST_P(TcpServerTest, StopCancelsConnectionsThatOutliveTheDrainDeadline) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  std::atomic<bool> handler_saw_error{false};
+  auto stubborn = [&](SocketStream& s) {  // ignores end of stream, writes until it fails
+    while (s.write("x").ok()) this_fiber::sleep_for(5ms);
+    handler_saw_error = true;
+  };
+  TcpServer server(rt.io(), stubborn);
+  server.listen(Address::ipv4_loopback(0));
+  server.start();
+  rt.run([&] {
+    Socket c = Socket::connect_to(server.addresses()[0]).value();
+    ASSERT_TRUE(eventually([&] { return server.connections() == 1; }));
+    auto t0 = now();
+    EXPECT_FALSE(server.stop(100ms));
+    auto took = now() - t0;
+    EXPECT_GE(took, 100ms);
+    EXPECT_LT(took, 3s);
+    EXPECT_TRUE(handler_saw_error.load());
+    EXPECT_EQ(server.connections(), 0u);
+  });
+}
+
+// The acceptor must back off on EMFILE, not spin: CPU time stays far below wall time.
+TEST_P(TcpServerTest, AcceptBacksOffOnEmfileAndRecovers) {
+  Runtime rt(1, GetParam());
+  require_backend(rt);
+  TcpServer server(rt.io(), echo_handler, {.accept_backoff = 20ms});
+  server.listen(Address::ipv4_loopback(0));
+  server.start();
+  Address addr = server.addresses()[0];
+  rt.run([&] {
+    Socket c = Socket::open(AF_INET).value();  // the client's fd exists before the limit drops
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+    // Lower the soft limit to just above the highest fd in use, then fill every hole below it.
+    int top = ::fcntl(0, F_DUPFD, 0);
+    int maxfd = top;
+    for (int fd = top; fd < top + 4096; ++fd)
+      if (::fcntl(fd, F_GETFD) != -1) maxfd = fd;
+    ::close(top);
+    rlimit low = old;
+    low.rlim_cur = static_cast<rlim_t>(maxfd + 1);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    std::vector<int> fillers;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+    ASSERT_TRUE(c.connect(addr).ok());  // completes in the backlog; accept4 gets EMFILE
+    timespec cpu0{}, cpu1{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+    auto t0 = now();
+    this_fiber::sleep_for(300ms);  // the window we measure the acceptor's CPU in
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+    double cpu_ms = (cpu1.tv_sec - cpu0.tv_sec) * 1e3 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e6;
+    double wall_ms = std::chrono::duration<double, std::milli>(now() - t0).count();
+    for (int fd : fillers) ::close(fd);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+    EXPECT_EQ(server.accepted(), 0u);
+    EXPECT_LT(cpu_ms, wall_ms * 0.3) << "acceptor spun during EMFILE";
+    EXPECT_TRUE(echo_once(c, "after EMFILE"));  // recovered on a later retry
+  });
+  EXPECT_TRUE(server.stop(5s));
+}
+}  // namespace
+}  // namespace lionet
