@@ -1,0 +1,40 @@
+// lionet/hook/detail/common.h: what every hook file shares (private to hook/): the errno
+// accessors, the "is this hook active here" checks and the one fd wait.
+#pragma once
+
+#include <optional>
+
+#include "lionet/base/clock.h"
+
+namespace lionet {
+class IOManager;
+}
+
+namespace lionet::hook::detail {
+
+// errno of the thread running the caller NOW. Defined out of line in hook.cc and marked
+// noinline: glibc declares __errno_location() `const`, so an inlined `errno` may reuse the
+// address computed before a fiber switch, i.e. another thread's errno after a migration.
+// Every hook reads and writes errno only through these, after its last possible switch.
+int get_errno() noexcept;
+void set_errno(int e) noexcept;
+
+bool thread_enabled() noexcept;
+// In a fiber, switch on: sleeps park, resolver calls offload.
+bool sleep_active() noexcept;
+// sleep_active() and the scheduler has an IOManager: fd calls park. Re-evaluate after every
+// switch (the fiber may now run on a worker whose switch is off).
+IOManager* io_active() noexcept;
+
+enum class Dir { kRead, kWrite };
+
+// Waits until fd is ready for dir, the deadline passes, or fd is cancelled (closed).
+// Returns 0, ETIMEDOUT or ECANCELED. In an active fiber it parks through the IOManager; anywhere
+// else it blocks in libc poll(2). Never touches the caller's errno contract (callers set errno
+// afterwards).
+int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline) noexcept;
+
+// Milliseconds until deadline for poll(2), rounded up; -1 for none.
+int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept;
+
+}  // namespace lionet::hook::detail

@@ -1,0 +1,93 @@
+// lionet/hook/hook.h: syscall hooks that turn plain blocking libc calls made inside LioNet
+// fibers into fiber parks, so that user code and third-party blocking clients (hiredis, libcurl,
+// database drivers) run concurrently on a few worker threads.
+//
+// Owns: the per-thread hook switch, the fd table (detail/fd_table.h) and the extern "C"
+// definitions of the hooked libc functions. Must not read configuration, call epoll/io_uring
+// for readiness of a single fd (IOManager does that), or change behaviour on plain threads.
+//
+// WHAT IS HOOKED (ARCHITECTURE decision 7). A hook changes behaviour only when it is "active":
+// the caller runs inside a fiber of a LioNet Scheduler, the calling worker thread's switch is
+// on (set_enabled(), on by default), and, for fd calls, the scheduler has an IOManager.
+//   sleep, usleep, nanosleep, clock_nanosleep   -> this_fiber::sleep_for (needs no IOManager)
+//   socket, socketpair, accept, accept4, pipe, pipe2
+//                      -> the kernel fd is created O_NONBLOCK; the fd table remembers what the
+//                         USER asked for (SOCK_NONBLOCK / O_NONBLOCK) and reports that.
+//   read, readv, recv, recvfrom, recvmsg, write, writev, send, sendto, sendmsg, sendfile,
+//   accept, accept4    -> on EAGAIN the fiber parks in IOManager::wait_readable/writable.
+//                         SO_RCVTIMEO / SO_SNDTIMEO give EAGAIN after the timeout, exactly as
+//                         the kernel does; a user who set O_NONBLOCK (or passes MSG_DONTWAIT)
+//                         gets the kernel's immediate EAGAIN; an fd closed meanwhile by another
+//                         fiber gives EBADF.
+//   connect            -> non-blocking connect, park until writable, then SO_ERROR. SO_SNDTIMEO
+//                         expiry gives EINPROGRESS (the kernel's own answer for a blocking
+//                         connect that timed out). A full AF_UNIX backlog is retried every 1 ms.
+//   poll, select       -> one fd: IOManager wait; several fds: a private epoll set holding them
+//                         all, which the fiber waits on as one fd (poll_hooks.cc).
+//   close, dup2, dup3  -> IOManager::cancel(fd) first (waiters wake with ECANCELED -> EBADF).
+//   fcntl(F_GETFL/F_SETFL), ioctl(FIONBIO) -> track and report the user's O_NONBLOCK while the
+//                         kernel fd stays non-blocking. fcntl(F_DUPFD*), dup* copy the entry.
+//   setsockopt(SO_RCVTIMEO/SO_SNDTIMEO) -> recorded in the fd table (and passed on).
+//   getaddrinfo, getnameinfo, gethostbyname, gethostbyname_r -> run on the offload pool
+//                         (lionet/sync/offload.h); the fiber parks, its worker runs others.
+//   shutdown, getsockopt -> plain libc (the kernel wakes epoll waiters on shutdown itself).
+// Regular files, ttys, eventfds and every fd that is not a socket or a pipe pass through.
+//
+// On plain threads (and in fibers with the switch off) each call is the plain libc call, with
+// one necessary exception: an fd that the hooks made non-blocking in the kernel while the user
+// thinks it is blocking still behaves as blocking there (the hook waits in libc poll(2),
+// honouring SO_RCVTIMEO/SO_SNDTIMEO), so an fd can be handed from a fiber to a plain thread.
+//
+// ERRNO: every hook sets errno after its last possible fiber switch, through a non-inlined
+// accessor (glibc's __errno_location() is `const`; after a migration a cached address would be
+// another thread's errno). See fiber/fiber.h, MIGRATION HAZARD.
+// What the hooks cannot fix: a CALLER that computed errno's address before the call (an
+// `errno = 0;` earlier in the same function, or an errno read hoisted out of a retry loop) may
+// read the old worker's errno after a migration. Plain "call, then test errno" code is safe;
+// code that must also be safe against the hoisting should run in a fiber pinned to one worker
+// (SpawnOptions::pin_worker). tests/hook reads errno through a non-inlined accessor for this.
+//
+// HOW A PROGRAM GETS THE HOOKS. The hooks are ordinary extern "C" definitions of read, write,
+// poll, ... with default visibility in liblionet.a. Linking them into an executable makes the
+// linker export them (they are also defined by libc.so), so they interpose on libc for the
+// executable and for every shared library it loads (hiredis, libcurl, ...). The originals are
+// found with dlsym(RTLD_NEXT, ...) once. Because liblionet is a static library, the linker
+// pulls in the hook objects only if something references them: call lionet::hook::ensure_linked()
+// once (net/ and app/ do; tests do), or link with -Wl,--undefined=lionet_hook_ensure_linked.
+// A shared liblionet.so would need LD_PRELOAD-like ordering and is not supported for hooks.
+// Under ASan the chain is executable -> ASan interceptor -> libc, which is what RTLD_NEXT gives.
+#pragma once
+
+extern "C" void lionet_hook_ensure_linked() noexcept;
+
+namespace lionet::hook {
+
+// Forces the hook objects of the static library into the program (see above). Cheap; no-op.
+inline void ensure_linked() noexcept { lionet_hook_ensure_linked(); }
+
+// The per-thread switch. On by default on every thread; it matters only on worker threads
+// (plain threads never change behaviour). Setting it on a worker affects every fiber that runs
+// on that worker while it is set (fibers migrate: prefer a pinned fiber if you toggle it).
+bool is_enabled() noexcept;
+void set_enabled(bool on) noexcept;
+
+// True if a hooked sleep would park the calling fiber (in a fiber, switch on).
+bool is_active() noexcept;
+// True if hooked fd calls would park the calling fiber (is_active() and an IOManager is attached
+// to the scheduler running the caller).
+bool is_io_active() noexcept;
+
+// Turns the calling thread's switch off for a scope (e.g. to make a deliberately blocking call
+// from a fiber). Restores the previous value.
+class ScopedDisable {
+ public:
+  ScopedDisable() noexcept : prev_(is_enabled()) { set_enabled(false); }
+  ~ScopedDisable() { set_enabled(prev_); }
+  ScopedDisable(const ScopedDisable&) = delete;
+  ScopedDisable& operator=(const ScopedDisable&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace lionet::hook

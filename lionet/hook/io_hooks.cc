@@ -1,0 +1,310 @@
+// lionet/hook/io_hooks.cc: hooks that create, transfer on and close fds: socket, socketpair,
+// pipe, pipe2, accept, accept4, connect, the read/write families, sendfile, close, shutdown,
+// dup, dup2, dup3. Behaviour is described in hook.h.
+//
+// The one rule every function here follows: errno is read with get_errno() and written with
+// set_errno(), and only after the last call that may switch fibers (wait_fd).
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "lionet/fiber/fiber.h"
+#include "lionet/hook/detail/common.h"
+#include "lionet/hook/detail/fd_table.h"
+#include "lionet/hook/detail/real.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/sched/scheduler.h"
+
+#define LIONET_HOOK_API extern "C" __attribute__((visibility("default")))
+
+extern "C" const int lionet_hook_anchor_io = 0;
+
+namespace lionet::hook::detail {
+namespace {
+
+// The entry of fd if the hooks must emulate blocking on it, else nullptr (plain call).
+// In an active fiber the fd is classified and made non-blocking in the kernel on first use.
+FdEntry* blocking_entry(int fd) noexcept {
+  FdEntry* e = io_active() ? fd_table().managed(fd, /*make_nonblock=*/true) : fd_table().find(fd);
+  return e && e->emulates_blocking() ? e : nullptr;
+}
+
+// Runs call() (one non-blocking attempt of a transfer), parking on EAGAIN until fd is ready
+// in dir. timeout_ns: the SO_RCVTIMEO/SO_SNDTIMEO to honour. Returns call()'s result with
+// errno as the kernel would have left it for a blocking fd.
+template <class Call>
+ssize_t do_io(int fd, Dir dir, int msg_flags, Call&& call) noexcept {
+  if (msg_flags & MSG_DONTWAIT) return call();
+  FdEntry* e = blocking_entry(fd);
+  if (!e) return call();
+  int64_t t = (dir == Dir::kRead ? e->rcv_timeout_ns : e->snd_timeout_ns).load(std::memory_order_relaxed);
+  std::optional<TimePoint> deadline;
+  if (has_timeout(t)) deadline = deadline_after(t);
+  for (;;) {
+    ssize_t n = call();
+    if (n >= 0) return n;
+    int err = get_errno();
+    if (err == EINTR) continue;
+    if (err != EAGAIN && err != EWOULDBLOCK) return n;  // errno is still the call's
+    int w = wait_fd(fd, dir, deadline);
+    if (w == ETIMEDOUT) {
+      set_errno(EAGAIN);  // what the kernel reports when SO_RCVTIMEO/SO_SNDTIMEO expire
+      return -1;
+    }
+    if (w == ECANCELED) {
+      set_errno(EBADF);  // closed by someone else while we waited
+      return -1;
+    }
+    if (w != 0) {  // the reactor refused the fd (e.g. ENOMEM): report instead of spinning
+      set_errno(w);
+      return -1;
+    }
+  }
+}
+
+// Records a freshly created socket or pipe end.
+void record_new(int fd, FdKind kind, bool user_nb, bool kernel_nb) noexcept {
+  if (FdEntry* e = fd_table().get(fd)) e->init(kind, user_nb, kernel_nb);
+}
+
+// Before fd stops naming its current file (close, dup2/dup3 onto it): wake its waiters and
+// forget the entry. Waiters are only known to the IOManager of the calling scheduler.
+void forget_fd(int fd) noexcept {
+  if (fd < 0) return;
+  if (current_fiber() != nullptr) {
+    if (IOManager* iom = IOManager::current()) iom->cancel(fd);
+  }
+  if (FdEntry* e = fd_table().find(fd)) e->reset();
+}
+
+void copy_entry(int from, int to) noexcept {
+  FdEntry* dst = fd_table().get(to);
+  if (!dst) return;
+  FdEntry* src = fd_table().find(from);
+  if (src && src->kind.load(std::memory_order_relaxed) != FdKind::kUnknown) {
+    dst->copy_from(*src);
+  } else {
+    dst->reset();
+  }
+}
+
+int accept_impl(int fd, sockaddr* addr, socklen_t* len, int flags, bool is_accept4) noexcept {
+  const bool user_nb = (flags & SOCK_NONBLOCK) != 0;
+  const bool force = !user_nb && io_active() != nullptr;
+  const int kflags = force ? (flags | SOCK_NONBLOCK) : flags;
+  auto call = [&]() -> ssize_t {
+    return (is_accept4 || kflags != 0) ? LIONET_REAL(accept4)(fd, addr, len, kflags)
+                                        : LIONET_REAL(accept)(fd, addr, len);
+  };
+  int n = static_cast<int>(do_io(fd, Dir::kRead, 0, call));
+  if (n >= 0) {
+    if (FdEntry* e = fd_table().get(n)) {
+      e->init(FdKind::kSocket, user_nb, user_nb || force);
+      // Accepted sockets inherit the listener's SO_RCVTIMEO/SO_SNDTIMEO in the kernel.
+      if (FdEntry* l = fd_table().find(fd); l && l->managed()) {
+        e->rcv_timeout_ns.store(l->rcv_timeout_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        e->snd_timeout_ns.store(l->snd_timeout_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      }
+    }
+  }
+  return n;
+}
+
+int connect_impl(int fd, const sockaddr* addr, socklen_t len) noexcept {
+  FdEntry* e = blocking_entry(fd);
+  if (!e || e->kind.load(std::memory_order_relaxed) != FdKind::kSocket) {
+    return LIONET_REAL(connect)(fd, addr, len);
+  }
+  int64_t t = e->snd_timeout_ns.load(std::memory_order_relaxed);
+  std::optional<TimePoint> deadline;
+  if (has_timeout(t)) deadline = deadline_after(t);
+  for (;;) {
+    int r = LIONET_REAL(connect)(fd, addr, len);
+    if (r == 0) return 0;
+    int err = get_errno();
+    if (err == EINTR) continue;
+    if (err == EAGAIN && addr && addr->sa_family == AF_UNIX) {
+      // Full AF_UNIX backlog: the kernel would block until the listener accepts. There is no
+      // readiness to wait for on the connecting socket, so retry every millisecond.
+      if (deadline && now() >= *deadline) return r;  // EAGAIN, as the kernel on timeout
+      this_fiber::sleep_for(std::chrono::milliseconds(1));
+      if (!io_active()) {  // migrated to a worker with the switch off: finish as plain libc
+        set_errno(EAGAIN);
+        return -1;
+      }
+      continue;
+    }
+    if (err != EINPROGRESS) return r;
+    break;
+  }
+  int w = wait_fd(fd, Dir::kWrite, deadline);
+  if (w == ETIMEDOUT) {
+    set_errno(EINPROGRESS);  // the kernel's answer when a blocking connect hits SO_SNDTIMEO
+    return -1;
+  }
+  if (w != 0) {
+    set_errno(w == ECANCELED ? EBADF : w);
+    return -1;
+  }
+  int so_error = 0;
+  socklen_t sl = sizeof(so_error);
+  if (LIONET_REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &so_error, &sl) != 0) return -1;
+  if (so_error != 0) {
+    set_errno(so_error);
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace lionet::hook::detail
+
+using namespace lionet::hook::detail;
+
+// ---- creation ----
+
+LIONET_HOOK_API int socket(int domain, int type, int protocol) {
+  const bool user_nb = (type & SOCK_NONBLOCK) != 0;
+  const bool force = !user_nb && io_active() != nullptr;
+  int fd = LIONET_REAL(socket)(domain, force ? (type | SOCK_NONBLOCK) : type, protocol);
+  if (fd >= 0) record_new(fd, FdKind::kSocket, user_nb, user_nb || force);
+  return fd;
+}
+
+LIONET_HOOK_API int socketpair(int domain, int type, int protocol, int sv[2]) {
+  const bool user_nb = (type & SOCK_NONBLOCK) != 0;
+  const bool force = !user_nb && io_active() != nullptr;
+  int r = LIONET_REAL(socketpair)(domain, force ? (type | SOCK_NONBLOCK) : type, protocol, sv);
+  if (r == 0) {
+    record_new(sv[0], FdKind::kSocket, user_nb, user_nb || force);
+    record_new(sv[1], FdKind::kSocket, user_nb, user_nb || force);
+  }
+  return r;
+}
+
+LIONET_HOOK_API int pipe2(int fds[2], int flags) {
+  const bool user_nb = (flags & O_NONBLOCK) != 0;
+  const bool force = !user_nb && io_active() != nullptr;
+  int r = LIONET_REAL(pipe2)(fds, force ? (flags | O_NONBLOCK) : flags);
+  if (r == 0) {
+    record_new(fds[0], FdKind::kPipe, user_nb, user_nb || force);
+    record_new(fds[1], FdKind::kPipe, user_nb, user_nb || force);
+  }
+  return r;
+}
+
+LIONET_HOOK_API int pipe(int fds[2]) { return pipe2(fds, 0); }
+
+LIONET_HOOK_API int accept(int fd, sockaddr* addr, socklen_t* len) {
+  return accept_impl(fd, addr, len, 0, false);
+}
+
+LIONET_HOOK_API int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  return accept_impl(fd, addr, len, flags, true);
+}
+
+LIONET_HOOK_API int connect(int fd, const sockaddr* addr, socklen_t len) {
+  return connect_impl(fd, addr, len);
+}
+
+// ---- transfers ----
+
+LIONET_HOOK_API ssize_t read(int fd, void* buf, size_t n) {
+  return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); });
+}
+
+LIONET_HOOK_API ssize_t readv(int fd, const iovec* iov, int cnt) {
+  return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); });
+}
+
+LIONET_HOOK_API ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); });
+}
+
+LIONET_HOOK_API ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
+  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); });
+}
+
+LIONET_HOOK_API ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); });
+}
+
+LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
+  return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); });
+}
+
+LIONET_HOOK_API ssize_t writev(int fd, const iovec* iov, int cnt) {
+  return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); });
+}
+
+LIONET_HOOK_API ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); });
+}
+
+LIONET_HOOK_API ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
+  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); });
+}
+
+LIONET_HOOK_API ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); });
+}
+
+LIONET_HOOK_API ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+  return do_io(out_fd, Dir::kWrite, 0, [&] { return LIONET_REAL(sendfile)(out_fd, in_fd, offset, count); });
+}
+
+// On LP64 glibc, sendfile64 is the same function under another name.
+LIONET_HOOK_API ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
+  static_assert(sizeof(off64_t) == sizeof(off_t), "LP64 only");
+  return sendfile(out_fd, in_fd, reinterpret_cast<off_t*>(offset), count);
+}
+
+// _FORTIFY_SOURCE entry points: check the buffer size as glibc does, then take the hook.
+extern "C" [[noreturn]] void __chk_fail(void);
+LIONET_HOOK_API ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  if (n > buflen) __chk_fail();
+  return read(fd, buf, n);
+}
+LIONET_HOOK_API ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  if (n > buflen) __chk_fail();
+  return recv(fd, buf, n, flags);
+}
+LIONET_HOOK_API ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* addr,
+                                       socklen_t* len) {
+  if (n > buflen) __chk_fail();
+  return recvfrom(fd, buf, n, flags, addr, len);
+}
+
+// ---- closing and renaming ----
+
+LIONET_HOOK_API int close(int fd) {
+  forget_fd(fd);
+  return LIONET_REAL(close)(fd);
+}
+
+LIONET_HOOK_API int shutdown(int fd, int how) { return LIONET_REAL(shutdown)(fd, how); }
+
+LIONET_HOOK_API int dup(int oldfd) {
+  int fd = LIONET_REAL(dup)(oldfd);
+  if (fd >= 0) copy_entry(oldfd, fd);
+  return fd;
+}
+
+LIONET_HOOK_API int dup2(int oldfd, int newfd) {
+  if (oldfd != newfd && LIONET_REAL(fcntl)(oldfd, F_GETFD) >= 0) forget_fd(newfd);
+  int fd = LIONET_REAL(dup2)(oldfd, newfd);
+  if (fd >= 0 && oldfd != newfd) copy_entry(oldfd, fd);
+  return fd;
+}
+
+LIONET_HOOK_API int dup3(int oldfd, int newfd, int flags) {
+  if (oldfd != newfd && LIONET_REAL(fcntl)(oldfd, F_GETFD) >= 0) forget_fd(newfd);
+  int fd = LIONET_REAL(dup3)(oldfd, newfd, flags);
+  if (fd >= 0) copy_entry(oldfd, fd);
+  return fd;
+}

@@ -1,0 +1,74 @@
+// tests/hook/hook_test_util.h: a scheduler with an IOManager, and helpers shared by the hook
+// tests (run a body in a fiber and get its result, raw kernel flags, elapsed time).
+#pragma once
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "lionet/hook/hook.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/sched/scheduler.h"
+
+namespace lionet::hook_test {
+
+inline SchedulerOptions sched_options(int threads) {
+  SchedulerOptions o;
+  o.threads = threads;
+  o.name = "hooktest";
+  return o;
+}
+
+// Scheduler + IOManager; stop() then detach on destruction.
+struct Runtime {
+  explicit Runtime(int threads = 1) : sched(sched_options(threads)), iom(sched) {
+    hook::ensure_linked();
+  }
+  ~Runtime() { sched.stop(); }
+
+  // Runs fn in a fiber and returns its result (the test thread blocks in join()).
+  template <class F>
+  auto run(F&& fn) {
+    return sched.spawn(std::forward<F>(fn)).join();
+  }
+
+  Scheduler sched;
+  IOManager iom;
+};
+
+// O_NONBLOCK as the kernel has it, bypassing the hooked fcntl.
+inline bool kernel_nonblock(int fd) {
+  long fl = ::syscall(SYS_fcntl, fd, F_GETFL);
+  return fl >= 0 && (fl & O_NONBLOCK) != 0;
+}
+
+// errno of the thread running the caller now (see fiber/fiber.h, MIGRATION HAZARD).
+__attribute__((noinline)) inline int read_errno() {
+  asm volatile("" ::: "memory");
+  return errno;
+}
+__attribute__((noinline)) inline void write_errno(int e) {
+  asm volatile("" ::: "memory");
+  errno = e;
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+inline void raise_nofile(rlim_t want) {
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  rl.rlim_cur = std::min(std::max(rl.rlim_cur, want), rl.rlim_max);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &rl), 0);
+  ASSERT_GE(rl.rlim_cur, want) << "RLIMIT_NOFILE hard limit too low for this test";
+}
+
+}  // namespace lionet::hook_test
