@@ -91,6 +91,29 @@ TEST(CondVar, WaitForTimesOutWithoutNotify) {
   EXPECT_GE(lionet::test::elapsed_since(t0), 10ms);
 }
 
+// CondVar takes any BasicLockable: a bare lionet::Mutex as well as std::unique_lock.
+TEST(CondVar, WorksWithABareMutex) {
+  lionet::Scheduler s({.threads = 2});
+  lionet::Mutex mu;
+  lionet::CondVar cv;
+  int stage = 0;
+  auto waiter = s.spawn([&] {
+    mu.lock();
+    cv.wait(mu, [&] { return stage == 1; });
+    stage = 2;
+    mu.unlock();
+    cv.notify_one();
+  });
+  mu.lock();
+  stage = 1;
+  mu.unlock();
+  cv.notify_one();
+  mu.lock();
+  EXPECT_TRUE(cv.wait_for(mu, 30s, [&] { return stage == 2; }));
+  mu.unlock();
+  waiter.join();
+}
+
 TEST(CondVar, NotifyAllWakesEveryWaiter) {
   constexpr int kWaiters = 50;
   lionet::Scheduler s({.threads = 2});
