@@ -46,7 +46,11 @@ trap 'rm -rf "$tmp"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 set +e
-"$bin" ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
+# Defaults first (later flags win): 5 repetitions, randomly interleaved across benchmarks so
+# that load from other processes on this shared machine hits LioNet and references alike;
+# sync_bench's RESULT line keeps each benchmark's fastest repetition.
+"$bin" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 \
+  ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
 rc=${PIPESTATUS[0]}
 set -e
 result=$(sed 's/\x1b\[[0-9;]*m//g' "$tmp/console.txt" | grep '^RESULT ' | tail -1 || true)
@@ -91,7 +95,8 @@ lines = [
     "## Sync (lionet/sync): channels and mutex",
     "",
     "Produced by \`scripts/bench-sync.sh --write\` (bench/sync_bench.cc) at commit $commit on $(nproc) x $cpu;"
-    " load average before the run: $load_before. Wall-clock ns per operation; ratio = reference / LioNet"
+    " load average before the run: $load_before. Wall-clock ns per operation, fastest of 5 randomly interleaved"
+    " repetitions; ratio = reference / LioNet"
     " (above 1 means LioNet is faster). Absolute figures drift on this shared VM; ratios from the same run hold.",
     "",
     "| Operation | LioNet ns | Reference | Reference ns | Ratio |",
