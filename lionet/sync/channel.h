@@ -14,7 +14,9 @@
 // Semantics (Go's, except that sending on a closed channel returns false instead of panicking
 // and close() is idempotent): values are delivered exactly once, FIFO per channel; a blocked
 // receiver is handed a value directly by the sender (no trip through the buffer); waiters on
-// each side are served oldest first. T must be move-constructible.
+// each side are served oldest first. T must be move-constructible, and its move constructor
+// should not throw: values are moved under the channel's SpinLock, in noexcept functions (a
+// throwing move terminates the process rather than leaving a waiter half-served).
 //
 // Concurrency: every method may run in parallel with every other, from fibers on any worker
 // and from plain threads. Each channel has one SpinLock (lock_) that protects every field of
@@ -72,7 +74,7 @@ class ChannelCore {
   void close_locked(WakeBatch& batch) noexcept;
   bool destroyable() noexcept;
 
-  SpinLock lock_;
+  mutable SpinLock lock_;
   WaitQueue recvq_;  // receivers waiting; non-empty (live nodes) only while the buffer is empty
   WaitQueue sendq_;  // senders waiting; non-empty (live nodes) only while the buffer is full
   // Written under lock_ (release) by close(); read under lock_ (relaxed) or by closed().
@@ -156,7 +158,7 @@ class Channel : public detail::ChannelCore {
   }
 
   // Buffered values now (racy snapshot).
-  std::size_t size() noexcept {
+  std::size_t size() const noexcept {
     lock_.lock();
     std::size_t n = count_;
     lock_.unlock();
