@@ -41,12 +41,22 @@ class IOManager final : public Driver {
   // is cancelled. Returns 0 when ready, ETIMEDOUT on timeout, ECANCELED if cancel(fd) (or a
   // hooked close(fd)) happened meanwhile. Errors and hang-ups count as ready (the next
   // read/write reports them). From a plain thread: blocks in poll(2) with the same results.
+  // Other results: EBADF (fd not open / negative), ENOMEM or ENOSPC (kernel limits on
+  // watched fds). A "ready" result may be spurious: retry the syscall and wait again on EAGAIN.
+  // An fd the kernel cannot watch (a regular file) is always ready (0 at once), like poll(2).
+  // Any number of fibers may wait on the same fd and direction; readiness wakes them all.
+  // Thread-safe; the fiber may resume on another worker (re-read errno and thread-locals).
   int wait_readable(int fd, std::optional<TimePoint> deadline = std::nullopt);
   int wait_writable(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
   // Wakes every fiber waiting on fd with ECANCELED and forgets the fd's registration.
   // Call it before closing fd (the hooked close() does).
   void cancel(int fd);
+
+  // Fibers waiting on fd right now (readers + writers). Registered waiters count even if
+  // they have not finished switching out. For tests, debugging dumps and metrics; the answer
+  // may be stale by the time it is read. Plain-thread waiters (in poll(2)) are not counted.
+  int waiting(int fd) const noexcept;
 
   // "epoll" or "io_uring": the backend actually in use.
   const char* backend() const noexcept;

@@ -1,0 +1,338 @@
+// lionet/io/io_manager.cc: IOManager, the scheduler's Driver over a Reactor.
+//
+// PROTOCOL (everything about one fd happens under that fd's FdEntry::mu)
+//
+// 1. Waiting. A fiber puts a Waiter (on its stack, holding a WaitClaim) on the fd's list for
+//    its direction, then, still under the lock, arms the reactor if the list was empty before
+//    or the direction is not armed. Arming is level-checked (reactor.h), so readiness that came
+//    before the arm is reported by it: no wake-up is lost between "register" and "arm". The
+//    lock is dropped BEFORE the fiber parks in WaitClaim::wait (never hold a lock across a
+//    switch). An event that arrives between the unlock and the park is kept by the fiber's
+//    NOTIFIED bit (park.h), also when the fiber resumes on another worker.
+// 2. Events (the poller: Driver::wait/poll, one thread at a time). Under the lock: drop events
+//    whose tag is not the entry's generation (from an earlier life of the fd); clear the
+//    directions the event disarmed; for each ready direction unlink EVERY waiter and notify it
+//    (they retry their syscall; a spurious wake-up costs one EAGAIN); re-arm the directions
+//    that still have waiters. A Waiter is unlinked and its fields read before notify(): after
+//    notify the waiter may return and its stack frame is gone.
+// 3. Readiness nobody took. If an event finds no waiter for a direction, or every notify()
+//    loses to a deadline, the direction is remembered in FdEntry::ready and the next waiter
+//    returns 0 at once. Backends with persistent interest (io_uring multishot reads) report a
+//    change only once, so forgetting it could hang a later waiter; for one-shot backends it
+//    costs at most one extra retry.
+// 4. Timeout. WaitClaim's deadline won: the waiter re-takes the lock and unlinks itself if a
+//    notifier has not already done so. The armed direction stays armed (lazy disarm); the next
+//    event with no waiter is remembered as in 3.
+// 5. Cancel (before close, and on fd reuse). Under the lock: bump the generation, notify every
+//    waiter with kCancelled (-> ECANCELED), disarm the fd in the reactor, forget armed/ready.
+//    Events in flight for the old file carry the old generation and are dropped by 2.
+// 6. Plain threads (no fiber) never touch the table: they block in ppoll(2) (raw syscall, so
+//    the hooked poll() cannot recurse here). cancel() does not wake them.
+//
+// The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
+// the IOManager dies, so an entry pointer stays valid without a table lock.
+#include "lionet/io/io_manager.h"
+
+#include <poll.h>
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
+
+#include "lionet/base/macros.h"
+#include "lionet/fiber/fiber.h"
+#include "lionet/io/detail/raw_syscall.h"
+#include "lionet/io/reactor.h"
+#include "lionet/log/log.h"
+#include "lionet/sched/park.h"
+#include "lionet/sched/scheduler.h"
+
+namespace lionet {
+namespace {
+constexpr uint32_t kReady = WaitClaim::kNotified;  // 2
+constexpr uint32_t kCancelled = 3;
+constexpr uint32_t kTagMask = 0xffffff;
+
+struct Waiter {
+  WaitClaim* claim;
+  Waiter* prev = nullptr;
+  Waiter* next = nullptr;
+  bool linked = false;
+};
+
+// Intrusive FIFO of Waiters. Guarded by the owning FdEntry::mu.
+struct WaitList {
+  Waiter* head = nullptr;
+  Waiter* tail = nullptr;
+
+  bool empty() const noexcept { return head == nullptr; }
+  void push_back(Waiter* w) noexcept {
+    w->prev = tail;
+    w->next = nullptr;
+    (tail ? tail->next : head) = w;
+    tail = w;
+    w->linked = true;
+  }
+  void remove(Waiter* w) noexcept {
+    (w->prev ? w->prev->next : head) = w->next;
+    (w->next ? w->next->prev : tail) = w->prev;
+    w->prev = w->next = nullptr;
+    w->linked = false;
+  }
+  // Unlinks every waiter and notifies it with `value`. Returns true if at least one notify won.
+  bool notify_all(uint32_t value) noexcept {
+    bool any = false;
+    for (Waiter* w = std::exchange(head, nullptr); w;) {
+      Waiter* next = w->next;
+      WaitClaim* claim = w->claim;
+      w->prev = w->next = nullptr;
+      w->linked = false;
+      any |= claim->notify(value);  // last touch: the waiter may run (and return) from here on
+      w = next;
+    }
+    tail = nullptr;
+    return any;
+  }
+};
+
+struct FdEntry {
+  std::mutex mu;
+  WaitList waiters[2];  // [0] readers, [1] writers
+  uint32_t armed = 0;   // directions armed in the reactor (the reactor's view may be wider)
+  uint32_t ready = 0;   // readiness nobody took (protocol 3)
+  uint32_t gen = 0;     // bumped by cancel(); tags every arm (protocol 5)
+  bool known = false;   // reactor arm() succeeded since the last disarm()
+
+  uint32_t waiting_dirs() const noexcept {
+    return (waiters[0].empty() ? 0 : kIoReadable) | (waiters[1].empty() ? 0 : kIoWritable);
+  }
+};
+
+class FdTable {
+ public:
+  static constexpr int kChunkBits = 10;
+  static constexpr int kChunkSize = 1 << kChunkBits;
+  static constexpr int kMaxChunks = 1 << 16;  // fds below 64 Mi
+
+  FdTable() : chunks_(new std::atomic<FdEntry*>[kMaxChunks]) {
+    for (int i = 0; i < kMaxChunks; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
+  }
+  ~FdTable() {
+    for (int i = 0; i < kMaxChunks; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
+  }
+
+  // The entry of fd, created on first use; nullptr if fd is out of range.
+  FdEntry* get(int fd) {
+    if (fd < 0 || (fd >> kChunkBits) >= kMaxChunks) return nullptr;
+    std::atomic<FdEntry*>& slot = chunks_[fd >> kChunkBits];
+    // acquire: pairs with the release CAS below, so the chunk's entries are constructed.
+    FdEntry* chunk = slot.load(std::memory_order_acquire);
+    if (!chunk) {
+      auto* fresh = new FdEntry[kChunkSize];
+      if (slot.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        chunk = fresh;
+      } else {
+        delete[] fresh;  // another thread installed one first; `chunk` now holds it
+      }
+    }
+    return &chunk[fd & (kChunkSize - 1)];
+  }
+  // The entry of fd if its chunk exists (never allocates).
+  FdEntry* find(int fd) const noexcept {
+    if (fd < 0 || (fd >> kChunkBits) >= kMaxChunks) return nullptr;
+    FdEntry* chunk = chunks_[fd >> kChunkBits].load(std::memory_order_acquire);
+    return chunk ? &chunk[fd & (kChunkSize - 1)] : nullptr;
+  }
+
+ private:
+  std::unique_ptr<std::atomic<FdEntry*>[]> chunks_;
+};
+
+int dir_index(uint32_t dir) { return dir == kIoReadable ? 0 : 1; }
+
+// A plain thread's wait: ppoll with the remaining time, retried on EINTR.
+int wait_on_thread(int fd, uint32_t dir, std::optional<TimePoint> deadline) noexcept {
+  pollfd p{fd, static_cast<short>(dir == kIoReadable ? POLLIN : POLLOUT), 0};
+  for (;;) {
+    timespec ts{};
+    timespec* tsp = nullptr;
+    if (deadline) {
+      const TimePoint t = now();
+      const auto left = *deadline > t ? std::chrono::duration_cast<std::chrono::nanoseconds>(*deadline - t)
+                                      : std::chrono::nanoseconds(0);
+      ts.tv_sec = static_cast<time_t>(left.count() / 1000000000);
+      ts.tv_nsec = static_cast<long>(left.count() % 1000000000);
+      tsp = &ts;
+    }
+    const int r = detail::raw_ppoll(&p, 1, tsp);
+    if (r > 0) return (p.revents & POLLNVAL) ? EBADF : 0;
+    if (r == 0) return ETIMEDOUT;  // ppoll has nanosecond resolution and never returns early
+    if (errno != EINTR) return errno;
+  }
+}
+
+std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o) {
+  const ReactorOptions ro{.uring_entries = o.uring_entries};
+  const char* fallback = compiled_reactors()[0];
+  LIONET_CHECK(fallback != nullptr, "no IO backend is compiled into this build");
+  try {
+    return make_reactor(o.backend, ro);
+  } catch (const std::system_error& e) {
+    if (o.backend == fallback) throw;
+    static const auto lg = log::get("io");
+    LIONET_LOG_INFO(lg, "IO backend '{}' is unavailable ({}); using {}", o.backend, e.what(), fallback);
+    return make_reactor(fallback, ro);
+  }
+}
+}  // namespace
+
+#if !defined(__linux__)
+int detail::raw_ppoll(pollfd* fds, unsigned long n, const timespec* ts) noexcept {
+  int ms = -1;
+  if (ts) ms = static_cast<int>(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+  return ::poll(fds, static_cast<nfds_t>(n), ms);
+}
+#endif
+
+struct IOManager::Impl {
+  Scheduler& sched;
+  IOManagerOptions opts;
+  std::unique_ptr<Reactor> reactor;
+  FdTable table;
+  // Written only by the poller (one thread at a time, driver.h): no lock.
+  std::vector<ReactorEvent> events;
+
+  Impl(Scheduler& s, IOManagerOptions o) : sched(s), opts(std::move(o)), reactor(choose_reactor(opts)) {
+    events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
+  }
+
+  int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline) noexcept;
+  void run(TimePoint deadline) noexcept;
+  void dispatch(const ReactorEvent& ev) noexcept;
+  void cancel(int fd) noexcept;
+  // Arms the directions with waiters that are not armed; on failure wakes those waiters with
+  // kReady so their next syscall reports the error. Caller holds e.mu.
+  void rearm(int fd, FdEntry& e) noexcept;
+};
+
+int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline) noexcept {
+  if (fd < 0) return EBADF;
+  if (!current_fiber()) return wait_on_thread(fd, dir, deadline);
+  FdEntry* e = table.get(fd);
+  if (!e) return wait_on_thread(fd, dir, deadline);  // fd beyond the table: block (never here in practice)
+  WaitList& list = e->waiters[dir_index(dir)];
+  WaitClaim claim;
+  Waiter w{&claim};
+  {
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (e->ready & dir) {  // protocol 3
+      e->ready &= ~dir;
+      return 0;
+    }
+    const bool first = list.empty();
+    list.push_back(&w);
+    if (first || !(e->armed & dir)) {
+      uint32_t armed = 0;
+      const int err = reactor->arm(ArmRequest{fd, e->waiting_dirs(), e->armed, e->known, e->gen}, &armed);
+      if (err != 0) {
+        list.remove(&w);
+        return err == EPERM ? 0 : err;  // EPERM: not pollable (a regular file), always ready
+      }
+      e->armed = armed;
+      e->known = true;
+    }
+  }
+  const uint32_t v = claim.wait(deadline);
+  if (v == WaitClaim::kTimedOut) {
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (w.linked) list.remove(&w);
+    return ETIMEDOUT;
+  }
+  return v == kCancelled ? ECANCELED : 0;
+}
+
+void IOManager::Impl::rearm(int fd, FdEntry& e) noexcept {
+  const uint32_t need = e.waiting_dirs();
+  if (!(need & ~e.armed)) return;
+  uint32_t armed = 0;
+  const int err = reactor->arm(ArmRequest{fd, need, e.armed, e.known, e.gen}, &armed);
+  if (err == 0) {
+    e.armed = armed;
+    e.known = true;
+    return;
+  }
+  for (int d = 0; d < 2; ++d)
+    if (need & ~e.armed & (1u << d)) e.waiters[d].notify_all(kReady);
+}
+
+void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
+  FdEntry* e = table.find(ev.fd);
+  if (!e) return;
+  std::lock_guard<std::mutex> lk(e->mu);
+  if ((ev.tag & kTagMask) != (e->gen & kTagMask)) return;  // an earlier life of the fd
+  e->armed &= ~ev.disarmed;
+  for (int d = 0; d < 2; ++d) {
+    const uint32_t bit = 1u << d;
+    if (!(ev.ready & bit)) continue;
+    if (!e->waiters[d].notify_all(kReady)) e->ready |= bit;  // protocol 3
+  }
+  rearm(ev.fd, *e);
+}
+
+void IOManager::Impl::run(TimePoint deadline) noexcept {
+  const int n = reactor->wait(events.data(), static_cast<int>(events.size()), deadline);
+  for (int i = 0; i < n; ++i) dispatch(events[i]);
+}
+
+void IOManager::Impl::cancel(int fd) noexcept {
+  FdEntry* e = table.find(fd);
+  if (!e) return;
+  std::lock_guard<std::mutex> lk(e->mu);
+  ++e->gen;
+  e->waiters[0].notify_all(kCancelled);
+  e->waiters[1].notify_all(kCancelled);
+  if (e->known || e->armed) reactor->disarm(fd);
+  e->armed = 0;
+  e->ready = 0;
+  e->known = false;
+}
+
+// ---------------------------------------------------------------- public API
+
+IOManager::IOManager(Scheduler& sched, IOManagerOptions options)
+    : impl_(std::make_unique<Impl>(sched, std::move(options))) {
+  sched.set_driver(this);
+}
+
+IOManager::~IOManager() {
+  if (impl_->sched.driver() == this) impl_->sched.set_driver(nullptr);
+}
+
+int IOManager::wait_readable(int fd, std::optional<TimePoint> deadline) { return impl_->wait(fd, kIoReadable, deadline); }
+int IOManager::wait_writable(int fd, std::optional<TimePoint> deadline) { return impl_->wait(fd, kIoWritable, deadline); }
+void IOManager::cancel(int fd) { impl_->cancel(fd); }
+
+int IOManager::waiting(int fd) const noexcept {
+  FdEntry* e = impl_->table.find(fd);
+  if (!e) return 0;
+  std::lock_guard<std::mutex> lk(e->mu);
+  int n = 0;
+  for (const WaitList& l : e->waiters)
+    for (Waiter* w = l.head; w; w = w->next) ++n;
+  return n;
+}
+const char* IOManager::backend() const noexcept { return impl_->reactor->name(); }
+Scheduler& IOManager::scheduler() const noexcept { return impl_->sched; }
+
+IOManager* IOManager::current() noexcept {
+  Scheduler* s = Scheduler::current();
+  return s ? dynamic_cast<IOManager*>(s->driver()) : nullptr;
+}
+
+void IOManager::wait(TimePoint deadline) noexcept { impl_->run(deadline); }
+void IOManager::poll() noexcept { impl_->run(TimePoint::min()); }
+void IOManager::wake() noexcept { impl_->reactor->wake(); }
+}  // namespace lionet

@@ -1,0 +1,90 @@
+// lionet/io/reactor.h: the one small interface every IO readiness backend implements
+// (EpollReactor, UringReactor, KqueueReactor), after Seastar's reactor_backend.
+//
+// Owns: Reactor, ReactorEvent, the interest bits, make_reactor(). Must not know fibers, the
+// scheduler or waiters: IOManager (io_manager.cc) keeps those and is the only user.
+//
+// Semantics (the same for every backend, so IOManager has one algorithm):
+// - Interest is per fd and per direction (kIoReadable, kIoWritable). arm() makes the backend
+//   report fd when a wanted direction is ready. Level-checked: if the fd is already ready when
+//   arm() runs, an event follows at once, so "register waiter, then arm" cannot lose a wake-up.
+// - An armed direction stays armed until an event says it was consumed
+//   (ReactorEvent::disarmed) or until disarm(fd). Epoll and kqueue arm one-shot (every event
+//   disarms what it reports); io_uring keeps read interest as a persistent multishot poll and
+//   writes one-shot. The caller keeps the record of what is armed (it passes it back in
+//   ArmRequest::armed), so backends keep no per-fd table.
+// - Spurious events are allowed (a direction reported ready that is not): callers retry the
+//   syscall. Errors and hang-ups report every armed direction ready.
+// - Every event carries the 24-bit tag of the arm() that produced it, so a caller can drop
+//   stale events that belong to an earlier life of the fd (closed and reused).
+//
+// Threads: arm() and disarm() may run on any thread concurrently with each other and with
+// wait(), but calls for the SAME fd must be serialised by the caller (IOManager holds the fd's
+// lock). wait() runs on one thread at a time (the scheduler's poller, driver.h). wake() is
+// thread-safe, async-signal-unsafe, and may come before wait(): the next wait() then returns
+// at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lionet/base/clock.h"
+
+namespace lionet {
+
+inline constexpr uint32_t kIoReadable = 1;
+inline constexpr uint32_t kIoWritable = 2;
+
+struct ReactorEvent {
+  int fd;
+  uint32_t ready;     // kIoReadable | kIoWritable that are (probably) ready
+  uint32_t disarmed;  // directions no longer armed after this event (re-arm to keep waiting)
+  uint32_t tag;       // ArmRequest::tag of the arming that produced the event (24 bits)
+};
+
+struct ArmRequest {
+  int fd;
+  uint32_t want;   // directions to watch (non-empty); the backend may keep others armed too
+  uint32_t armed;  // directions the caller's record says are still armed for fd
+  bool known;      // arm() succeeded for fd since its last disarm(): epoll uses MOD, not ADD
+  uint32_t tag;    // returned in events of this arming (low 24 bits are kept)
+};
+
+class Reactor {
+ public:
+  virtual ~Reactor() = default;
+
+  // "epoll", "io_uring" or "kqueue".
+  virtual const char* name() const noexcept = 0;
+
+  // Arms req.fd for req.want. On success returns 0 and stores in *armed the directions now
+  // armed (the caller's new record). Errors are returned, not thrown: EPERM means the fd cannot
+  // be watched (a regular file: it is always ready), EBADF a closed fd, ENOMEM/ENOSPC limits.
+  virtual int arm(const ArmRequest& req, uint32_t* armed) noexcept = 0;
+
+  // Forgets every interest of fd (before it is closed, so the backend holds no reference to
+  // the open file). Events already in flight may still be reported (with the old tag).
+  virtual void disarm(int fd) noexcept = 0;
+
+  // Waits until an event, `deadline` (TimePoint::max() = forever; a past deadline = just
+  // poll) or wake(); stores at most `max` events in out and returns how many (0 on timeout,
+  // wake-up or EINTR). Internal events (the wake-up channel) are never returned.
+  virtual int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept = 0;
+
+  // Makes the current or next wait() return. Thread-safe; coalesces repeated calls.
+  virtual void wake() noexcept = 0;
+};
+
+struct ReactorOptions {
+  unsigned uring_entries = 256;  // io_uring submission queue size
+};
+
+// Creates the backend called `name` ("epoll", "io_uring", "kqueue"). Throws std::system_error
+// if it cannot be created here (not compiled in: ENOTSUP; kernel refuses: its errno) and
+// std::invalid_argument for an unknown name.
+std::unique_ptr<Reactor> make_reactor(const std::string& name, const ReactorOptions& options = {});
+
+// Names of the backends compiled into this build, in order of preference.
+const char* const* compiled_reactors() noexcept;  // nullptr-terminated
+}  // namespace lionet

@@ -1,0 +1,218 @@
+// lionet/io/uring_reactor.cc: UringReactor.
+//
+// Readiness through IORING_OP_POLL_ADD. Read interest is a multishot poll: it stays armed and
+// posts a completion at every wake-up of the socket's wait queue, so a busy reader costs no
+// re-arm; a completion without IORING_CQE_F_MORE (the kernel ended it) disarms it and IOManager
+// re-arms. Write interest is a one-shot poll: sockets are writable almost always, and a
+// persistent POLLOUT would post a completion for every ACK. The first poll of an fd checks its
+// current state, so arming after registering a waiter loses nothing (reactor.h).
+//
+// user_data: fd in bits 0-31, direction mask in bits 32-39, tag in bits 40-63. Mask 0 marks
+// the reactor's own requests (the wake poll, cancellations), never returned as events.
+//
+// Submission: arm()/disarm() submit at once under sq_mu_ (one io_uring_enter, the same cost
+// as epoll_ctl). The poller waits with IORING_ENTER_EXT_ARG (a timeout without an SQE), so
+// waiting never touches the submission queue and needs no lock.
+//
+// Completions of a poll are posted by task work of the thread that submitted it; without
+// DEFER_TASKRUN / COOP_TASKRUN (which would need a single submitter or delay them until that
+// worker enters the kernel) the kernel interrupts that thread to post them promptly.
+#include "lionet/io/uring_reactor.h"
+
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+
+#include "lionet/io/detail/raw_syscall.h"
+
+namespace lionet {
+namespace {
+constexpr uint64_t kWakeData = 1;    // mask 0: internal
+constexpr uint64_t kCancelData = 2;  // mask 0: internal
+
+uint64_t pack(int fd, uint32_t mask, uint32_t tag) {
+  return (uint64_t{tag & 0xffffff} << 40) | (uint64_t{mask & 0xff} << 32) | static_cast<uint32_t>(fd);
+}
+
+// 5.19: IORING_ASYNC_CANCEL_FD (disarm by fd), multishot poll (5.13), EXT_ARG waits (5.11).
+bool kernel_at_least(int major, int minor) {
+  utsname u{};
+  if (::uname(&u) != 0) return false;
+  int ma = 0, mi = 0;
+  if (std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
+}  // namespace
+
+UringReactor::UringReactor(unsigned entries) : ring_(std::make_unique<io_uring>()) {
+  if (!kernel_at_least(5, 19))
+    throw std::system_error(ENOSYS, std::generic_category(), "io_uring reactor needs Linux 5.19 or later");
+  io_uring_params p{};
+  p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+  // Multishot reads can post several completions per fd between two waits: a large CQ keeps
+  // them off the (slower) overflow list.
+  p.cq_entries = std::max(4096u, entries * 8);
+  const int r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p);
+  if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init_params");
+  if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
+    io_uring_queue_exit(ring_.get());
+    throw std::system_error(ENOSYS, std::generic_category(), "io_uring lacks EXT_ARG/NODROP");
+  }
+  wakefd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wakefd_ < 0) {
+    const int e = errno;
+    io_uring_queue_exit(ring_.get());
+    throw std::system_error(e, std::generic_category(), "eventfd");
+  }
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  arm_wake_poll();
+  if (const int e = submit_locked(); e != 0) {
+    io_uring_queue_exit(ring_.get());
+    detail::raw_close(wakefd_);
+    throw std::system_error(e, std::generic_category(), "io_uring_submit");
+  }
+}
+
+UringReactor::~UringReactor() {
+  io_uring_queue_exit(ring_.get());  // cancels every pending poll and drops its file references
+  detail::raw_close(wakefd_);
+}
+
+void UringReactor::arm_wake_poll() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  if (!sqe) {
+    (void)submit_locked();
+    sqe = io_uring_get_sqe(ring_.get());
+    if (!sqe) return;  // cannot happen right after a submit of a queue with >= 8 entries
+  }
+  io_uring_prep_poll_multishot(sqe, wakefd_, POLLIN);
+  io_uring_sqe_set_data64(sqe, kWakeData);
+}
+
+int UringReactor::submit_locked() noexcept {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int r = io_uring_submit(ring_.get());
+    if (r >= 0) return 0;
+    if (r != -EINTR && r != -EAGAIN && r != -EBUSY) return -r;
+    // EBUSY/EAGAIN: completions pending in the overflow list; they drain as the poller reaps.
+  }
+  return EAGAIN;
+}
+
+int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
+  const uint32_t add = req.want & ~req.armed;  // polls are per request: never duplicate one
+  if (!add) {
+    *armed = req.armed;
+    return 0;
+  }
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  for (uint32_t dir : {kIoReadable, kIoWritable}) {
+    if (!(add & dir)) continue;
+    io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+    if (!sqe) {
+      if (const int e = submit_locked(); e != 0) return e;
+      sqe = io_uring_get_sqe(ring_.get());
+      if (!sqe) return EAGAIN;
+    }
+    if (dir == kIoReadable && multishot_.load(std::memory_order_relaxed)) {
+      io_uring_prep_poll_multishot(sqe, req.fd, POLLIN);
+    } else {
+      io_uring_prep_poll_add(sqe, req.fd, dir == kIoReadable ? POLLIN : POLLOUT);
+    }
+    io_uring_sqe_set_data64(sqe, pack(req.fd, dir, req.tag));
+  }
+  if (const int e = submit_locked(); e != 0) return e;
+  *armed = req.armed | add;
+  return 0;
+}
+
+void UringReactor::disarm(int fd) noexcept {
+  // Cancels every request on the file behind fd (its polls hold a reference to the file that
+  // would otherwise keep it open after close()). The cancelled polls complete with ECANCELED
+  // and their old tag; IOManager drops those.
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  if (!sqe) {
+    if (submit_locked() != 0) return;
+    sqe = io_uring_get_sqe(ring_.get());
+    if (!sqe) return;
+  }
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, kCancelData);
+  (void)submit_locked();
+}
+
+int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept {
+  io_uring* ring = ring_.get();
+  if (io_uring_cq_ready(ring) == 0) {
+    const TimePoint t = now();
+    if (deadline > t) {
+      io_uring_cqe* cqe = nullptr;
+      if (deadline == TimePoint::max()) {
+        (void)io_uring_wait_cqes(ring, &cqe, 1, nullptr, nullptr);
+      } else {
+        const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - t).count();
+        __kernel_timespec ts{left / 1000000000, left % 1000000000};
+        (void)io_uring_wait_cqes(ring, &cqe, 1, &ts, nullptr);  // -ETIME / -EINTR: fall through
+      }
+    }
+  }
+  constexpr unsigned kBatch = 256;
+  io_uring_cqe* cqes[kBatch];
+  const unsigned n = io_uring_peek_batch_cqe(ring, cqes, std::min<unsigned>(kBatch, static_cast<unsigned>(max)));
+  int k = 0;
+  bool rearm_wake = false;
+  for (unsigned i = 0; i < n; ++i) {
+    const uint64_t ud = cqes[i]->user_data;
+    const int res = cqes[i]->res;
+    const bool more = cqes[i]->flags & IORING_CQE_F_MORE;
+    const uint32_t mask = static_cast<uint32_t>(ud >> 32) & 0xff;
+    if (mask == 0) {
+      if (ud == kWakeData) {
+        uint64_t v;
+        (void)detail::raw_read(wakefd_, &v, sizeof v);  // drain, then clear (see EpollReactor)
+        wake_pending_.store(false, std::memory_order_seq_cst);
+        if (!more) rearm_wake = true;
+      }
+      continue;  // kCancelData: nothing to do
+    }
+    uint32_t ready = 0;
+    if (res >= 0) {
+      const auto ev = static_cast<uint32_t>(res);
+      if (ev & (POLLIN | POLLRDHUP | POLLPRI)) ready |= kIoReadable;
+      if (ev & POLLOUT) ready |= kIoWritable;
+      if (ev & (POLLERR | POLLHUP | POLLNVAL)) ready |= mask;
+      ready &= mask;
+    } else if (res == -ECANCELED) {
+      ready = 0;  // disarm() or the kernel ended a multishot poll: re-armed if still wanted
+    } else if (res == -EINVAL && mask == kIoReadable && multishot_.load(std::memory_order_relaxed)) {
+      multishot_.store(false, std::memory_order_relaxed);  // kernel without multishot poll
+      ready = 0;
+    } else {
+      ready = mask;  // EBADF and friends: the waiter's own syscall reports the error
+    }
+    out[k++] = ReactorEvent{static_cast<int>(static_cast<uint32_t>(ud)), ready, more ? 0u : mask,
+                            static_cast<uint32_t>(ud >> 40)};
+  }
+  io_uring_cq_advance(ring, n);
+  if (rearm_wake) {
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    arm_wake_poll();
+    (void)submit_locked();
+  }
+  return k;
+}
+
+void UringReactor::wake() noexcept {
+  if (wake_pending_.exchange(true, std::memory_order_seq_cst)) return;
+  const uint64_t one = 1;
+  (void)detail::raw_write(wakefd_, &one, sizeof one);
+}
+}  // namespace lionet
