@@ -17,6 +17,8 @@
 //   BM_ChanBufferedThroughput / BM_BoostChanBufferedThroughput   one producer fiber, one
 //       consumer fiber (the timed one) on one worker, capacity 64 (Boost: buffered_channel 64,
 //       which holds 63): ns per value received.
+//   BM_ChanTrySendRecvNoSwitch / BM_BoostChanTryPushPopNoSwitch   try_send + try_recv by one
+//       fiber, no switch: the channel's own cost (two lock round trips), apart from scheduling.
 //   BM_MutexUncontended / BM_BoostMutexUncontended / BM_StdMutexUncontended   lock+unlock on
 //       one thread with nobody else around.
 //   BM_MutexContended1W / BM_BoostMutexContended1W   4 fibers on one worker each do 2,000 x
@@ -127,6 +129,34 @@ void BM_BoostChanBufferedThroughput(benchmark::State& state) {
   producer.join();
 }
 BENCHMARK(BM_BoostChanBufferedThroughput)->UseRealTime();
+
+// The channel's own cost without any switch: try_send + try_recv on a buffered channel by one
+// fiber (Boost: try_push + try_pop). Separates channel cost from scheduler cost in ping-pong.
+void BM_ChanTrySendRecvNoSwitch(benchmark::State& state) {
+  in_fiber(1, [&] {
+    lionet::Channel<int> ch(64);
+    int i = 0;
+    for (auto _ : state) {
+      ch.try_send(i);
+      auto v = ch.try_recv();
+      if (!v || *v != i) g_errors.fetch_add(1);
+      ++i;
+    }
+  });
+}
+BENCHMARK(BM_ChanTrySendRecvNoSwitch)->UseRealTime();
+
+void BM_BoostChanTryPushPopNoSwitch(benchmark::State& state) {
+  boost::fibers::buffered_channel<int> ch(64);
+  int i = 0;
+  for (auto _ : state) {
+    ch.try_push(i);
+    int v = -1;
+    if (ch.try_pop(v) != boost::fibers::channel_op_status::success || v != i) g_errors.fetch_add(1);
+    ++i;
+  }
+}
+BENCHMARK(BM_BoostChanTryPushPopNoSwitch)->UseRealTime();
 
 void BM_MutexUncontended(benchmark::State& state) {
   lionet::Mutex mu;
@@ -276,6 +306,7 @@ int main(int argc, char** argv) {
   auto ratio = [](double ref, double ours) { return ours > 0 && ref > 0 ? ref / ours : 0.0; };
   const double pp = rep.ns("BM_ChanPingPong"), bpp = rep.ns("BM_BoostChanPingPong");
   const double bt = rep.ns("BM_ChanBufferedThroughput"), bbt = rep.ns("BM_BoostChanBufferedThroughput");
+  const double ns_ = rep.ns("BM_ChanTrySendRecvNoSwitch"), bns = rep.ns("BM_BoostChanTryPushPopNoSwitch");
   const double mu = rep.ns("BM_MutexUncontended"), bmu = rep.ns("BM_BoostMutexUncontended");
   const double smu = rep.ns("BM_StdMutexUncontended");
   const double mc1 = rep.ns("BM_MutexContended1W"), bmc1 = rep.ns("BM_BoostMutexContended1W");
@@ -283,10 +314,11 @@ int main(int argc, char** argv) {
   std::printf(
       "RESULT chan_pingpong_ns=%.1f boost_chan_pingpong_ns=%.1f ratio_vs_boost=%.2f "
       "chan_buffered_ns=%.1f boost_chan_buffered_ns=%.1f buffered_ratio_vs_boost=%.2f "
+      "chan_noswitch_ns=%.1f boost_chan_noswitch_ns=%.1f "
       "mutex_uncontended_ns=%.2f boost_mutex_uncontended_ns=%.2f std_mutex_uncontended_ns=%.2f "
       "mutex_contended_1w_ns=%.1f boost_mutex_contended_1w_ns=%.1f contended_1w_ratio_vs_boost=%.2f "
       "mutex_contended_2w_ns=%.1f std_mutex_contended_2t_ns=%.1f errors=%ld\n",
-      pp, bpp, ratio(bpp, pp), bt, bbt, ratio(bbt, bt), mu, bmu, smu, mc1, bmc1, ratio(bmc1, mc1), mc2, smc2,
+      pp, bpp, ratio(bpp, pp), bt, bbt, ratio(bbt, bt), ns_, bns, mu, bmu, smu, mc1, bmc1, ratio(bmc1, mc1), mc2, smc2,
       g_errors.load());
   return g_errors.load() == 0 ? 0 : 1;
 }

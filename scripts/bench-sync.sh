@@ -86,6 +86,7 @@ go = float(go_ns) if go_ns else None
 rows = [
     ("Unbuffered channel ping-pong, round trip, 1 worker", "chan_pingpong_ns", "Boost.Fiber unbuffered_channel", "boost_chan_pingpong_ns"),
     ("Buffered channel (64), ns per value, 1 worker", "chan_buffered_ns", "Boost.Fiber buffered_channel", "boost_chan_buffered_ns"),
+    ("Channel try_send+try_recv, one fiber, no switch", "chan_noswitch_ns", "Boost.Fiber buffered_channel try_push+try_pop", "boost_chan_noswitch_ns"),
     ("Mutex lock+unlock, uncontended", "mutex_uncontended_ns", "boost::fibers::mutex", "boost_mutex_uncontended_ns"),
     ("Mutex lock+unlock, uncontended", "mutex_uncontended_ns", "std::mutex", "std_mutex_uncontended_ns"),
     ("Mutex contended, 4 fibers, 1 worker, yield inside (per lock+unlock)", "mutex_contended_1w_ns", "boost::fibers::mutex, same shape", "boost_mutex_contended_1w_ns"),
