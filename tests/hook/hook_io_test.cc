@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -399,6 +400,47 @@ TEST(HookIo, PlainThreadEmulatesBlockingOnAnFdFromAFiber) {
   EXPECT_GE(seconds_since(t0), 0.045);
   ::close(sv[0]);
   ::close(sv[1]);
+}
+
+// sendfile to a socket whose buffer fills: the fiber parks until the reader drains it.
+TEST(HookIo, SendfileParksOnAFullSocket) {
+  Runtime rt(1);
+  rt.run([] {
+    char path[] = "/tmp/lionet_hook_sendfile_XXXXXX";
+    int f = ::mkstemp(path);
+    ASSERT_GE(f, 0);
+    ::unlink(path);
+    std::string data(1 << 20, 'a');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
+    ASSERT_EQ(::write(f, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    auto reader = Scheduler::current()->spawn([&] {
+      std::string got;
+      char buf[8192];
+      while (got.size() < data.size()) {
+        ssize_t n = ::read(sv[1], buf, sizeof(buf));
+        ASSERT_GT(n, 0);
+        got.append(buf, static_cast<size_t>(n));
+        if (got.size() % (128 * 1024) < sizeof(buf)) ::usleep(1000);
+      }
+      EXPECT_EQ(got, data);
+    });
+    off_t off = 0;
+    size_t left = data.size();
+    while (left > 0) {
+      ssize_t n = ::sendfile(sv[0], f, &off, left);
+      ASSERT_GT(n, 0) << std::strerror(errno);
+      left -= static_cast<size_t>(n);
+    }
+    reader.join();
+    EXPECT_EQ(::shutdown(sv[0], SHUT_WR), 0);
+    char c;
+    EXPECT_EQ(::read(sv[1], &c, 1), 0);  // EOF after shutdown
+    ::close(f);
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
 }
 
 TEST(HookIo, SwitchOffMakesAFiberBlockItsWorker) {
