@@ -444,6 +444,7 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
 
 SchedulerImpl::~SchedulerImpl() {
   stop();
+  while (external_wakers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   workers.clear();  // stack caches go back to the pool before the pool dies
 }
 
@@ -484,12 +485,16 @@ void SchedulerImpl::schedule_woken(Fiber* f) noexcept {
     w->schedule_local(f, /*lifo=*/true, /*notify=*/true);
     return;
   }
+  // From outside: once f is queued it may run, finish, and let stop() + ~Scheduler proceed
+  // while this thread is still in notify_parked()/wake(). external_wakers holds them off.
+  external_wakers.fetch_add(1, std::memory_order_acq_rel);
   if (f->pinned_worker() >= 0) {
     workers[static_cast<size_t>(f->pinned_worker()) % workers.size()]->push_pinned(f);
-    return;
+  } else {
+    inject.push(f);
+    notify_parked();
   }
-  inject.push(f);
-  notify_parked();
+  external_wakers.fetch_sub(1, std::memory_order_release);  // pairs with the destructor's acquire
 }
 
 void SchedulerImpl::notify_parked() noexcept {

@@ -146,7 +146,11 @@ class SchedulerImpl {
   std::atomic<bool> stopping{false};
   std::atomic<Driver*> driver{nullptr};
   std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
-  std::atomic<uint64_t> external_spawned{0};  // spawns from threads that are not our workers
+  std::atomic<uint64_t> external_spawned{0};
+  // Wake-ups from outside threads still touching this scheduler after they made a fiber
+  // runnable (that fiber may finish and the scheduler be destroyed meanwhile): the destructor
+  // waits for this to drop to zero.
+  std::atomic<uint32_t> external_wakers{0};  // spawns from threads that are not our workers
   std::mutex sleepers_mu;
   std::vector<Worker*> sleepers;  // guarded by sleepers_mu
   std::mutex stop_mu;             // serializes stop()
