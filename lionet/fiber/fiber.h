@@ -56,6 +56,9 @@ class Fiber {
   const std::exception_ptr& exception() const noexcept { return exception_; }
   // -1: may run on any worker; otherwise the index of the worker it is pinned to.
   int pinned_worker() const noexcept { return pinned_worker_; }
+  // Only the fiber itself changes its pin, while running (sched/ PinGuard); wakers read it
+  // after the park/unpark handshake, which orders it.
+  void set_pinned_worker(int w) noexcept { pinned_worker_ = w; }
 
   // Reference counting: the scheduler holds one until the fiber is done; each JoinHandle one.
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }

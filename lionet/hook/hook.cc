@@ -11,6 +11,7 @@
 
 #include "lionet/fiber/fiber.h"
 #include "lionet/hook/detail/common.h"
+#include "lionet/sched/scheduler.h"
 #include "lionet/hook/detail/real.h"
 #include "lionet/io/io_manager.h"
 
@@ -82,6 +83,10 @@ int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept {
 
 int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline) noexcept {
   if (IOManager* iom = io_active()) {
+    // Resume on this same worker: the caller's compiled code may hold errno's address (glibc's
+    // __errno_location is `const`) from before the call; after a migration it would point at
+    // another thread's errno. Pinned for the wait, the fiber cannot be moved.
+    PinGuard pin;
     return dir == Dir::kRead ? iom->wait_readable(fd, deadline) : iom->wait_writable(fd, deadline);
   }
   // Plain thread (or switch off): block the thread in libc poll, as the kernel would block.

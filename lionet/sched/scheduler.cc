@@ -286,7 +286,7 @@ Fiber* Worker::next_runnable() noexcept {
     std::lock_guard<SpinLock> lk(pinned_mu);
     if (!pinned.empty()) {
       Fiber* f = pinned.front();
-      pinned.erase(pinned.begin());
+      pinned.pop_front();
       pinned_len.store(static_cast<uint32_t>(pinned.size()), std::memory_order_release);
       return f;
     }
@@ -355,17 +355,28 @@ void Worker::spill(Fiber* f) noexcept {
 }
 
 void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
-  if (f->pinned_worker() >= 0) {
-    sched->workers[static_cast<size_t>(f->pinned_worker()) % sched->workers.size()]->push_pinned(f);
+  Worker* home = pinned_home(f);
+  if (home && home != this) {
+    home->push_pinned(f);
     return;
   }
-  if (lifo) {
+  if (lifo) {  // the LIFO slot is never stolen from, so it may hold a fiber pinned here
     Fiber* displaced = std::exchange(lifo_slot, f);
     if (!displaced) return;  // a LIFO fiber runs next on this worker: no one else needs waking
     f = displaced;
+    home = pinned_home(f);
+  }
+  if (home) {
+    push_pinned(f);
+    return;
   }
   if (!queue.try_push(f)) spill(f);
   if (notify && sched->workers.size() > 1) sched->notify_parked();
+}
+
+Worker* Worker::pinned_home(Fiber* f) const noexcept {
+  const int pin = f->pinned_worker();
+  return pin < 0 ? nullptr : sched->workers[static_cast<size_t>(pin) % sched->workers.size()].get();
 }
 
 void Worker::push_pinned(Fiber* f) noexcept {
@@ -634,6 +645,18 @@ WorkerStats Scheduler::total_stats() const noexcept {
     t.finished += s.finished;
   }
   return t;
+}
+
+PinGuard::PinGuard() noexcept {
+  Fiber* f = current_fiber();
+  if (f && f->pinned_worker() < 0) {
+    f->set_pinned_worker(this_fiber::worker_index());
+    fiber_ = f;
+  }
+}
+
+PinGuard::~PinGuard() {
+  if (fiber_) fiber_->set_pinned_worker(-1);
 }
 
 namespace this_fiber {

@@ -190,6 +190,23 @@ void go(F&& fn, SpawnOptions opts = {}) {
   s->spawn(std::forward<F>(fn), opts).detach();
 }
 
+// Keeps the current fiber on the worker it runs on for the guard's scope: parks inside the
+// scope resume on the same thread, so thread-locals (errno's address above all) stay valid.
+// No-op on a plain thread or for a fiber already pinned. The hooks wrap their waits in one,
+// so code that caches errno's address across a hooked call still reads the right errno.
+// Cost: while pinned the fiber cannot be stolen, and a wake from another worker goes through
+// that worker's pinned queue.
+class PinGuard {
+ public:
+  PinGuard() noexcept;
+  ~PinGuard();
+  PinGuard(const PinGuard&) = delete;
+  PinGuard& operator=(const PinGuard&) = delete;
+
+ private:
+  Fiber* fiber_ = nullptr;
+};
+
 namespace this_fiber {
 // Lets other runnable fibers run; returns at once if none is waiting. On a plain thread:
 // std::this_thread::yield().

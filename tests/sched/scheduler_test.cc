@@ -215,3 +215,25 @@ TEST(Scheduler, ManySchedulersCreatedAndDestroyed) {
   }
 }
 }  // namespace
+
+namespace {
+TEST(Scheduler, PinGuardKeepsAFiberOnItsWorkerAcrossParks) {
+  lionet::Scheduler s({.threads = 2});
+  std::vector<lionet::JoinHandle<int>> hs;
+  for (int i = 0; i < 50; ++i) {
+    hs.push_back(s.spawn([] {
+      int moved = 0;
+      for (int k = 0; k < 20; ++k) {
+        lionet::PinGuard pin;
+        const int w = lionet::this_fiber::worker_index();
+        lionet::this_fiber::sleep_for(std::chrono::microseconds(200));
+        lionet::this_fiber::yield();
+        if (lionet::this_fiber::worker_index() != w) ++moved;
+      }
+      EXPECT_EQ(lionet::current_fiber()->pinned_worker(), -1) << "the guard did not unpin";
+      return moved;
+    }));
+  }
+  for (auto& h : hs) EXPECT_EQ(h.join(), 0);
+}
+}  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,7 @@ class alignas(kCacheLine) Worker {
 
   // ---- Any thread ----
   void push_pinned(Fiber* f) noexcept;  // f is pinned to this worker
+  Worker* pinned_home(Fiber* f) const noexcept;  // the worker f is pinned to, or nullptr
   void wake() noexcept;                 // futex-wake this worker if it sleeps
 
   SchedulerImpl* const sched;
@@ -88,7 +90,7 @@ class alignas(kCacheLine) Worker {
   uint64_t rng;
 
   SpinLock pinned_mu;                  // protects pinned
-  std::vector<Fiber*> pinned;          // fibers pinned here, woken from any thread
+  std::deque<Fiber*> pinned;           // fibers pinned here, woken from any thread
   std::atomic<uint32_t> pinned_len{0};  // written under pinned_mu
 
   // Idle parking: 0 = no wake pending, 1 = woken. Futex word.
