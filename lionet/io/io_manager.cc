@@ -17,9 +17,9 @@
 //    notify the waiter may return and its stack frame is gone.
 // 3. Readiness nobody took. If an event finds no waiter for a direction, or every notify()
 //    loses to a deadline, the direction is remembered in FdEntry::ready and the next waiter
-//    returns 0 at once. Backends with persistent interest (io_uring multishot reads) report a
-//    change only once, so forgetting it could hang a later waiter; for one-shot backends it
-//    costs at most one extra retry.
+//    returns 0 at once. Backends with persistent interest (epoll edge-triggered, io_uring
+//    multishot reads) report a change only once, so forgetting it could hang a later waiter;
+//    for one-shot backends it costs at most one extra retry.
 // 4. Timeout. WaitClaim's deadline won: the waiter re-takes the lock and unlinks itself if a
 //    notifier has not already done so. The armed direction stays armed (lazy disarm); the next
 //    event with no waiter is remembered as in 3.

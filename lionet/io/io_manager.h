@@ -45,12 +45,21 @@ class IOManager final : public Driver {
   // watched fds). A "ready" result may be spurious: retry the syscall and wait again on EAGAIN.
   // An fd the kernel cannot watch (a regular file) is always ready (0 at once), like poll(2).
   // Any number of fibers may wait on the same fd and direction; readiness wakes them all.
+  // Precondition (as with Go's netpoller and Tokio): wait only after the fd said "not ready"
+  // (EAGAIN, or a zero-timeout poll) since your last wait on it returned. Readiness is
+  // tracked by edges (epoll EPOLLET, io_uring multishot polls): readiness that arrives while
+  // nobody waits is remembered and returned to the next waiter, but waiting twice without
+  // consuming the data in between may park until the next edge.
   // Thread-safe; the fiber may resume on another worker (re-read errno and thread-locals).
   int wait_readable(int fd, std::optional<TimePoint> deadline = std::nullopt);
   int wait_writable(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
   // Wakes every fiber waiting on fd with ECANCELED and forgets the fd's registration.
-  // Call it before closing fd (the hooked close() does).
+  // Call it before closing fd (the hooked close() does). Required, not optional: the backends
+  // register an fd persistently, and an fd number closed without cancel() and reused for a new
+  // file would keep the old registration record (a waiter on the new file might never wake).
+  // Calling it also on a freshly created fd (socket/accept/dup results) is cheap (one lock, no
+  // syscall for a clean entry) and makes that case impossible. Thread-safe.
   void cancel(int fd);
 
   // Fibers waiting on fd right now (readers + writers). Registered waiters count even if

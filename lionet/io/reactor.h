@@ -9,10 +9,12 @@
 //   report fd when a wanted direction is ready. Level-checked: if the fd is already ready when
 //   arm() runs, an event follows at once, so "register waiter, then arm" cannot lose a wake-up.
 // - An armed direction stays armed until an event says it was consumed
-//   (ReactorEvent::disarmed) or until disarm(fd). Epoll and kqueue arm one-shot (every event
-//   disarms what it reports); io_uring keeps read interest as a persistent multishot poll and
-//   writes one-shot. The caller keeps the record of what is armed (it passes it back in
-//   ArmRequest::armed), so backends keep no per-fd table.
+//   (ReactorEvent::disarmed) or until disarm(fd). Epoll registers both directions once,
+//   persistent and edge-triggered (no syscall per wait); io_uring keeps read interest as a
+//   persistent multishot poll and arms writes one-shot; kqueue arms each direction one-shot.
+//   The caller keeps the record of what is armed (it passes it back in ArmRequest::armed),
+//   so backends keep no per-fd table. Persistent interest reports a change once: the caller
+//   must remember readiness that arrives while nobody waits (IOManager does).
 // - Spurious events are allowed (a direction reported ready that is not): callers retry the
 //   syscall. Errors and hang-ups report every armed direction ready.
 // - Every event carries the 24-bit tag of the arm() that produced it, so a caller can drop

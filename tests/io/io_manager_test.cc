@@ -281,6 +281,34 @@ TEST_P(IoManagerTest, FdCancelledAndClosedWhileWaitedOnThenReused) {
   }
 }
 
+TEST_P(IoManagerTest, EdgeThatArrivesWhileNobodyWaitsIsNotLost) {
+  // Persistent edge-triggered interest reports a change once. Data that arrives after the
+  // caller's EAGAIN but before it waits must still make the wait return (protocol 3).
+  Rig rig(1, GetParam());
+  Pair p = make_pipe();
+  std::atomic<int> phase{0};
+  auto h = rig.sched.spawn([&] {
+    // Register the fd (first wait arms it), then see it empty.
+    if (rig.io.wait_readable(p.a, lionet::now() + 20ms) != ETIMEDOUT) return -1;
+    char c;
+    if (sys_read(p.a, &c, 1) != -1 || errno != EAGAIN) return -2;
+    phase = 1;
+    for (int i = 0; i < 10000 && phase.load() != 2; ++i) lionet::this_fiber::yield();
+    // The edge has happened with nobody waiting; let the busy worker poll it (<= 61 slices).
+    for (int i = 0; i < 4 * 61; ++i) lionet::this_fiber::yield();
+    return rig.io.wait_readable(p.a, lionet::now() + 10s);
+  });
+  const auto give_up = lionet::now() + 10s;
+  while (phase.load() != 1 && lionet::now() < give_up) std::this_thread::yield();
+  ASSERT_EQ(sys_write(p.b, "e", 1), 1);
+  phase = 2;
+  EXPECT_EQ(h.join(), 0);
+  for (int fd : {p.a, p.b}) {
+    rig.io.cancel(fd);
+    sys_close(fd);
+  }
+}
+
 TEST_P(IoManagerTest, ReadyFdIsNoticedWithinThePollIntervalWhileTheOnlyWorkerIsBusy) {
   // Documented bound (scheduler.cc protocol 8): with every worker busy, the driver is polled
   // every kDriverPollInterval = 61 scheduling points. Assert on slices, not wall time.
