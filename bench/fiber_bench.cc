@@ -16,8 +16,10 @@
 //                                  covers spawn, first run, completion and reclaim.
 //   BM_FiberSpawnJoin/N/threads:T  the same, but every fiber is joined through its handle.
 //   BM_FiberSwitch/N/threads:T     N fibers each yield 1000 times; ns per switch.
-//   BM_FiberCpuBound/threads:T     1000 fibers x 10 slices of ~2 us of arithmetic, a yield
+//   BM_FiberCpuBound/threads:T     1000 fibers x 10 slices of ~2.6 us of arithmetic, a yield
 //                                  after each slice; ns per slice (throughput scaling).
+//   BM_ThreadsCpuBound/threads:T   the same slices on T plain std::threads: what the shared
+//                                  machine allows right now (reference for the row above).
 //   BM_Raw{Fcontext,Fiber,Callcc}RoundTrip   ns per round trip (two switches).
 //   BM_BoostFiberCreation/N/threads:T  create N boost::fibers::fiber, then join them all.
 //   BM_BoostFiberCreationDefaultStack/1000/threads:1  the same with Boost's default
@@ -82,7 +84,7 @@ namespace bctx = boost::context;
 constexpr int kYieldsPerFiber = 1000;       // BM_FiberSwitch / BM_BoostFiberSwitch
 constexpr int kCpuFibers = 1000;            // BM_FiberCpuBound
 constexpr int kCpuSlices = 10;              // yields per CPU-bound fiber
-constexpr int kCpuWorkPerSlice = 1000;      // xorshift-multiply rounds per slice (~2 us)
+constexpr int kCpuWorkPerSlice = 1000;      // xorshift-multiply rounds per slice (~2.6 us)
 constexpr std::size_t kStackSize = 128 * 1024;  // usable stack for every reference fiber
 
 std::atomic<int> g_errors{0};
@@ -177,7 +179,7 @@ void BM_FiberSwitch(benchmark::State& state) {
   set_op_counters(state, static_cast<double>(n) * kYieldsPerFiber);
 }
 
-// A dependent chain the compiler cannot fold: ~1.5-2 ns per round on this machine.
+// A dependent chain the compiler cannot fold: ~2.6 ns per round on this machine.
 uint64_t cpu_work(uint64_t x, int rounds) {
   for (int i = 0; i < rounds; ++i) {
     x ^= x << 13;
@@ -210,6 +212,33 @@ void BM_FiberCpuBound(benchmark::State& state) {
       handles.clear();
     }
   });
+  set_op_counters(state, static_cast<double>(kCpuFibers) * kCpuSlices);
+}
+
+// Reference for BM_FiberCpuBound: the same slices split across T plain std::threads (no
+// fibers, no yields). Its scaling is what the machine allows at that moment (other load on
+// the shared cores included), so LioNet's scaling is read against it. Thread start-up
+// (~50 us per thread) is inside the timed region: under 3% of an iteration at 16 threads.
+void BM_ThreadsCpuBound(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    std::atomic<uint64_t> acc{0};
+    std::vector<std::thread> workers;
+    workers.reserve(threads);
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&acc, t, threads] {
+        uint64_t mine = 0;
+        for (int i = t; i < kCpuFibers; i += threads) {
+          uint64_t x = 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(i);
+          for (int s = 0; s < kCpuSlices; ++s) x = cpu_work(x, kCpuWorkPerSlice);
+          mine ^= x;
+        }
+        acc.fetch_xor(mine, std::memory_order_relaxed);
+      });
+    }
+    for (auto& w : workers) w.join();
+    benchmark::DoNotOptimize(acc.load(std::memory_order_relaxed));
+  }
   set_op_counters(state, static_cast<double>(kCpuFibers) * kCpuSlices);
 }
 
@@ -531,6 +560,7 @@ BENCHMARK(BM_FiberCreation)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSpawnJoin)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSwitch)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberCpuBound)->Apply(thread_counts)->UseRealTime();
+BENCHMARK(BM_ThreadsCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_BoostFiberCreation)->Apply(fiber_shapes)->UseManualTime();
 BENCHMARK(BM_BoostFiberCreationDefaultStack)->Args({1000, 1})->ArgNames({"", "threads"})->UseManualTime();
 BENCHMARK(BM_BoostFiberSwitch)->Apply(fiber_shapes)->UseManualTime();
@@ -601,19 +631,21 @@ void print_result_line(const CollectingReporter& rep) {
   const auto cpu1 = rep.get("BM_FiberCpuBound/threads:1");
   const auto cpu2 = rep.get("BM_FiberCpuBound/threads:2");
   const auto cpu16 = rep.get("BM_FiberCpuBound/threads:16");
+  const auto thr1 = rep.get("BM_ThreadsCpuBound/threads:1");
+  const auto thr2 = rep.get("BM_ThreadsCpuBound/threads:2");
 
   std::printf(
       "RESULT switch_ns=%s create_ns=%s spawn_join_ns=%s raw_half_roundtrip_ns=%s "
       "boost_fiber_switch_ns=%s boost_fiber_create_ns=%s switch_ratio_vs_raw_half=%s "
       "create_ratio_vs_boost=%s mt2_speedup=%s mt16_vs_mt2=%s "
       "boost_fiber_create_default_stack_ns=%s spawn_join_ratio_vs_boost=%s switch_ratio_vs_boost=%s "
-      "raw_fiber_roundtrip_ns=%s raw_callcc_roundtrip_ns=%s errors=%d\n",
+      "raw_fiber_roundtrip_ns=%s raw_callcc_roundtrip_ns=%s threads_ref_mt2_speedup=%s errors=%d\n",
       fmt(switch_ns).c_str(), fmt(create_ns).c_str(), fmt(spawn_join_ns).c_str(), fmt(raw_half).c_str(),
       fmt(boost_switch_ns).c_str(), fmt(boost_create_ns).c_str(), fmt(div(switch_ns, raw_half)).c_str(),
       fmt(div(boost_create_ns, create_ns)).c_str(), fmt(div(cpu1, cpu2)).c_str(), fmt(div(cpu2, cpu16)).c_str(),
       fmt(boost_create_default_stack_ns).c_str(), fmt(div(boost_create_ns, spawn_join_ns)).c_str(),
       fmt(div(boost_switch_ns, switch_ns)).c_str(), fmt(rep.get("BM_RawFiberRoundTrip")).c_str(),
-      fmt(rep.get("BM_RawCallccRoundTrip")).c_str(), g_errors.load());
+      fmt(rep.get("BM_RawCallccRoundTrip")).c_str(), fmt(div(thr1, thr2)).c_str(), g_errors.load());
   std::fflush(stdout);
 }
 
