@@ -33,8 +33,9 @@ class StackPool {
   // Thread-safe (a mutex: use a StackCache in front of it on hot paths). Throws
   // std::system_error if mmap fails (address space or vm.max_map_count exhausted).
   Stack acquire();
-  // Thread-safe. The stack must come from this pool. Beyond shared_cache, stacks are unmapped;
-  // cached ones get MADV_DONTNEED so an idle pool does not pin memory.
+  // Thread-safe. The stack must come from this pool. Up to shared_cache stacks are kept mapped
+  // with their touched pages (no madvise: it costs TLB shootdowns on every release); beyond
+  // that, stacks are unmapped.
   void release(Stack s) noexcept;
 
   std::size_t stack_size() const noexcept { return stack_size_; }

@@ -73,6 +73,7 @@ class alignas(kCacheLine) Worker {
 
   // Owned by this worker's thread unless noted.
   LocalQueue queue;               // stealable by others (see local_queue.h)
+  std::unique_ptr<Fiber*[]> spill_buf;  // scratch for spill(): capacity/2 + 1 fibers
   // The oldest few fibers of `queue`, claimed with one CAS (LocalQueue::pop_batch) so that
   // the CAS is paid once per kPopBatch switches. Not stealable: at most kPopBatch - 1 fibers
   // wait here while their worker runs a fiber that does not yield.
