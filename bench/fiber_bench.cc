@@ -133,7 +133,7 @@ void BM_FiberCreation(benchmark::State& state) {
       std::atomic<int> remaining{n};
       for (int i = 0; i < n; ++i) {
         // release: pairs with the driver's acquire load below.
-        sched.spawn([&remaining] { remaining.fetch_sub(1, std::memory_order_release); }).detach();
+        sched.spawn_detached([&remaining] { remaining.fetch_sub(1, std::memory_order_release); });
       }
       while (remaining.load(std::memory_order_acquire) != 0) lionet::this_fiber::yield();
     }

@@ -63,9 +63,13 @@ class Fiber {
   // Reference counting: the scheduler holds one until the fiber is done; each JoinHandle one.
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
-    // acq_rel: the last releaser must see every write made by other holders before it frees.
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+    // A holder that sees 1 is the only one, and no one else can add a reference (only holders
+    // do): it frees without the RMW. acq_rel: the last releaser must see every write made by
+    // other holders before it frees.
+    if (refs_.load(std::memory_order_acquire) == 1 || refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
+  // True when the caller's reference is the only one (e.g. no JoinHandle exists).
+  bool sole_owner() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
 
   // Runs the body, catching any exception into exception(). Called once, on the fiber's stack.
   void run_body() noexcept;

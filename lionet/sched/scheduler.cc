@@ -150,6 +150,10 @@ void on_resumed(Transfer t) noexcept {
       if (prev->exception()) log_fiber_exception(prev);
       prev->state_.store(static_cast<uint32_t>(FiberState::kDone), std::memory_order_release);
       w->finished.inc();
+      if (prev->sole_owner()) {
+        prev->release();  // detached: no handle, so no joiner can exist; frees without an RMW
+        break;
+      }
       // acq_rel: release the result/exception to the joiner; acquire its Parker.
       if (uintptr_t j = prev->joiner_.exchange(1, std::memory_order_acq_rel); j > 1)
         reinterpret_cast<Parker*>(j)->unpark();

@@ -154,6 +154,16 @@ class Scheduler {
     return handle;
   }
 
+  // spawn() without a handle: the fiber is detached from the start, which saves the
+  // reference counting a handle costs.
+  template <class F>
+  void spawn_detached(F&& fn, SpawnOptions opts = {}) {
+    using R = std::invoke_result_t<std::decay_t<F>&>;
+    auto* f = new detail::FiberImpl<std::decay_t<F>, R>(std::decay_t<F>(std::forward<F>(fn)), opts.pin_worker);
+    if (!opts.name.empty()) f->set_name(opts.name);
+    detail::submit(impl_.get(), f);  // on refusal submit() drops the only reference
+  }
+
   // Waits until every fiber has finished (parked fibers included: they must be woken by
   // someone), then stops the worker threads. Idempotent. Must not be called from a fiber of
   // this scheduler (it would wait for itself): throws std::logic_error then.
@@ -187,7 +197,7 @@ template <class F>
 void go(F&& fn, SpawnOptions opts = {}) {
   Scheduler* s = Scheduler::current();
   if (!s) throw std::logic_error("lionet::go called outside a LioNet scheduler");
-  s->spawn(std::forward<F>(fn), opts).detach();
+  s->spawn_detached(std::forward<F>(fn), opts);
 }
 
 // Keeps the current fiber on the worker it runs on for the guard's scope: parks inside the
