@@ -171,19 +171,7 @@ echo
 cat "$tmp/section.md"
 
 if [ "$write" -eq 1 ]; then
-  python3 - "$tmp/section.md" bench/RESULTS.md <<'PYEOF'
-import os, sys
-section = open(sys.argv[1]).read().rstrip("\n")
-path = sys.argv[2]
-begin, end = "<!-- fiber:begin -->", "<!-- fiber:end -->"
-block = f"{begin}\n{section}\n{end}"
-text = open(path).read() if os.path.exists(path) else "# LioNet benchmark results\n\nEach section is written by its script with `--write`; do not edit between the markers.\n"
-if begin in text and end in text and text.index(begin) < text.index(end):
-    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-else:
-    text = text.rstrip("\n") + "\n\n" + block + "\n"
-open(path, "w").write(text)
-PYEOF
+  "$(dirname "$0")/write-results-section.py" fiber "$tmp/section.md" bench/RESULTS.md
   echo "bench-fiber: wrote the fiber section of bench/RESULTS.md"
 fi
 

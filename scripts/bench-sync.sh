@@ -125,19 +125,7 @@ echo
 cat "$tmp/section.md"
 
 if [ "$write" -eq 1 ]; then
-  python3 - "$tmp/section.md" bench/RESULTS.md <<'PYEOF'
-import os, sys
-section = open(sys.argv[1]).read().rstrip("\n")
-path = sys.argv[2]
-begin, end = "<!-- sync:begin -->", "<!-- sync:end -->"
-block = f"{begin}\n{section}\n{end}"
-text = open(path).read() if os.path.exists(path) else ""
-if begin in text and end in text and text.index(begin) < text.index(end):
-    text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-else:
-    text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + block + "\n"
-open(path, "w").write(text)
-PYEOF
+  "$(dirname "$0")/write-results-section.py" sync "$tmp/section.md" bench/RESULTS.md
   echo "bench-sync: wrote the sync section of bench/RESULTS.md"
 fi
 echo
