@@ -31,8 +31,9 @@ test-tsan: deps
 	ctest --preset tsan -j $(JOBS)
 
 bench: build
-	scripts/bench-fiber.sh
-	scripts/bench-sync.sh
+	scripts/bench-fiber.sh --no-build
+	scripts/bench-sync.sh --no-build
+	scripts/bench-echo.sh --no-build
 
 clean:
 	rm -rf build

@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev libaio-dev   # io/ and file/ backends
   python3                   # benchmark table scripts
+  libboost-dev libevent-dev libssl-dev   # building the ../shared/peers reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
 )
