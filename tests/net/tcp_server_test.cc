@@ -188,6 +188,11 @@ TEST_P(TcpServerTest, StopCancelsConnectionsThatOutliveTheDrainDeadline) {
 
 // The acceptor must back off on EMFILE, not spin: CPU time stays far below wall time.
 TEST_P(TcpServerTest, AcceptBacksOffOnEmfileAndRecovers) {
+#if defined(LIONET_ASAN)
+  // The UBSan runtime checks vptrs with a probe that opens a pipe; with every fd taken (what
+  // this test does on purpose) the probe fails and UBSan reports a false "invalid vptr".
+  GTEST_SKIP() << "not meaningful under ASan/UBSan: the sanitizer runtime itself needs free fds";
+#endif
   Runtime rt(1, GetParam());
   require_backend(rt);
   TcpServer server(rt.io(), echo_handler, {.accept_backoff = 20ms});
