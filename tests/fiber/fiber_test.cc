@@ -16,20 +16,18 @@ namespace {
 TEST(Fiber, SwitchingInterleavesTwoFibersOnOneThread) {
   lionet::Scheduler s({.threads = 1});
   std::string trace;
-  auto a = s.spawn([&] {
-    for (char c : std::string("ace")) {
-      trace += c;
-      lionet::this_fiber::yield();
-    }
-  });
-  auto b = s.spawn([&] {
-    for (char c : std::string("bdf")) {
-      trace += c;
-      lionet::this_fiber::yield();
-    }
-  });
-  a.join();
-  b.join();
+  s.spawn([&] {  // spawn both from a fiber: both are queued before either runs
+    auto step = [&trace](const char* letters) {
+      for (const char* c = letters; *c; ++c) {
+        trace += *c;
+        lionet::this_fiber::yield();
+      }
+    };
+    auto a = lionet::Scheduler::current()->spawn([&] { step("ace"); });
+    auto b = lionet::Scheduler::current()->spawn([&] { step("bdf"); });
+    a.join();
+    b.join();
+  }).join();
   EXPECT_EQ(trace, "abcdef");
 }
 

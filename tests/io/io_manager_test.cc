@@ -309,6 +309,51 @@ TEST_P(IoManagerTest, EdgeThatArrivesWhileNobodyWaitsIsNotLost) {
   }
 }
 
+// A wait on an fd that is readable right now returns 0 at once, also when an earlier wait
+// already returned for the same readiness and nothing was read in between (unread data, EOF).
+// Both backends behave alike here: io_uring's multishot poll reports a change only once, so
+// the io_uring backend must look at the fd's current state for a new waiter (level check).
+void second_wait_on_still_readable_fd(const std::string& backend, bool eof) {
+  Rig rig(1, backend);
+  Pair s = make_socketpair();
+  if (eof) {
+    rig.io.cancel(s.b);
+    sys_close(s.b);
+  } else {
+    ASSERT_EQ(sys_write(s.b, "x", 1), 1);
+  }
+  auto h = rig.sched.spawn([&] {
+    std::vector<int> rc;
+    rc.push_back(rig.io.wait_readable(s.a));
+    rc.push_back(rig.io.wait_readable(s.a, lionet::now() + 5s));
+    rc.push_back(rig.io.wait_readable(s.a, lionet::now() + 5s));
+    // The reactor may have seen the fd ready while nobody waited; let the worker poll it.
+    for (int i = 0; i < 4 * 61; ++i) lionet::this_fiber::yield();
+    rc.push_back(rig.io.wait_readable(s.a, lionet::now() + 5s));
+    return rc;
+  });
+  const auto t0 = lionet::now();
+  const std::vector<int> rc = h.join();
+  EXPECT_LT(lionet::now() - t0, 2s) << "a wait on a readable fd must not park until the deadline";
+  EXPECT_EQ(rc, (std::vector<int>{0, 0, 0, 0}));
+  char c = 0;
+  if (eof) {
+    EXPECT_EQ(sys_read(s.a, &c, 1), 0);
+  } else {
+    EXPECT_EQ(sys_read(s.a, &c, 1), 1);
+    EXPECT_EQ(c, 'x');
+  }
+  rig.io.cancel(s.a);
+  sys_close(s.a);
+  if (!eof) {
+    rig.io.cancel(s.b);
+    sys_close(s.b);
+  }
+}
+
+TEST_P(IoManagerTest, SecondWaitOnAStillReadableFdReturnsAtOnce) { second_wait_on_still_readable_fd(GetParam(), false); }
+TEST_P(IoManagerTest, SecondWaitAtEofReturnsAtOnce) { second_wait_on_still_readable_fd(GetParam(), true); }
+
 TEST_P(IoManagerTest, ReadyFdIsNoticedWithinThePollIntervalWhileTheOnlyWorkerIsBusy) {
   // Documented bound (scheduler.cc protocol 8): with every worker busy, the driver is polled
   // every kDriverPollInterval = 61 scheduling points. Assert on slices, not wall time.

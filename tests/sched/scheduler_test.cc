@@ -103,20 +103,19 @@ TEST(Scheduler, AYieldingFiberDoesNotStarveOthers) {
 TEST(Scheduler, YieldAlternatesFibersFairly) {
   lionet::Scheduler s({.threads = 1});
   std::vector<int> order;
-  auto a = s.spawn([&] {
-    for (int i = 0; i < 3; ++i) {
-      order.push_back(1);
-      lionet::this_fiber::yield();
-    }
-  });
-  auto b = s.spawn([&] {
-    for (int i = 0; i < 3; ++i) {
-      order.push_back(2);
-      lionet::this_fiber::yield();
-    }
-  });
-  a.join();
-  b.join();
+  // Both are spawned from one fiber, so both are queued before either runs.
+  s.spawn([&] {
+    auto body = [&order](int id) {
+      for (int i = 0; i < 3; ++i) {
+        order.push_back(id);
+        lionet::this_fiber::yield();
+      }
+    };
+    auto a = lionet::Scheduler::current()->spawn([&] { body(1); });
+    auto b = lionet::Scheduler::current()->spawn([&] { body(2); });
+    a.join();
+    b.join();
+  }).join();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2, 1, 2}));
 }
 
