@@ -54,6 +54,9 @@ class Fiber {
   }
   // The exception the body ended with (null if it returned). Valid once state() == kDone.
   const std::exception_ptr& exception() const noexcept { return exception_; }
+  // Moves the exception out (join() does, so the exception object dies on the joiner's thread
+  // with the exception in flight, not on whichever thread drops the last fiber reference).
+  std::exception_ptr take_exception() noexcept { return std::move(exception_); }
   // -1: may run on any worker; otherwise the index of the worker it is pinned to.
   int pinned_worker() const noexcept { return pinned_worker_; }
   // Only the fiber itself changes its pin, while running (sched/ PinGuard); wakers read it

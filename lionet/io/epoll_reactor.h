@@ -16,6 +16,7 @@ class EpollReactor final : public Reactor {
   ~EpollReactor() override;
 
   const char* name() const noexcept override { return "epoll"; }
+  bool reports_changes_only() const noexcept override { return true; }
   int arm(const ArmRequest& req, uint32_t* armed) noexcept override;
   void disarm(int fd) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;

@@ -17,8 +17,8 @@
 //    notify the waiter may return and its stack frame is gone.
 // 3. Readiness nobody took. If an event finds no waiter for a direction, or every notify()
 //    loses to a deadline, the direction is remembered in FdEntry::ready and the next waiter
-//    returns 0 at once. Backends with persistent interest (epoll edge-triggered, io_uring
-//    multishot reads) report a change only once, so forgetting it could hang a later waiter;
+//    returns 0 at once. Backends with persistent interest (epoll edge-triggered)
+//    report a change only once, so forgetting it could hang a later waiter;
 //    for one-shot backends it costs at most one extra retry.
 // 4. Timeout. WaitClaim's deadline won: the waiter re-takes the lock and unlinks itself if a
 //    notifier has not already done so. The armed direction stays armed (lazy disarm); the next
@@ -28,6 +28,14 @@
 //    Events in flight for the old file carry the old generation and are dropped by 2.
 // 6. Plain threads (no fiber) never touch the table: they block in ppoll(2) (raw syscall, so
 //    the hooked poll() cannot recurse here). cancel() does not wake them.
+// 7. A wait on a ready fd returns at once (like poll(2)), also when the caller did not consume
+//    what the previous wait reported (unread data, EOF). Backends whose arm() checks the level
+//    (io_uring, kqueue: one-shot polls) get this from arming, since every event disarms its
+//    direction. Edge-only backends (epoll EPOLLET, Reactor::reports_changes_only) report a
+//    level once: when readiness was handed to a waiter (FdEntry::handed) and the direction is
+//    still armed, the first new waiter checks the level with a zero-timeout ppoll (after it is
+//    registered, so an edge after the check wakes it). That is one ppoll per epoll wait that
+//    follows a wait which returned ready, i.e. in the usual read/EAGAIN/wait loop too.
 //
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.
@@ -103,6 +111,7 @@ struct FdEntry {
   WaitList waiters[2];  // [0] readers, [1] writers
   uint32_t armed = 0;   // directions armed in the reactor (the reactor's view may be wider)
   uint32_t ready = 0;   // readiness nobody took (protocol 3)
+  uint32_t handed = 0;  // readiness handed to a waiter, not known consumed since (protocol 7)
   uint32_t gen = 0;     // bumped by cancel(); tags every arm (protocol 5)
   bool known = false;   // reactor arm() succeeded since the last disarm()
 
@@ -230,10 +239,21 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
     std::lock_guard<std::mutex> lk(e->mu);
     if (e->ready & dir) {  // protocol 3
       e->ready &= ~dir;
+      e->handed |= dir;
       return 0;
     }
     const bool first = list.empty();
     list.push_back(&w);
+    if (first && (e->handed & dir) && (e->armed & dir) && reactor->reports_changes_only()) {
+      // Protocol 7: the last readiness went to a waiter and no arm() will look at the fd.
+      pollfd p{fd, static_cast<short>(dir == kIoReadable ? POLLIN : POLLOUT), 0};
+      const timespec zero{};
+      if (detail::raw_ppoll(&p, 1, &zero) != 0) {  // ready (or an error: the syscall reports it)
+        list.remove(&w);
+        return 0;
+      }
+      e->handed &= ~dir;  // drained: the next change is reported (we are registered already)
+    }
     if (first || !(e->armed & dir)) {
       uint32_t armed = 0;
       const int err = reactor->arm(ArmRequest{fd, e->waiting_dirs(), e->armed, e->known, e->gen}, &armed);
@@ -277,7 +297,11 @@ void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
   for (int d = 0; d < 2; ++d) {
     const uint32_t bit = 1u << d;
     if (!(ev.ready & bit)) continue;
-    if (!e->waiters[d].notify_all(kReady)) e->ready |= bit;  // protocol 3
+    if (!e->waiters[d].notify_all(kReady)) {
+      e->ready |= bit;  // protocol 3
+    } else {
+      e->handed |= bit;  // protocol 7
+    }
   }
   rearm(ev.fd, *e);
 }
@@ -297,6 +321,7 @@ void IOManager::Impl::cancel(int fd) noexcept {
   if (e->known || e->armed) reactor->disarm(fd);
   e->armed = 0;
   e->ready = 0;
+  e->handed = 0;
   e->known = false;
 }
 

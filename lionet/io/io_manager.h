@@ -45,11 +45,11 @@ class IOManager final : public Driver {
   // watched fds). A "ready" result may be spurious: retry the syscall and wait again on EAGAIN.
   // An fd the kernel cannot watch (a regular file) is always ready (0 at once), like poll(2).
   // Any number of fibers may wait on the same fd and direction; readiness wakes them all.
-  // Precondition (as with Go's netpoller and Tokio): wait only after the fd said "not ready"
-  // (EAGAIN, or a zero-timeout poll) since your last wait on it returned. Readiness is
-  // tracked by edges (epoll EPOLLET, io_uring multishot polls): readiness that arrives while
-  // nobody waits is remembered and returned to the next waiter, but waiting twice without
-  // consuming the data in between may park until the next edge.
+  // A wait on an fd that is ready right now returns 0 at once, like poll(2), also when the
+  // previous wait returned for the same readiness and nothing was read in between (unread
+  // data, EOF). Readiness that arrives while nobody waits is remembered for the next waiter.
+  // Cheapest use (as with Go's netpoller and Tokio): wait only after the fd said "not ready"
+  // (EAGAIN); with epoll a wait that follows a ready wait without EAGAIN costs a ppoll.
   // Thread-safe; the fiber may resume on another worker (re-read errno and thread-locals).
   int wait_readable(int fd, std::optional<TimePoint> deadline = std::nullopt);
   int wait_writable(int fd, std::optional<TimePoint> deadline = std::nullopt);

@@ -10,8 +10,8 @@
 //   arm() runs, an event follows at once, so "register waiter, then arm" cannot lose a wake-up.
 // - An armed direction stays armed until an event says it was consumed
 //   (ReactorEvent::disarmed) or until disarm(fd). Epoll registers both directions once,
-//   persistent and edge-triggered (no syscall per wait); io_uring keeps read interest as a
-//   persistent multishot poll and arms writes one-shot; kqueue arms each direction one-shot.
+//   persistent and edge-triggered (no syscall per wait); io_uring arms each direction as a
+//   one-shot poll (queued, submitted in batches by wait()); kqueue arms each direction one-shot.
 //   The caller keeps the record of what is armed (it passes it back in ArmRequest::armed),
 //   so backends keep no per-fd table. Persistent interest reports a change once: the caller
 //   must remember readiness that arrives while nobody waits (IOManager does).
@@ -59,6 +59,13 @@ class Reactor {
 
   // "epoll", "io_uring" or "kqueue".
   virtual const char* name() const noexcept = 0;
+
+  // True if an armed direction reports only changes (epoll edge-triggered): arm() of an
+  // already armed direction checks nothing, so a caller that wants a wait on a ready fd to
+  // return at once must check the level itself when readiness it handed out may not have been
+  // consumed. False (io_uring, kqueue): every arm() is a level check, and an armed direction
+  // that has not reported yet means "not ready since it was armed" (or an event in flight).
+  virtual bool reports_changes_only() const noexcept { return false; }
 
   // Arms req.fd for req.want. On success returns 0 and stores in *armed the directions now
   // armed (the caller's new record). Errors are returned, not thrown: EPERM means the fd cannot

@@ -1,18 +1,21 @@
 // lionet/io/uring_reactor.cc: UringReactor.
 //
-// Readiness through IORING_OP_POLL_ADD. Read interest is a multishot poll: it stays armed and
-// posts a completion at every wake-up of the socket's wait queue, so a busy reader costs no
-// re-arm; a completion without IORING_CQE_F_MORE (the kernel ended it) disarms it and IOManager
-// re-arms. Write interest is a one-shot poll: sockets are writable almost always, and a
-// persistent POLLOUT would post a completion for every ACK. The first poll of an fd checks its
-// current state, so arming after registering a waiter loses nothing (reactor.h).
+// Readiness through one-shot IORING_OP_POLL_ADD, one per arming, for both directions. A
+// one-shot poll checks the fd's current state when the kernel takes it and completes at once
+// if the fd is already ready, so every arm() is a level check: a new waiter on an fd that is
+// still readable (unread data, EOF) is woken at once, as poll(2) would. (Multishot read polls,
+// the earlier choice, report changes only: a second wait on a still-readable fd parked until
+// the deadline.) Each completion disarms its direction; IOManager re-arms while it has waiters.
 //
 // user_data: fd in bits 0-31, direction mask in bits 32-39, tag in bits 40-63. Mask 0 marks
 // the reactor's own requests (the wake poll, cancellations), never returned as events.
 //
-// Submission: arm()/disarm() submit at once under sq_mu_ (one io_uring_enter, the same cost
-// as epoll_ctl). The poller waits with IORING_ENTER_EXT_ARG (a timeout without an SQE), so
-// waiting never touches the submission queue and needs no lock.
+// Submission is batched: arm() only queues SQEs (under sq_mu_); the poller submits them with
+// the io_uring_enter that waits (wait()) or, when it only polls, with one io_uring_enter per
+// poll() that has something queued. So a busy worker pays no syscall per wait. While the
+// poller is blocked in the kernel (poller_blocked_), an arm() from another thread submits at
+// once itself, so its waiter is not left unarmed until the next wake-up. disarm() submits at
+// once: the cancelled polls hold a reference to the file, which must go before close().
 //
 // Completions of a poll are posted by task work of the thread that submitted it; without
 // DEFER_TASKRUN / COOP_TASKRUN (which would need a single submitter or delay them until that
@@ -121,16 +124,28 @@ int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
       sqe = io_uring_get_sqe(ring_.get());
       if (!sqe) return EAGAIN;
     }
-    if (dir == kIoReadable && multishot_.load(std::memory_order_relaxed)) {
-      io_uring_prep_poll_multishot(sqe, req.fd, POLLIN);
-    } else {
-      io_uring_prep_poll_add(sqe, req.fd, dir == kIoReadable ? POLLIN : POLLOUT);
-    }
+    io_uring_prep_poll_add(sqe, req.fd, dir == kIoReadable ? POLLIN : POLLOUT);
     io_uring_sqe_set_data64(sqe, pack(req.fd, dir, req.tag));
   }
-  if (const int e = submit_locked(); e != 0) return e;
+  // The poller submits queued SQEs with its next wait/poll; if it is blocked in the kernel
+  // now, nobody would: submit here.
+  if (poller_blocked_.load(std::memory_order_relaxed)) {
+    if (const int e = submit_locked(); e != 0) return e;
+  }
   *armed = req.armed | add;
   return 0;
+}
+
+// Makes the queued SQEs visible to the kernel (what liburing's submit does before entering)
+// and returns how many the kernel has not consumed yet. Caller holds sq_mu_.
+unsigned UringReactor::flush_locked() noexcept {
+  io_uring_sq* sq = &ring_->sq;
+  const unsigned tail = sq->sqe_tail;
+  if (sq->sqe_head != tail) {
+    sq->sqe_head = tail;
+    io_uring_smp_store_release(sq->ktail, tail);
+  }
+  return tail - io_uring_smp_load_acquire(sq->khead);
 }
 
 void UringReactor::disarm(int fd) noexcept {
@@ -151,18 +166,36 @@ void UringReactor::disarm(int fd) noexcept {
 
 int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept {
   io_uring* ring = ring_.get();
-  if (io_uring_cq_ready(ring) == 0) {
-    const TimePoint t = now();
-    if (deadline > t) {
-      io_uring_cqe* cqe = nullptr;
-      if (deadline == TimePoint::max()) {
-        (void)io_uring_wait_cqes(ring, &cqe, 1, nullptr, nullptr);
-      } else {
-        const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - t).count();
-        __kernel_timespec ts{left / 1000000000, left % 1000000000};
-        (void)io_uring_wait_cqes(ring, &cqe, 1, &ts, nullptr);  // -ETIME / -EINTR: fall through
-      }
+  const TimePoint t = deadline > TimePoint::min() ? now() : deadline;
+  const bool block = deadline > t && io_uring_cq_ready(ring) == 0;
+  unsigned to_submit = 0;
+  {
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    if (!block) {
+      if (io_uring_sq_ready(ring) > 0) (void)submit_locked();
+    } else {
+      to_submit = flush_locked();
+      poller_blocked_.store(true, std::memory_order_relaxed);
     }
+  }
+  if (block) {
+    // One io_uring_enter submits the queued polls and waits. The kernel consumes only SQEs
+    // published by flush_locked(); arm() may queue more meanwhile (it submits them itself,
+    // since poller_blocked_ is set), and a concurrent submitter just leaves fewer for this one.
+    __kernel_timespec ts{};
+    io_uring_getevents_arg arg{};
+    if (deadline != TimePoint::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - t).count();
+      ts.tv_sec = left / 1000000000;
+      ts.tv_nsec = left % 1000000000;
+      arg.ts = reinterpret_cast<uint64_t>(&ts);
+    }
+    // -ETIME / -EINTR / -EBUSY (CQ overflow: reap first): fall through. SQEs the kernel did
+    // not take stay queued and go with the next submission.
+    (void)io_uring_enter2(static_cast<unsigned>(ring->ring_fd), to_submit, 1,
+                          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, reinterpret_cast<sigset_t*>(&arg),
+                          sizeof arg);
+    poller_blocked_.store(false, std::memory_order_relaxed);
   }
   constexpr unsigned kBatch = 256;
   io_uring_cqe* cqes[kBatch];
@@ -191,14 +224,11 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
       if (ev & (POLLERR | POLLHUP | POLLNVAL)) ready |= mask;
       ready &= mask;
     } else if (res == -ECANCELED) {
-      ready = 0;  // disarm() or the kernel ended a multishot poll: re-armed if still wanted
-    } else if (res == -EINVAL && mask == kIoReadable && multishot_.load(std::memory_order_relaxed)) {
-      multishot_.store(false, std::memory_order_relaxed);  // kernel without multishot poll
-      ready = 0;
+      ready = 0;  // disarm(): IOManager drops the event (old tag) or re-arms if still wanted
     } else {
       ready = mask;  // EBADF and friends: the waiter's own syscall reports the error
     }
-    out[k++] = ReactorEvent{static_cast<int>(static_cast<uint32_t>(ud)), ready, more ? 0u : mask,
+    out[k++] = ReactorEvent{static_cast<int>(static_cast<uint32_t>(ud)), ready, mask,  // one-shot
                             static_cast<uint32_t>(ud >> 40)};
   }
   io_uring_cq_advance(ring, n);

@@ -30,6 +30,7 @@ class UringReactor final : public Reactor {
  private:
   void arm_wake_poll() noexcept;  // caller holds sq_mu_
   int submit_locked() noexcept;   // caller holds sq_mu_; returns 0 or an errno
+  unsigned flush_locked() noexcept;  // caller holds sq_mu_; publishes queued SQEs
 
   std::unique_ptr<io_uring> ring_;
   // Guards the submission queue: arm()/disarm() come from any thread. The completion queue
@@ -37,9 +38,9 @@ class UringReactor final : public Reactor {
   std::mutex sq_mu_;
   int wakefd_ = -1;
   std::atomic<bool> wake_pending_{false};  // as in EpollReactor
-  // Reads are armed as multishot polls while the kernel accepts them; a multishot poll
-  // refused with EINVAL switches to one-shot polls re-armed per event (relaxed: a stale read
-  // only costs one more refused request).
-  std::atomic<bool> multishot_{true};
+  // True while the poller is blocked in io_uring_enter: arm() then submits its SQEs itself
+  // instead of leaving them for the poller's next wait/poll. Written under sq_mu_ (true) and
+  // by the poller after its wait (false; a stale true only costs arm() one submit).
+  std::atomic<bool> poller_blocked_{false};
 };
 }  // namespace lionet

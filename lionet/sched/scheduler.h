@@ -117,12 +117,18 @@ class JoinHandle {
     if (!f_) throw std::logic_error("lionet::JoinHandle::join on an empty or already joined handle");
     detail::join_fiber(f_);
     detail::ResultFiber<R>* f = std::exchange(f_, nullptr);
-    struct Release {
-      Fiber* f;
-      ~Release() { f->release(); }
-    } guard{f};
-    if (f->exception()) std::rethrow_exception(f->exception());
-    if constexpr (!std::is_void_v<R>) return std::move(*f->result_);
+    std::exception_ptr e = f->take_exception();
+    if (e) {
+      f->release();
+      std::rethrow_exception(std::move(e));
+    }
+    if constexpr (std::is_void_v<R>) {
+      f->release();
+    } else {
+      R r = std::move(*f->result_);
+      f->release();
+      return r;
+    }
   }
 
  private:
