@@ -81,12 +81,15 @@ int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept {
   return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
 }
 
-int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline) noexcept {
+int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept {
   if (IOManager* iom = io_active()) {
     // Resume on this same worker: the caller's compiled code may hold errno's address (glibc's
     // __errno_location is `const`) from before the call; after a migration it would point at
     // another thread's errno. Pinned for the wait, the fiber cannot be moved.
     PinGuard pin;
+    if (after_eagain)
+      return dir == Dir::kRead ? iom->wait_readable_after_eagain(fd, deadline)
+                               : iom->wait_writable_after_eagain(fd, deadline);
     return dir == Dir::kRead ? iom->wait_readable(fd, deadline) : iom->wait_writable(fd, deadline);
   }
   // Plain thread (or switch off): block the thread in libc poll, as the kernel would block.

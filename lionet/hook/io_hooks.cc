@@ -51,7 +51,7 @@ ssize_t do_io(int fd, Dir dir, int msg_flags, Call&& call) noexcept {
     int err = get_errno();
     if (err == EINTR) continue;
     if (err != EAGAIN && err != EWOULDBLOCK) return n;  // errno is still the call's
-    int w = wait_fd(fd, dir, deadline);
+    int w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
     if (w == ETIMEDOUT) {
       set_errno(EAGAIN);  // what the kernel reports when SO_RCVTIMEO/SO_SNDTIMEO expire
       return -1;
@@ -142,7 +142,7 @@ int connect_impl(int fd, const sockaddr* addr, socklen_t len) noexcept {
     if (err != EINPROGRESS) return r;
     break;
   }
-  int w = wait_fd(fd, Dir::kWrite, deadline);
+  int w = wait_fd(fd, Dir::kWrite, deadline, /*after_eagain=*/true);  // after EINPROGRESS
   if (w == ETIMEDOUT) {
     set_errno(EINPROGRESS);  // the kernel's answer when a blocking connect hits SO_SNDTIMEO
     return -1;

@@ -218,7 +218,7 @@ struct IOManager::Impl {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
   }
 
-  int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline) noexcept;
+  int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept;
   void run(TimePoint deadline) noexcept;
   void dispatch(const ReactorEvent& ev) noexcept;
   void cancel(int fd) noexcept;
@@ -227,7 +227,7 @@ struct IOManager::Impl {
   void rearm(int fd, FdEntry& e) noexcept;
 };
 
-int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline) noexcept {
+int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept {
   if (fd < 0) return EBADF;
   if (!current_fiber()) return wait_on_thread(fd, dir, deadline);
   FdEntry* e = table.get(fd);
@@ -242,6 +242,7 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
       e->handed |= dir;
       return 0;
     }
+    if (after_eagain) e->handed &= ~dir;  // the caller saw the level drained (protocol 7)
     const bool first = list.empty();
     list.push_back(&w);
     if (first && (e->handed & dir) && (e->armed & dir) && reactor->reports_changes_only()) {
@@ -336,8 +337,18 @@ IOManager::~IOManager() {
   if (impl_->sched.driver() == this) impl_->sched.set_driver(nullptr);
 }
 
-int IOManager::wait_readable(int fd, std::optional<TimePoint> deadline) { return impl_->wait(fd, kIoReadable, deadline); }
-int IOManager::wait_writable(int fd, std::optional<TimePoint> deadline) { return impl_->wait(fd, kIoWritable, deadline); }
+int IOManager::wait_readable(int fd, std::optional<TimePoint> deadline) {
+  return impl_->wait(fd, kIoReadable, deadline, false);
+}
+int IOManager::wait_writable(int fd, std::optional<TimePoint> deadline) {
+  return impl_->wait(fd, kIoWritable, deadline, false);
+}
+int IOManager::wait_readable_after_eagain(int fd, std::optional<TimePoint> deadline) {
+  return impl_->wait(fd, kIoReadable, deadline, true);
+}
+int IOManager::wait_writable_after_eagain(int fd, std::optional<TimePoint> deadline) {
+  return impl_->wait(fd, kIoWritable, deadline, true);
+}
 void IOManager::cancel(int fd) { impl_->cancel(fd); }
 
 int IOManager::waiting(int fd) const noexcept {

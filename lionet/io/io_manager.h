@@ -53,6 +53,11 @@ class IOManager final : public Driver {
   // Thread-safe; the fiber may resume on another worker (re-read errno and thread-locals).
   int wait_readable(int fd, std::optional<TimePoint> deadline = std::nullopt);
   int wait_writable(int fd, std::optional<TimePoint> deadline = std::nullopt);
+  // The same, for a caller that has just seen EAGAIN (or EINPROGRESS) on fd: the readiness last
+  // handed out is known consumed, so the edge-triggered epoll backend skips re-checking the
+  // level (one ppoll(2) less per wait). net/ and the hooks wait this way.
+  int wait_readable_after_eagain(int fd, std::optional<TimePoint> deadline = std::nullopt);
+  int wait_writable_after_eagain(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
   // Wakes every fiber waiting on fd with ECANCELED and forgets the fd's registration.
   // Call it before closing fd (the hooked close() does). Required, not optional: the backends

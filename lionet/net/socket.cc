@@ -162,7 +162,8 @@ int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline) noexc
   int rc;
   if (IOManager* io = IOManager::current()) {
     if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
-    rc = for_write ? io->wait_writable(fd_, deadline) : io->wait_readable(fd_, deadline);
+    // Every caller waits right after EAGAIN/EINPROGRESS (see io_manager.h).
+    rc = for_write ? io->wait_writable_after_eagain(fd_, deadline) : io->wait_readable_after_eagain(fd_, deadline);
   } else {
     rc = poll_wait(fd_, for_write, deadline);
   }

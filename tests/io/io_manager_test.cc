@@ -506,3 +506,47 @@ TEST(IoManagerBackendChoice, UnknownBackendIsRejectedAndUnavailableFallsBackToEp
 #endif
 }
 }  // namespace
+
+namespace {
+// The after-EAGAIN wait of net/ and the hooks: read until EAGAIN, then wait: it must park until
+// new data arrives (not return at once on old readiness) and wake when it does.
+TEST_P(IoManagerTest, WaitAfterEagainParksUntilNewDataThenWakes) {
+  Rig rig(1, GetParam());
+  Pair p = make_pipe();
+  ASSERT_EQ(::fcntl(p.a, F_SETFL, ::fcntl(p.a, F_GETFL) | O_NONBLOCK), 0);
+  std::atomic<int> waiting_round{-1};
+  auto drain = [&] {
+    int n = 0;
+    char buf[8];
+    while (sys_read(p.a, buf, sizeof buf) > 0) ++n;  // to EAGAIN
+    return n;
+  };
+  auto reader = rig.sched.spawn([&] {
+    int got = 0;
+    for (int round = 0; round < 3; ++round) {
+      got += drain();
+      waiting_round = round;
+      if (rig.io.wait_readable_after_eagain(p.a, lionet::now() + 10s) != 0) return -1;
+    }
+    return got + drain();
+  });
+  auto writer = rig.sched.spawn([&] {
+    for (int round = 0; round < 3; ++round) {
+      // Write only once the reader is parked in this round's wait. A wait that returned on old
+      // readiness would race ahead without parking, and this loop would give up.
+      int spins = 0;
+      while ((waiting_round.load() != round || rig.io.waiting(p.a) == 0) && spins++ < 100000)
+        lionet::this_fiber::yield();
+      if (waiting_round.load() != round || rig.io.waiting(p.a) == 0) return false;
+      (void)sys_write(p.b, "x", 1);
+    }
+    return true;
+  });
+  EXPECT_TRUE(writer.join()) << "the reader did not park after EAGAIN";
+  EXPECT_EQ(reader.join(), 3);
+  for (int fd : {p.a, p.b}) {
+    rig.io.cancel(fd);
+    sys_close(fd);
+  }
+}
+}  // namespace

@@ -32,7 +32,8 @@ enum class Dir { kRead, kWrite };
 // Returns 0, ETIMEDOUT or ECANCELED. In an active fiber it parks through the IOManager; anywhere
 // else it blocks in libc poll(2). Never touches the caller's errno contract (callers set errno
 // afterwards).
-int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline) noexcept;
+// after_eagain: the caller just saw EAGAIN/EINPROGRESS on fd (lets epoll skip a level check).
+int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline, bool after_eagain = false) noexcept;
 
 // Milliseconds until deadline for poll(2), rounded up; -1 for none.
 int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept;
