@@ -61,7 +61,34 @@ AppConfig define_config(config::Registry& r) {
       "log.async_queue_size", ld.async_queue_size,
       "Messages each async logger queues (callers block when it is full).",
       config::range(std::size_t{64}, std::size_t{1} << 22));
+  const IOManagerOptions id;
+  c.io_backend = r.define<std::string>(
+      "io.backend", id.backend,
+      "IO reactor: epoll or io_uring (falls back to epoll, with one log line, where io_uring is unavailable).",
+      config::one_of({"epoll", "io_uring"}));
+  c.io_uring_entries = r.define<unsigned>("io.uring_entries", id.uring_entries,
+                                          "io_uring submission queue entries.", config::range(8u, 32768u));
+  c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
+                                  config::range(1, 65536));
+  const OffloadOptions od;
+  c.offload_threads = r.define<int>("offload.threads", od.threads,
+                                    "Threads of the blocking-call pool (lionet::offload, hooked getaddrinfo).",
+                                    config::range(1, 1024));
   return c;
+}
+
+IOManagerOptions io_options(const AppConfig& c) {
+  IOManagerOptions o;
+  o.backend = c.io_backend->value();
+  o.uring_entries = c.io_uring_entries->value();
+  o.max_events = c.io_max_events->value();
+  return o;
+}
+
+OffloadOptions offload_options(const AppConfig& c) {
+  OffloadOptions o;
+  o.threads = c.offload_threads->value();
+  return o;
 }
 
 SchedulerOptions scheduler_options(const AppConfig& c) {

@@ -6,7 +6,8 @@
 // Keys (see conf/server.yml and conf/log.yml for the commented reference):
 //   scheduler.threads, scheduler.name, scheduler.local_queue_capacity,
 //   fiber.stack_size, fiber.stack_cache_per_worker,
-//   log.loggers, log.async_queue_size
+//   log.loggers, log.async_queue_size,
+//   io.backend, io.uring_entries, io.max_events, offload.threads
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "lionet/config/registry.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/sync/offload.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
 
@@ -28,6 +31,10 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_cache_per_worker;
   std::shared_ptr<config::ConfigVar<std::vector<log::LoggerOptions>>> log_loggers;
   std::shared_ptr<config::ConfigVar<std::size_t>> log_async_queue_size;
+  std::shared_ptr<config::ConfigVar<std::string>> io_backend;
+  std::shared_ptr<config::ConfigVar<unsigned>> io_uring_entries;
+  std::shared_ptr<config::ConfigVar<int>> io_max_events;
+  std::shared_ptr<config::ConfigVar<int>> offload_threads;
 };
 
 // Defines every var of the binary on `registry` (once per registry).
@@ -35,6 +42,8 @@ AppConfig define_config(config::Registry& registry);
 
 SchedulerOptions scheduler_options(const AppConfig& c);
 log::LogOptions log_options(const AppConfig& c);
+IOManagerOptions io_options(const AppConfig& c);
+OffloadOptions offload_options(const AppConfig& c);
 }  // namespace lionet::app
 
 // YAML <-> log options (used by the log.loggers var).

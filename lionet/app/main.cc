@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
   cfg.log_loggers->add_listener(reconfigure_log);
   cfg.log_async_queue_size->add_listener(reconfigure_log);
   for (const char* name : {"scheduler.threads", "scheduler.name", "scheduler.local_queue_capacity",
-                           "fiber.stack_size", "fiber.stack_cache_per_worker"}) {
+                           "fiber.stack_size", "fiber.stack_cache_per_worker", "io.backend", "io.uring_entries",
+                           "io.max_events", "offload.threads"}) {
     watch_for_restart(*registry.find_base(name), "running process");
   }
 
@@ -164,11 +165,15 @@ int main(int argc, char** argv) {
                   so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity);
   int rc = 0;
   try {
+    configure_offload(app::offload_options(cfg));
     Scheduler scheduler(so);
+    IOManager io(scheduler, app::io_options(cfg));
     scheduler
         .spawn([&] {
-          LIONET_LOG_INFO(lg, "scheduler '{}' running with {} worker(s); SIGINT/SIGTERM stop, SIGHUP reloads {}",
-                          so.name, scheduler.threads(), args.conf);
+          LIONET_LOG_INFO(lg,
+                          "scheduler '{}' running with {} worker(s), io backend {}; SIGINT/SIGTERM stop, SIGHUP "
+                          "reloads {}",
+                          so.name, scheduler.threads(), io.backend(), args.conf);
         })
         .join();
     for (;;) {

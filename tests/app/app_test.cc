@@ -127,6 +127,22 @@ TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
   ASSERT_EQ(lo.loggers.size(), 1u);
   EXPECT_EQ(lo.loggers[0].name, "root");
   EXPECT_EQ(lo.loggers[0].level, log::Level::kInfo);
+  IOManagerOptions io = io_options(c);
+  EXPECT_EQ(io.backend, "epoll");
+  EXPECT_EQ(io.uring_entries, 256u);
+  EXPECT_EQ(offload_options(c).threads, 4);
+}
+
+TEST(AppBinding, UnknownIoBackendIsRejectedNamingTheKey) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  AppConfig c = define_config(r);
+  try {
+    r.load_string("io:\n  backend: kqueue\n", "inline.yml");
+    FAIL() << "io.backend: kqueue was accepted on Linux";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("io.backend"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(io_options(c).backend, "epoll");  // nothing changed
 }
 
 TEST(AppBinding, LoggerYamlErrorsPointIntoTheList) {
@@ -185,7 +201,7 @@ TEST(AppBinary, UnknownFlagPrintsUsageAndExits2) {
 TEST(AppBinary, RunsTheSchedulerAndStopsOnSigterm) {
   Process p({"-c", kConf.string()});
   REQUIRE_BINARY(p);
-  ASSERT_TRUE(p.wait_for("running with 2 worker(s)")) << p.output();
+  ASSERT_TRUE(p.wait_for("running with 2 worker(s), io backend epoll")) << p.output();
   // The readiness line is logged from a fiber: it carries a nonzero fiber id.
   EXPECT_EQ(p.output().find(" F0] scheduler 'lionet' running"), std::string::npos) << p.output();
   EXPECT_NE(p.output().find("starting scheduler 'lionet': threads=2 stack_size=131072 stack_cache_per_worker=64 "
