@@ -262,14 +262,14 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
 
 // ---- data ----
 
-Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
-  if (n == 0) return size_t{0};
+template <class Call>
+Result<size_t> Socket::read_loop(Call call, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<size_t>(EBADF);
   std::optional<TimePoint> dl;
   bool resolved = false;
   for (;;) {
-    ssize_t r = detail::sys::read(fd_, buf, n);
+    ssize_t r = call();
     if (LIONET_LIKELY(r > 0)) return static_cast<size_t>(r);
     int e = r == 0 ? 0 : errno;
     if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
@@ -281,25 +281,16 @@ Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
   }
 }
 
+Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
+  if (n == 0) return size_t{0};
+  return read_loop([&] { return detail::sys::read(fd_, buf, n); }, d);
+}
+
 Result<size_t> Socket::readv(const iovec* iov, int iovcnt, Deadline d) noexcept {
   size_t want = 0;
   for (int i = 0; i < iovcnt; ++i) want += iov[i].iov_len;
   if (want == 0) return size_t{0};  // as read(): a zero-length read is never issued
-  Op op(this);
-  if (!op) return fail<size_t>(EBADF);
-  std::optional<TimePoint> dl;
-  bool resolved = false;
-  for (;;) {
-    ssize_t r = detail::sys::readv(fd_, iov, iovcnt);
-    if (LIONET_LIKELY(r > 0)) return static_cast<size_t>(r);
-    int e = r == 0 ? 0 : errno;
-    if (closed_by_other()) return fail<size_t>(ECANCELED);
-    if (r == 0) return size_t{0};
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
-    if (int w = wait(false, dl)) return fail<size_t>(w);
-  }
+  return read_loop([&] { return detail::sys::readv(fd_, iov, iovcnt); }, d);
 }
 
 Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcept {

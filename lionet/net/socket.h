@@ -160,6 +160,9 @@ class Socket {
   bool closed_by_other() const noexcept { return state_.load(std::memory_order_acquire) & kClosed; }
   // 0, ETIMEDOUT or ECANCELED.
   int wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept;
+  // read()/readv() share this: retry `call` (one read syscall) on EINTR, park on EAGAIN.
+  template <class Call>
+  Result<size_t> read_loop(Call call, Deadline d) noexcept;
 
   int fd_ = -1;  // written only with exclusive access or by the one winner of try_finish()
   // CLOSED | FINISHED | calls in flight. acq_rel on every change: the finisher must see every
