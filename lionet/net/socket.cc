@@ -158,6 +158,13 @@ int Socket::release() noexcept {
   return fd;
 }
 
+int Socket::retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept {
+  if (e == EINTR) return 0;
+  if (e != EAGAIN) return closed_by_other() ? ECANCELED : e;
+  if (!resolved) dl = d.resolve(for_write ? write_timeout_ : read_timeout_), resolved = true;
+  return wait(for_write, dl);
+}
+
 int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept {
   int rc;
   if (IOManager* io = IOManager::current()) {
@@ -274,10 +281,7 @@ Result<size_t> Socket::read_loop(Call call, Deadline d) noexcept {
     int e = r == 0 ? 0 : errno;
     if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
     if (r == 0) return size_t{0};
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
-    if (int w = wait(false, dl)) return fail<size_t>(w);
+    if (int w = retry_after(e, /*for_write=*/false, d, dl, resolved)) return fail<size_t>(w);
   }
 }
 
@@ -303,10 +307,7 @@ Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcep
     ssize_t r = detail::sys::send(fd_, buf, n);
     if (r >= 0) return static_cast<size_t>(r);
     int e = errno;
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-    if (int w = wait(true, dl)) return fail<size_t>(w);
+    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
 }
 
@@ -324,10 +325,7 @@ Result<size_t> Socket::write(const void* buf, size_t n, Deadline d) noexcept {
       continue;
     }
     int e = errno;
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-    if (int w = wait(true, dl)) return fail<size_t>(w);
+    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
   return n;
 }
@@ -366,10 +364,7 @@ Result<size_t> Socket::writev(const iovec* iov, int iovcnt, Deadline d) noexcept
       continue;
     }
     int e = errno;
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-    if (int w = wait(true, dl)) return fail<size_t>(w);
+    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
   return total;
 }
@@ -389,10 +384,7 @@ Result<size_t> Socket::sendfile(int file_fd, off_t offset, size_t count, Deadlin
     }
     if (r == 0) break;  // end of file
     int e = errno;
-    if (e == EINTR) continue;
-    if (e != EAGAIN) return fail<size_t>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-    if (int w = wait(true, dl)) return fail<size_t>(w);
+    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
   return done;
 }

@@ -160,6 +160,9 @@ class Socket {
   bool closed_by_other() const noexcept { return state_.load(std::memory_order_acquire) & kClosed; }
   // 0, ETIMEDOUT or ECANCELED.
   int wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept;
+  // After a failed syscall with errno e: 0 to retry (EINTR, or EAGAIN and the fd became ready,
+  // waited for with the deadline resolved on the first wait), else the error to return.
+  int retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept;
   // read()/readv() share this: retry `call` (one read syscall) on EINTR, park on EAGAIN.
   template <class Call>
   Result<size_t> read_loop(Call call, Deadline d) noexcept;
