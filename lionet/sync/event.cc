@@ -24,34 +24,11 @@ void Event::set() noexcept {
 }
 
 void Event::wait() noexcept {
-  detail::WaitNode node;
-  node.parker = Parker::current();
-  lock_.lock();
-  if (set_.load(std::memory_order_relaxed)) {  // lock_ orders it
-    lock_.unlock();
-    return;
-  }
-  queue_.push_back(&node);
-  lock_.unlock();
-  park();
+  detail::wait_latch(lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, std::nullopt);
 }
 
 bool Event::wait_until(TimePoint deadline) noexcept {
-  WaitClaim claim;
-  detail::WaitNode node;
-  node.claim = &claim;
-  lock_.lock();
-  if (set_.load(std::memory_order_relaxed)) {
-    lock_.unlock();
-    return true;
-  }
-  queue_.push_back(&node);
-  lock_.unlock();
-  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;
-  lock_.lock();  // W3: unlink after a timeout; after a notify, wait for set() to leave
-  if (!notified) queue_.remove_if_linked(&node);
-  const bool set = set_.load(std::memory_order_relaxed);
-  lock_.unlock();
-  return notified || set;
+  // relaxed: lock_ orders set_ (it is written under lock_ too).
+  return detail::wait_latch(lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, deadline);
 }
 }  // namespace lionet

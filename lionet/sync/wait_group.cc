@@ -36,34 +36,10 @@ void WaitGroup::add(int64_t n) noexcept {
 }
 
 void WaitGroup::wait() noexcept {
-  detail::WaitNode node;
-  node.parker = Parker::current();
-  lock_.lock();
-  if (count_.load(std::memory_order_acquire) == 0) {
-    lock_.unlock();
-    return;
-  }
-  queue_.push_back(&node);
-  lock_.unlock();
-  park();
+  detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt);
 }
 
 bool WaitGroup::wait_until(TimePoint deadline) noexcept {
-  WaitClaim claim;
-  detail::WaitNode node;
-  node.claim = &claim;
-  lock_.lock();
-  if (count_.load(std::memory_order_acquire) == 0) {
-    lock_.unlock();
-    return true;
-  }
-  queue_.push_back(&node);
-  lock_.unlock();
-  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;
-  lock_.lock();  // W3: unlink after a timeout; after a notify, wait for the waker to leave
-  if (!notified) queue_.remove_if_linked(&node);
-  const bool zero = count_.load(std::memory_order_acquire) == 0;
-  lock_.unlock();
-  return notified || zero;
+  return detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, deadline);
 }
 }  // namespace lionet

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "lionet/base/macros.h"
 #include "lionet/sched/park.h"
@@ -195,4 +196,32 @@ class WakeBatch {
 // Identity of the running fiber (its id) or plain thread (a per-thread token with the top bit
 // set), for debug-build ownership checks. Never 0.
 uint64_t current_owner_token() noexcept;
+// The wait of a latch (Event, WaitGroup): returns once done() holds, checked under `lock`
+// before queueing, so the waiter either sees it or is queued before the releasing side drains
+// the queue, and returns only after that side released `lock` (W3). With a deadline, returns
+// false if it passed while done() was still false.
+template <class Lock, class Done>
+bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint> deadline) noexcept {
+  WaitClaim claim;
+  WaitNode node;
+  if (deadline) node.claim = &claim; else node.parker = Parker::current();
+  lock.lock();
+  if (done()) {
+    lock.unlock();
+    return true;
+  }
+  queue.push_back(&node);
+  lock.unlock();
+  if (!deadline) {
+    park();
+    return true;
+  }
+  const bool notified = claim.wait(*deadline) != WaitClaim::kTimedOut;
+  lock.lock();  // W3: unlink after a timeout; after a notify, wait for the waker to leave
+  if (!notified) queue.remove_if_linked(&node);
+  const bool now_done = done();
+  lock.unlock();
+  return notified || now_done;
+}
+
 }  // namespace lionet::detail
