@@ -281,7 +281,7 @@ void Worker::finish_current(Fiber* self) noexcept {
 Fiber* Worker::next_runnable() noexcept {
   if (LIONET_UNLIKELY(--timer_countdown == 0)) {
     timer_countdown = kTimerCheckInterval;
-    if (!timers.empty()) maybe_fire_timers();
+    maybe_fire_timers();
   }
   if (LIONET_UNLIKELY(--driver_countdown == 0)) {
     driver_countdown = kDriverPollInterval;
@@ -373,7 +373,7 @@ void Worker::spill(Fiber* f) noexcept {
 }
 
 void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
-  Worker* home = pinned_home(f);
+  Worker* home = sched->pinned_home(f);
   if (home && home != this) {
     home->push_pinned(f);
     return;
@@ -382,7 +382,7 @@ void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
     Fiber* displaced = std::exchange(lifo_slot, f);
     if (!displaced) return;  // a LIFO fiber runs next on this worker: no one else needs waking
     f = displaced;
-    home = pinned_home(f);
+    home = sched->pinned_home(f);
   }
   if (home) {
     push_pinned(f);
@@ -392,9 +392,9 @@ void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
   if (notify && sched->workers.size() > 1) sched->notify_parked();
 }
 
-Worker* Worker::pinned_home(Fiber* f) const noexcept {
+Worker* SchedulerImpl::pinned_home(const Fiber* f) const noexcept {
   const int pin = f->pinned_worker();
-  return pin < 0 ? nullptr : sched->workers[static_cast<size_t>(pin) % sched->workers.size()].get();
+  return pin < 0 ? nullptr : workers[static_cast<size_t>(pin) % workers.size()].get();
 }
 
 void Worker::push_pinned(Fiber* f) noexcept {
@@ -517,8 +517,8 @@ void SchedulerImpl::schedule_woken(Fiber* f) noexcept {
   // From outside: once f is queued it may run, finish, and let stop() + ~Scheduler proceed
   // while this thread is still in notify_parked()/wake(). external_wakers holds them off.
   external_wakers.fetch_add(1, std::memory_order_acq_rel);
-  if (f->pinned_worker() >= 0) {
-    workers[static_cast<size_t>(f->pinned_worker()) % workers.size()]->push_pinned(f);
+  if (Worker* home = pinned_home(f)) {
+    home->push_pinned(f);
   } else {
     inject.push(f);
     notify_parked();

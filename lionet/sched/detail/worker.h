@@ -65,7 +65,6 @@ class alignas(kCacheLine) Worker {
 
   // ---- Any thread ----
   void push_pinned(Fiber* f) noexcept;  // f is pinned to this worker
-  Worker* pinned_home(Fiber* f) const noexcept;  // the worker f is pinned to, or nullptr
   void wake() noexcept;                 // futex-wake this worker if it sleeps
 
   SchedulerImpl* const sched;
@@ -131,6 +130,7 @@ class SchedulerImpl {
   // Wakes one sleeping worker if none is searching (see "Wake-up" in scheduler.cc).
   void notify_parked() noexcept;
   void notify_all() noexcept;
+  Worker* pinned_home(const Fiber* f) const noexcept;  // the worker f is pinned to, or nullptr
   uint64_t alive() const noexcept;
 
   // idle_state_ packs (searching << 16) | unparked.
