@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages LioNet needs to build, test and benchmark.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark references' tools)
 # Idempotent: asks dpkg first and prints nothing when every package is present.
 set -euo pipefail
 
@@ -14,7 +15,20 @@ PACKAGES=(
   libboost-dev libevent-dev libssl-dev   # building the ../shared/peers reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
+  openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
+  clang                    # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
 )
+
+# Benchmark-only tools (references and load generators), installed with --bench.
+BENCH_PACKAGES=(
+  fio wrk nginx-light   # file IO and HTTP references / load generator
+  testssl.sh            # TLS configuration audit run by the TLS benchmark script
+  golang-go             # Go peers in ../shared/peers
+  gnuplot-nox           # benchmark report charts
+)
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=("${BENCH_PACKAGES[@]}")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
