@@ -74,7 +74,40 @@ AppConfig define_config(config::Registry& r) {
   c.offload_threads = r.define<int>("offload.threads", od.threads,
                                     "Threads of the blocking-call pool (lionet::offload, hooked getaddrinfo).",
                                     config::range(1, 1024));
+  c.workers = r.define<std::map<std::string, WorkerPoolConfig>>(
+      "workers", {},
+      "Named worker pools (schedulers) besides 'main': threads, stack_size, io_backend; servers pick one by name.",
+      config::check([](const std::map<std::string, WorkerPoolConfig>& m) { return !m.contains("main"); },
+                    "'main' is the scheduler.* pool; give other pools other names"));
+  c.servers = r.define<std::vector<ServerConfig>>(
+      "servers", {},
+      "Servers to run: name, type (http | https | echo), listen, workers, limits, timeouts, tls, routes.");
+  c.shutdown_timeout = r.define<std::chrono::milliseconds>(
+      "app.shutdown_timeout", std::chrono::milliseconds(10000),
+      "On SIGTERM/SIGINT: how long in-flight requests may run after the listeners closed.",
+      config::range(std::chrono::milliseconds(0), std::chrono::milliseconds(3600000)));
   return c;
+}
+
+std::optional<std::string> check_config(const AppConfig& c) { return check_servers(c.servers->value(), c.workers->value()); }
+
+SchedulerOptions pool_scheduler_options(const AppConfig& c, const std::string& name) {
+  SchedulerOptions o = scheduler_options(c);
+  if (name == "main") return o;
+  const auto pools = c.workers->value();
+  auto it = pools.find(name);
+  if (it == pools.end()) return o;
+  if (it->second.threads) o.threads = *it->second.threads;
+  if (it->second.stack_size) o.stack_size = *it->second.stack_size;
+  o.name = name.substr(0, 12);
+  return o;
+}
+
+IOManagerOptions pool_io_options(const AppConfig& c, const std::string& name) {
+  IOManagerOptions o = io_options(c);
+  const auto pools = c.workers->value();
+  if (auto it = pools.find(name); it != pools.end() && it->second.io_backend) o.backend = *it->second.io_backend;
+  return o;
 }
 
 IOManagerOptions io_options(const AppConfig& c) {

@@ -7,7 +7,8 @@
 //   scheduler.threads, scheduler.name, scheduler.local_queue_capacity,
 //   fiber.stack_size, fiber.stack_cache_per_worker,
 //   log.loggers, log.async_queue_size,
-//   io.backend, io.uring_entries, io.max_events, offload.threads
+//   io.backend, io.uring_entries, io.max_events, offload.threads,
+//   workers (named pools), servers (list), app.shutdown_timeout
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lionet/app/server_config.h"
 #include "lionet/config/registry.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sync/offload.h"
@@ -35,6 +37,9 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<unsigned>> io_uring_entries;
   std::shared_ptr<config::ConfigVar<int>> io_max_events;
   std::shared_ptr<config::ConfigVar<int>> offload_threads;
+  std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
+  std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
+  std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;
 };
 
 // Defines every var of the binary on `registry` (once per registry).
@@ -44,6 +49,12 @@ SchedulerOptions scheduler_options(const AppConfig& c);
 log::LogOptions log_options(const AppConfig& c);
 IOManagerOptions io_options(const AppConfig& c);
 OffloadOptions offload_options(const AppConfig& c);
+// The options of worker pool `name` ("main" = the scheduler.*/fiber.*/io.* keys; other pools
+// take those as defaults for the fields they leave out).
+SchedulerOptions pool_scheduler_options(const AppConfig& c, const std::string& name);
+IOManagerOptions pool_io_options(const AppConfig& c, const std::string& name);
+// Rules that span several keys (check_servers); nullopt when the configuration is coherent.
+std::optional<std::string> check_config(const AppConfig& c);
 }  // namespace lionet::app
 
 // YAML <-> log options (used by the log.loggers var).

@@ -121,6 +121,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lionet: invalid configuration: %s\n", e.what());
     return 1;
   }
+  if (auto err = app::check_config(cfg)) {
+    std::fprintf(stderr, "lionet: invalid configuration: %s: %s\n", args.conf.c_str(), err->c_str());
+    return 1;
+  }
   if (offline) {
     if (!report.unknown_keys.empty()) {
       std::fprintf(stderr, "lionet: warning: %zu unknown config key(s) ignored: %s\n", report.unknown_keys.size(),

@@ -6,6 +6,7 @@
 // this test by including it. The binary is looked up beside the test binary's build tree
 // (<build>/lionet, <build>/bin/lionet, <build>/app/lionet); TEST_LIONET_BINARY overrides (not LIONET_*: those are config overrides).
 #include "lionet/app/config_binding.cc"  // NOLINT: see above
+#include "lionet/app/server_config.cc"   // NOLINT: see above
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -156,6 +157,69 @@ TEST(AppBinding, LoggerYamlErrorsPointIntoTheList) {
               "log.yml:4:14: key 'log.loggers[0].level': expected a log level (trace, debug, info, warn, error, "
               "critical, off), got 'loud'");
   }
+}
+
+// Broken `servers:` / `workers:` sections: each is rejected with a message naming the key.
+struct BrokenServers {
+  const char* yaml;
+  const char* expected;  // substring of the error
+};
+class AppServersRejected : public ::testing::TestWithParam<BrokenServers> {};
+
+TEST_P(AppServersRejected, NamesTheKey) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  AppConfig c = define_config(r);
+  std::string err;
+  try {
+    r.load_string(GetParam().yaml, "s.yml");
+    if (auto e = check_config(c)) err = *e;
+  } catch (const config::ConfigError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find(GetParam().expected), std::string::npos) << "error: '" << err << "'\nyaml:\n" << GetParam().yaml;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Broken, AppServersRejected,
+    ::testing::Values(
+        BrokenServers{"servers:\n  - {type: gopher, listen: ['127.0.0.1:1']}\n",
+                      "key 'servers[0].type': unknown server type 'gopher'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], max_connections: lots}\n",
+                      "key 'servers[0].max_connections'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], max_connections: 0}\n",
+                      "key 'servers[0].max_connections': must be in 1..1000000"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], header_timeout: -5ms}\n",
+                      "key 'servers[0].header_timeout'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['localhost']}\n",
+                      "servers[0].listen[0]: 'localhost' is not host:port"},
+        BrokenServers{"servers:\n  - {name: a, type: http, listen: ['127.0.0.1:9000']}\n"
+                      "  - {name: b, type: echo, listen: ['127.0.0.1:9000']}\n",
+                      "servers[1].listen[0]: 127.0.0.1:9000 is already used by servers[0] (a)"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], workers: io}\n",
+                      "servers[0].workers: no worker pool named 'io'"},
+        BrokenServers{"servers:\n  - {type: https, listen: ['127.0.0.1:1']}\n",
+                      "servers[0].tls: an https server needs tls.cert and tls.key"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static}]}\n",
+                      "key 'servers[0].routes[0]': a static route needs a root directory"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, mode: mmap}]}\n",
+                      "key 'servers[0].routes[0].mode': unknown file mode 'mmap'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], colour: blue}\n", "colour"},
+        BrokenServers{"workers:\n  io: {threads: 2000}\n", "key 'workers.io.threads': must be in 0..1024"},
+        BrokenServers{"workers:\n  main: {threads: 2}\n", "'main' is the scheduler.* pool"}));
+
+TEST(AppBinding, NamedPoolsTakeMainDefaultsForWhatTheyLeaveOut) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  AppConfig c = define_config(r);
+  r.load_string("scheduler: {threads: 3}\nfiber: {stack_size: 65536}\nworkers:\n  io: {threads: 1, io_backend: io_uring}\n"
+                "servers:\n  - {type: echo, listen: ['127.0.0.1:7'], workers: io}\n",
+                "s.yml");
+  EXPECT_EQ(check_config(c), std::nullopt);
+  EXPECT_EQ(pool_scheduler_options(c, "io").threads, 1);
+  EXPECT_EQ(pool_scheduler_options(c, "io").stack_size, 65536u);
+  EXPECT_EQ(pool_io_options(c, "io").backend, "io_uring");
+  EXPECT_EQ(pool_scheduler_options(c, "main").threads, 3);
+  ASSERT_EQ(c.servers->value().size(), 1u);
+  EXPECT_EQ(c.servers->value()[0].idle_timeout, std::chrono::milliseconds(60000));
 }
 
 TEST(AppBinary, CheckAcceptsTheShippedConf) {

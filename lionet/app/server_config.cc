@@ -1,0 +1,224 @@
+// lionet/app/server_config.cc: YAML <-> the workers:/servers: structs, and the rules that span
+// several entries. Defaults come from the structs, so docs and code cannot drift apart.
+#include "lionet/app/server_config.h"
+
+#include <set>
+
+#include "lionet/net/address.h"
+
+namespace lionet::app {
+namespace {
+const std::set<std::string> kServerTypes = {"http", "https", "echo"};
+const std::set<std::string> kRouteTypes = {"static", "storage", "metrics", "health", "debug_fibers", "hello"};
+const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& v : s) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+std::string at(std::size_t i, const ServerConfig& s) {
+  return "servers[" + std::to_string(i) + "]" + (s.name.empty() ? "" : " (" + s.name + ")");
+}
+}  // namespace
+
+std::optional<std::string> check_servers(const std::vector<ServerConfig>& servers,
+                                         const std::map<std::string, WorkerPoolConfig>& pools) {
+  std::map<std::string, std::size_t> used;  // canonical listen address -> server index
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerConfig& s = servers[i];
+    const std::string key = "servers[" + std::to_string(i) + "]";
+    if (!s.name.empty() && !names.insert(s.name).second) return key + ".name: '" + s.name + "' is used twice";
+    if (s.workers != "main" && !pools.contains(s.workers)) {
+      std::string known = "main";
+      for (const auto& [n, p] : pools) known += ", " + n;
+      return key + ".workers: no worker pool named '" + s.workers + "' (defined: " + known + ")";
+    }
+    if (s.type == "https" && !s.tls) return key + ".tls: an https server needs tls.cert and tls.key";
+    if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
+    if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
+    for (std::size_t j = 0; j < s.listen.size(); ++j) {
+      auto a = Address::parse(s.listen[j]);
+      const std::string lkey = key + ".listen[" + std::to_string(j) + "]";
+      if (!a) return lkey + ": '" + s.listen[j] + "' is not host:port (" + a.error().message() + ")";
+      auto [it, fresh] = used.emplace(a->to_string(), i);
+      if (!fresh) return lkey + ": " + s.listen[j] + " is already used by " + at(it->second, servers[it->second]);
+    }
+    std::set<std::string> paths;
+    for (std::size_t j = 0; j < s.routes.size(); ++j) {
+      if (!paths.insert(s.routes[j].path).second) {
+        return key + ".routes[" + std::to_string(j) + "].path: '" + s.routes[j].path + "' is routed twice";
+      }
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace lionet::app
+
+namespace lionet::config {
+namespace {
+// A bad value in a struct field: the error points at the field's line and names it in the key
+// ("servers[0].type"), as container elements are named by the containers.
+[[noreturn]] void field_error(const YAML::Node& n, const char* field, std::string reason) {
+  const YAML::Node f = n[field];
+  ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
+  e.prepend_path(std::string(".") + field);
+  throw e;
+}
+}  // namespace
+using app::RouteConfig;
+using app::ServerConfig;
+using app::TlsConfig;
+using app::WorkerPoolConfig;
+
+WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"threads", "stack_size", "io_backend"});
+  WorkerPoolConfig w;
+  read_field(n, "threads", w.threads);
+  read_field(n, "stack_size", w.stack_size);
+  read_field(n, "io_backend", w.io_backend);
+  if (w.threads && (*w.threads < 0 || *w.threads > 1024)) field_error(n, "threads", "must be in 0..1024");
+  if (w.stack_size && (*w.stack_size < 16 * 1024 || *w.stack_size > 64 * 1024 * 1024)) {
+    field_error(n, "stack_size", "must be in 16384..67108864");
+  }
+  if (w.io_backend && *w.io_backend != "epoll" && *w.io_backend != "io_uring") {
+    field_error(n, "io_backend", "must be epoll or io_uring, got '" + *w.io_backend + "'");
+  }
+  return w;
+}
+YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
+  YAML::Node n(YAML::NodeType::Map);
+  if (w.threads) n["threads"] = *w.threads;
+  if (w.stack_size) n["stack_size"] = *w.stack_size;
+  if (w.io_backend) n["io_backend"] = *w.io_backend;
+  return n;
+}
+
+RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
+                  "follow_symlinks_outside_root", "index", "allow_remote"});
+  RouteConfig r;
+  r.path = required_field<std::string>(n, "path");
+  r.type = required_field<std::string>(n, "type");
+  if (r.path.empty() || r.path[0] != '/') field_error(n, "path", "a route path starts with '/'");
+  if (!app::kRouteTypes.contains(r.type)) {
+    field_error(n, "type", "unknown route type '" + r.type + "' (expected one of " + app::join(app::kRouteTypes) + ")");
+  }
+  read_field(n, "root", r.root);
+  read_field(n, "mode", r.mode);
+  read_field(n, "memory_max", r.memory_max);
+  read_field(n, "sendfile_min", r.sendfile_min);
+  read_field(n, "chunk_size", r.chunk_size);
+  read_field(n, "cache_bytes", r.cache_bytes);
+  read_field(n, "follow_symlinks_outside_root", r.follow_symlinks_outside_root);
+  read_field(n, "index", r.index);
+  read_field(n, "allow_remote", r.allow_remote);
+  if (r.type == "static" && r.root.empty()) conversion_error(n, "a static route needs a root directory");
+  if (!app::kFileModes.contains(r.mode)) {
+    field_error(n, "mode", "unknown file mode '" + r.mode + "' (expected one of " + app::join(app::kFileModes) + ")");
+  }
+  if (r.memory_max > r.sendfile_min) conversion_error(n, "memory_max must not exceed sendfile_min");
+  if (r.chunk_size < 512 || r.chunk_size > 16 * 1024 * 1024) {
+    field_error(n, "chunk_size", "must be in 512..16777216");
+  }
+  return r;
+}
+YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
+  YAML::Node n;
+  n["path"] = r.path;
+  n["type"] = r.type;
+  if (r.type == "static") {
+    n["root"] = r.root;
+    n["mode"] = r.mode;
+    n["memory_max"] = r.memory_max;
+    n["sendfile_min"] = r.sendfile_min;
+    n["chunk_size"] = r.chunk_size;
+    n["cache_bytes"] = r.cache_bytes;
+    n["follow_symlinks_outside_root"] = r.follow_symlinks_outside_root;
+    n["index"] = r.index;
+  }
+  if (r.type == "debug_fibers") n["allow_remote"] = r.allow_remote;
+  return n;
+}
+
+TlsConfig ConfigTraits<TlsConfig>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"cert", "key", "generate_self_signed", "min_version", "alpn", "handshake_timeout"});
+  TlsConfig t;
+  t.cert = required_field<std::string>(n, "cert");
+  t.key = required_field<std::string>(n, "key");
+  read_field(n, "generate_self_signed", t.generate_self_signed);
+  read_field(n, "min_version", t.min_version);
+  read_field(n, "alpn", t.alpn);
+  read_field(n, "handshake_timeout", t.handshake_timeout);
+  if (t.min_version != "TLS1.2" && t.min_version != "TLS1.3") {
+    field_error(n, "min_version", "must be TLS1.2 or TLS1.3, got '" + t.min_version + "'");
+  }
+  if (t.handshake_timeout.count() <= 0) field_error(n, "handshake_timeout", "must be positive");
+  return t;
+}
+YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) {
+  YAML::Node n;
+  n["cert"] = t.cert;
+  n["key"] = t.key;
+  n["generate_self_signed"] = t.generate_self_signed;
+  n["min_version"] = t.min_version;
+  n["alpn"] = encode(t.alpn);
+  n["handshake_timeout"] = encode(t.handshake_timeout);
+  return n;
+}
+
+ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "idle_timeout", "header_timeout",
+                  "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "tls",
+                  "routes"});
+  ServerConfig s;
+  read_field(n, "name", s.name);
+  s.type = required_field<std::string>(n, "type");
+  if (!app::kServerTypes.contains(s.type)) {
+    field_error(n, "type", "unknown server type '" + s.type + "' (expected one of " + app::join(app::kServerTypes) + ")");
+  }
+  s.listen = required_field<std::vector<std::string>>(n, "listen");
+  if (s.listen.empty()) field_error(n, "listen", "needs at least one host:port");
+  read_field(n, "workers", s.workers);
+  read_field(n, "max_connections", s.max_connections);
+  read_field(n, "idle_timeout", s.idle_timeout);
+  read_field(n, "header_timeout", s.header_timeout);
+  read_field(n, "body_timeout", s.body_timeout);
+  read_field(n, "max_request_line", s.max_request_line);
+  read_field(n, "max_header_bytes", s.max_header_bytes);
+  read_field(n, "max_headers", s.max_headers);
+  read_field(n, "max_body_bytes", s.max_body_bytes);
+  read_field(n, "tls", s.tls);
+  read_field(n, "routes", s.routes);
+  if (s.max_connections < 1 || s.max_connections > 1000000) {
+    field_error(n, "max_connections", "must be in 1..1000000");
+  }
+  for (const char* k : {"idle_timeout", "header_timeout", "body_timeout"}) {
+    if (n[k] && decode<std::chrono::milliseconds>(n[k]).count() <= 0) field_error(n, k, "must be positive");
+  }
+  if (s.max_request_line < 64) field_error(n, "max_request_line", "must be at least 64");
+  if (s.max_header_bytes < 256) field_error(n, "max_header_bytes", "must be at least 256");
+  if (s.max_headers < 1) field_error(n, "max_headers", "must be at least 1");
+  return s;
+}
+YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
+  YAML::Node n;
+  n["name"] = s.name;
+  n["type"] = s.type;
+  n["listen"] = encode(s.listen);
+  n["workers"] = s.workers;
+  n["max_connections"] = s.max_connections;
+  n["idle_timeout"] = encode(s.idle_timeout);
+  n["header_timeout"] = encode(s.header_timeout);
+  n["body_timeout"] = encode(s.body_timeout);
+  n["max_request_line"] = s.max_request_line;
+  n["max_header_bytes"] = s.max_header_bytes;
+  n["max_headers"] = s.max_headers;
+  n["max_body_bytes"] = s.max_body_bytes;
+  if (s.tls) n["tls"] = encode(*s.tls);
+  if (!s.routes.empty()) n["routes"] = encode(s.routes);
+  return n;
+}
+}  // namespace lionet::config

@@ -1,0 +1,116 @@
+// lionet/app/server_config.h: the `workers:` and `servers:` sections of the lionet binary's
+// configuration, as plain structs with their YAML conversion.
+//
+// Owns: WorkerPoolConfig, RouteConfig, TlsConfig, ServerConfig, their ConfigTraits (unknown
+// fields and bad values are errors at their line), and check_servers() for the rules that
+// span several entries (duplicate listen addresses, pools that do not exist, https without a
+// certificate). Must not: start anything (app/servers.cc turns these into running servers).
+//
+// YAML shape (conf/server.yml documents every field):
+//   workers:                       # named schedulers; "main" always exists (scheduler.* keys)
+//     io: {threads: 1, stack_size: 131072, io_backend: epoll}
+//   servers:
+//     - name: web
+//       type: http                 # http | https | echo
+//       listen: ["127.0.0.1:8080"]
+//       workers: main
+//       routes:
+//         - {path: /, type: static, root: examples/www, mode: auto}
+//         - {path: /topics, type: storage}
+//         - {path: /metrics, type: metrics}
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lionet/config/traits.h"
+
+namespace lionet::app {
+
+// A named scheduler (with its IOManager). Unset fields take the scheduler.*/fiber.*/io.* values.
+struct WorkerPoolConfig {
+  std::optional<int> threads;              // worker threads; 0 = one per CPU
+  std::optional<std::size_t> stack_size;   // usable stack bytes per fiber
+  std::optional<std::string> io_backend;   // epoll | io_uring
+  bool operator==(const WorkerPoolConfig&) const = default;
+};
+
+// One route of an http(s) server. type decides which other fields apply.
+struct RouteConfig {
+  std::string path;          // "/static" (prefix for static/storage), exact for the others
+  std::string type;          // static | storage | metrics | health | debug_fibers | hello
+  // static:
+  std::string root;          // directory served
+  std::string mode = "auto"; // memory | chunk | sendfile | auto
+  std::size_t memory_max = 64 * 1024;        // AUTO: files below this from memory
+  std::size_t sendfile_min = 1024 * 1024;    // AUTO: files from this size by sendfile
+  std::size_t chunk_size = 64 * 1024;        // CHUNK: bytes per chunk
+  std::size_t cache_bytes = 64 * 1024 * 1024;  // MEMORY: total bytes cached per route
+  bool follow_symlinks_outside_root = false;
+  std::string index = "index.html";
+  // debug_fibers:
+  bool allow_remote = false;  // serve the fiber dump to non-loopback peers too
+  bool operator==(const RouteConfig&) const = default;
+};
+
+struct TlsConfig {
+  std::string cert;          // PEM certificate chain
+  std::string key;           // PEM private key
+  // Generate a self-signed certificate at cert/key on start-up when both are missing (for
+  // `make run`); never overwrites existing files.
+  bool generate_self_signed = false;
+  std::string min_version = "TLS1.2";
+  std::vector<std::string> alpn = {"http/1.1"};
+  std::chrono::milliseconds handshake_timeout{10000};
+  bool operator==(const TlsConfig&) const = default;
+};
+
+struct ServerConfig {
+  std::string name;
+  std::string type;                     // http | https | echo
+  std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6)
+  std::string workers = "main";         // worker pool (see `workers:`)
+  std::size_t max_connections = 10000;  // beyond it new connections are closed at once
+  std::chrono::milliseconds idle_timeout{60000};    // keep-alive / echo idle
+  std::chrono::milliseconds header_timeout{10000};  // whole request head
+  std::chrono::milliseconds body_timeout{30000};    // whole request body
+  std::size_t max_request_line = 8192;
+  std::size_t max_header_bytes = 65536;
+  std::size_t max_headers = 100;
+  std::size_t max_body_bytes = 8 * 1024 * 1024;
+  std::optional<TlsConfig> tls;         // required for https
+  std::vector<RouteConfig> routes;      // http(s) only
+  bool operator==(const ServerConfig&) const = default;
+};
+
+// Cross-entry rules. Returns nullopt, or one message that names the key
+// ("servers[1].listen[0]: 127.0.0.1:8080 is already used by servers[0] (web)").
+std::optional<std::string> check_servers(const std::vector<ServerConfig>& servers,
+                                         const std::map<std::string, WorkerPoolConfig>& pools);
+}  // namespace lionet::app
+
+template <>
+struct lionet::config::ConfigTraits<lionet::app::WorkerPoolConfig> {
+  static app::WorkerPoolConfig from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const app::WorkerPoolConfig& w);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::app::RouteConfig> {
+  static app::RouteConfig from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const app::RouteConfig& r);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::app::TlsConfig> {
+  static app::TlsConfig from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const app::TlsConfig& t);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::app::ServerConfig> {
+  static app::ServerConfig from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const app::ServerConfig& s);
+};
