@@ -1,6 +1,7 @@
 // lionet/app/main.cc: the lionet server binary.
 //
 //   lionet -c <conf dir or file> [--check] [--print-config]
+//   lionet --print-reference
 //
 // Start-up order (each step only once the previous succeeded):
 //  1. parse the command line (unknown flag -> usage on stderr, exit 2);
@@ -21,6 +22,7 @@
 #include <string_view>
 
 #include "lionet/app/config_binding.h"
+#include "lionet/app/config_reference.h"
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
@@ -31,6 +33,7 @@ constexpr const char* kUsage =
     "  -c, --config PATH   configuration directory (every *.yml/*.yaml, in name order) or file\n"
     "  --check             validate the configuration and exit (0 valid, 1 invalid)\n"
     "  --print-config      print the effective configuration (defaults filled in) and exit\n"
+    "  --print-reference   print every configuration key as markdown (conf/REFERENCE.md) and exit\n"
     "  -h, --help          this text\n"
     "Every key can be overridden by LIONET_<KEY> (dots become '_'), e.g. LIONET_FIBER_STACK_SIZE.\n";
 
@@ -38,6 +41,7 @@ struct Args {
   std::string conf;
   bool check = false;
   bool print = false;
+  bool reference = false;
 };
 
 // Returns -1 to go on, else the exit code.
@@ -56,6 +60,8 @@ int parse_args(int argc, char** argv, Args& a) {
       a.check = true;
     } else if (arg == "--print-config") {
       a.print = true;
+    } else if (arg == "--print-reference") {
+      a.reference = true;
     } else if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -64,7 +70,7 @@ int parse_args(int argc, char** argv, Args& a) {
       return 2;
     }
   }
-  if (a.conf.empty()) {
+  if (a.conf.empty() && !a.reference) {
     std::fprintf(stderr, "lionet: -c <conf dir or file> is required\n%s", kUsage);
     return 2;
   }
@@ -111,6 +117,10 @@ int main(int argc, char** argv) {
 
   config::Registry& registry = config::Registry::global();
   app::AppConfig cfg = app::define_config(registry);
+  if (args.reference) {
+    std::fputs(app::config_reference(registry).c_str(), stdout);
+    return 0;
+  }
   const bool offline = args.check || args.print;
   config::LoadReport report;
   try {

@@ -7,6 +7,7 @@
 // (<build>/lionet, <build>/bin/lionet, <build>/app/lionet); TEST_LIONET_BINARY overrides (not LIONET_*: those are config overrides).
 #include "lionet/app/config_binding.cc"  // NOLINT: see above
 #include "lionet/app/server_config.cc"   // NOLINT: see above
+#include "lionet/app/config_reference.cc"  // NOLINT: see above
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -220,6 +221,16 @@ TEST(AppBinding, NamedPoolsTakeMainDefaultsForWhatTheyLeaveOut) {
   EXPECT_EQ(pool_scheduler_options(c, "main").threads, 3);
   ASSERT_EQ(c.servers->value().size(), 1u);
   EXPECT_EQ(c.servers->value()[0].idle_timeout, std::chrono::milliseconds(60000));
+}
+
+TEST(AppBinding, ConfReferenceIsUpToDate) {
+  config::Registry r("LIONET_");
+  define_config(r);
+  std::ifstream in(kConf / "REFERENCE.md");
+  ASSERT_TRUE(in) << "conf/REFERENCE.md is missing: run scripts/gen-config-reference.sh";
+  std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(committed, config_reference(r)) << "conf/REFERENCE.md is stale: run scripts/gen-config-reference.sh";
+  EXPECT_NE(committed.find("| `servers` |"), std::string::npos);
 }
 
 TEST(AppBinary, CheckAcceptsTheShippedConf) {
