@@ -8,6 +8,7 @@
 #include "lionet/app/config_binding.cc"  // NOLINT: see above
 #include "lionet/app/server_config.cc"   // NOLINT: see above
 #include "lionet/app/config_reference.cc"  // NOLINT: see above
+#include "lionet/app/self_signed.cc"       // NOLINT: see above
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -231,6 +232,31 @@ TEST(AppBinding, ConfReferenceIsUpToDate) {
   std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(committed, config_reference(r)) << "conf/REFERENCE.md is stale: run scripts/gen-config-reference.sh";
   EXPECT_NE(committed.find("| `servers` |"), std::string::npos);
+}
+
+TEST(AppSelfSigned, MakesAMatchingPairOnceAndNeverOverwrites) {
+  TempConf dir;
+  const std::string cert = dir.path() + "/tls/cert.pem", key = dir.path() + "/tls/key.pem";
+  ASSERT_EQ(ensure_self_signed(cert, key), "");
+  FILE* cf = std::fopen(cert.c_str(), "r");
+  FILE* kf = std::fopen(key.c_str(), "r");
+  ASSERT_TRUE(cf && kf);
+  X509* x = PEM_read_X509(cf, nullptr, nullptr, nullptr);
+  EVP_PKEY* k = PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr);
+  std::fclose(cf);
+  std::fclose(kf);
+  ASSERT_TRUE(x && k);
+  EXPECT_EQ(X509_check_private_key(x, k), 1);
+  EXPECT_EQ(X509_check_host(x, "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(EVP_PKEY_get_bits(k), 2048);
+  X509_free(x);
+  EVP_PKEY_free(k);
+  EXPECT_EQ(fs::status(key).permissions() & fs::perms::others_read, fs::perms::none);
+  const auto before = fs::last_write_time(cert);
+  EXPECT_EQ(ensure_self_signed(cert, key), "");  // both exist: untouched
+  EXPECT_EQ(fs::last_write_time(cert), before);
+  fs::remove(key);
+  EXPECT_NE(ensure_self_signed(cert, key).find("only one of"), std::string::npos);
 }
 
 TEST(AppBinary, CheckAcceptsTheShippedConf) {
