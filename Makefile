@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps build run test test-release test-asan test-tsan bench clean
+.PHONY: deps build run test test-release test-asan test-tsan test-fuzz bench clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -15,7 +15,7 @@ build: deps
 run: build
 	./build/release/bin/lionet -c $(CONF)
 
-test: test-release test-asan test-tsan
+test: test-release test-asan test-tsan test-fuzz
 
 test-release: build
 	ctest --preset release -j $(JOBS)
@@ -29,6 +29,11 @@ test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS) --target sched_tests sync_tests
 	ctest --preset tsan -j $(JOBS)
+
+# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, under ASan+UBSan (clang).
+FUZZ_SECONDS ?= 60
+test-fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: build
 	scripts/bench-fiber.sh --no-build

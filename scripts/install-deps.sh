@@ -16,7 +16,7 @@ PACKAGES=(
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
-  clang                    # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
+  clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
