@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   server.start();
   std::printf("echo server on %s, Ctrl-C to stop\n", server.addresses()[0].to_string().c_str());
+  std::fflush(stdout);  // show the line at once, also when stdout is a pipe
 
   // 4. On Ctrl-C: stop accepting, give open connections 2 s to finish, then close them.
   int sig = 0;

@@ -1,0 +1,345 @@
+// tests/examples/examples_test.cc: every program in examples/ run as a user runs it: as a child
+// process, checking what it prints, its exit status and, for servers, talking to it over
+// 127.0.0.1.
+//
+// The binaries are looked up in <build>/examples/ (this test binary lives in <build>/tests/);
+// TEST_EXAMPLES_DIR overrides. When one is missing (LIONET_BUILD_EXAMPLES=OFF, as in the ASan
+// preset, or blocking_clients left out for lack of hiredis/libcurl) its tests are skipped with
+// a message saying so. Every child runs under a deadline and is killed (SIGKILL) if a test
+// fails or times out; waits are on events (output lines, a pidfd), never on sleeps.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+fs::path examples_dir() {
+  if (const char* env = std::getenv("TEST_EXAMPLES_DIR")) return env;
+  return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "examples";
+}
+
+// The example's path, or empty if it was not built.
+fs::path example(const std::string& name) {
+  fs::path p = examples_dir() / name;
+  return fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0 ? p : fs::path();
+}
+
+#define REQUIRE_EXAMPLE(var, name)                                                                          \
+  const fs::path var = example(name);                                                                       \
+  if (var.empty()) {                                                                                        \
+    GTEST_SKIP() << "example '" << name << "' is not built in " << examples_dir()                           \
+                 << " (LIONET_BUILD_EXAMPLES=OFF, e.g. the ASan preset, or its dependencies are missing)"; \
+  }
+
+// A running example with stdout and stderr on one pipe. Every wait takes the test's deadline;
+// the destructor SIGKILLs a child that is still running, so a failing test leaves nothing.
+class Child {
+ public:
+  Child(const fs::path& binary, std::vector<std::string> args, Clock::duration budget)
+      : deadline_(Clock::now() + budget) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[1]);
+    out_ = fds[0];
+    if (pid_ > 0) pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) ::close(out_);
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  void signal(int sig) { ::kill(pid_, sig); }
+  const std::string& output() const { return output_; }
+
+  // The first complete line (searching from the last line returned) that contains `needle`;
+  // nullopt at end of output or at the deadline.
+  std::optional<std::string> line_with(const std::string& needle) {
+    for (;;) {
+      size_t nl;
+      while ((nl = output_.find('\n', scanned_)) != std::string::npos) {
+        std::string line = output_.substr(scanned_, nl - scanned_);
+        scanned_ = nl + 1;
+        if (line.find(needle) != std::string::npos) return line;
+      }
+      if (!read_more()) return std::nullopt;
+    }
+  }
+
+  // Reads the rest of the output and reaps the child. The exit status, or nullopt if it was
+  // killed by a signal or was still running at the deadline (then it is killed).
+  std::optional<int> wait_exit() {
+    while (read_more()) {
+    }
+    int status = 0;
+    if (pidfd_ >= 0) {  // the pidfd becomes readable when the child exits
+      pollfd p{pidfd_, POLLIN, 0};
+      if (::poll(&p, 1, remaining_ms()) != 1) return std::nullopt;
+      ::waitpid(pid_, &status, 0);
+    } else {  // no pidfd_open (old kernel): poll the child in small steps, still bounded
+      while (::waitpid(pid_, &status, WNOHANG) == 0) {
+        if (remaining_ms() == 0) return std::nullopt;
+        ::usleep(5000);
+      }
+    }
+    pid_ = -1;
+    if (!WIFEXITED(status)) return std::nullopt;
+    return WEXITSTATUS(status);
+  }
+
+ private:
+  int remaining_ms() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    return left > 0 ? static_cast<int>(left) : 0;
+  }
+  // One read of available output, waiting until the deadline. False at EOF or timeout.
+  bool read_more() {
+    if (out_ < 0) return false;
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, remaining_ms()) != 1) return false;
+    char buf[4096];
+    ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return false;
+    output_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  Clock::time_point deadline_;
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int pidfd_ = -1;
+  std::string output_;
+  size_t scanned_ = 0;
+};
+
+// key=value fields of a line (as in "result: processed=5 status=ok" or a RESULT line).
+std::map<std::string, std::string> fields(const std::string& line) {
+  std::map<std::string, std::string> f;
+  size_t pos = 0;
+  while (pos < line.size()) {
+    size_t end = line.find(' ', pos);
+    if (end == std::string::npos) end = line.size();
+    std::string word = line.substr(pos, end - pos);
+    if (size_t eq = word.find('='); eq != std::string::npos) f[word.substr(0, eq)] = word.substr(eq + 1);
+    pos = end + 1;
+  }
+  return f;
+}
+
+unsigned long long sum_of_squares(unsigned long long k) {
+  unsigned long long s = 0;
+  for (unsigned long long i = 1; i <= k; ++i) s += i * i;
+  return s;
+}
+
+// A blocking client socket to 127.0.0.1:port with 5 s send/receive timeouts (plain kernel
+// calls: this test binary does not run fibers).
+int connect_local(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool send_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string recv_exactly(int fd, size_t n) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, out.data() + got, n - got, 0);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  out.resize(got);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(HelloFibers, PrintsWhatHappensAndExitsZero) {
+  REQUIRE_EXAMPLE(bin, "hello_fibers");
+  Child c(bin, {}, 20s);
+  ASSERT_TRUE(c.started());
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  EXPECT_NE(c.output().find("the answer is 42"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("caught from a fiber: boom"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("10 of 10 sleepers"), std::string::npos) << c.output();
+}
+
+TEST(EchoServer, EchoesEveryConnectionAndExitsZeroOnSigterm) {
+  REQUIRE_EXAMPLE(bin, "echo_server");
+  Child c(bin, {"0"}, 30s);  // port 0: an ephemeral port, printed on the first line
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("echo server on 127.0.0.1:");
+  ASSERT_TRUE(line) << "no start-up line: " << c.output();
+  const int port = std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str());
+  ASSERT_GT(port, 0) << *line;
+
+  // Three connections at once, interleaved: each must get back exactly its own bytes.
+  constexpr int kConns = 3;
+  int fds[kConns];
+  for (int& fd : fds) {
+    fd = connect_local(static_cast<uint16_t>(port));
+    ASSERT_GE(fd, 0) << "connect to 127.0.0.1:" << port;
+  }
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < kConns; ++i) {
+      std::string msg(3000 + round * 100, static_cast<char>('a' + i));
+      msg += "|conn" + std::to_string(i) + "round" + std::to_string(round);
+      ASSERT_TRUE(send_all(fds[i], msg));
+      ASSERT_EQ(recv_exactly(fds[i], msg.size()), msg) << "connection " << i << " round " << round;
+    }
+  }
+  for (int i = 1; i < kConns; ++i) ::close(fds[i]);
+
+  // SIGTERM with one idle connection still open: the server stops accepting, ends the idle
+  // connection (the client reads end of stream) and exits 0 well within its 2 s drain.
+  const auto t0 = Clock::now();
+  c.signal(SIGTERM);
+  char byte;
+  EXPECT_EQ(::recv(fds[0], &byte, 1, 0), 0) << "the open connection was not closed by the shutdown";
+  ::close(fds[0]);
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  EXPECT_LT(Clock::now() - t0, 5s);
+  EXPECT_LT(connect_local(static_cast<uint16_t>(port)), 0) << "still accepting after exit";
+}
+
+struct PipelineCase {
+  int items, workers, threads;
+};
+class ChannelPipeline : public ::testing::TestWithParam<PipelineCase> {};
+
+TEST_P(ChannelPipeline, EveryItemArrivesExactlyOnce) {
+  REQUIRE_EXAMPLE(bin, "channel_pipeline");
+  const PipelineCase p = GetParam();
+  Child c(bin, {std::to_string(p.items), std::to_string(p.workers), "0", std::to_string(p.threads)}, 30s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("result:");
+  ASSERT_TRUE(line) << c.output();
+  auto f = fields(*line);
+  EXPECT_EQ(f["processed"], std::to_string(p.items)) << *line;
+  EXPECT_EQ(f["sum_of_squares"], std::to_string(sum_of_squares(p.items))) << *line;
+  EXPECT_EQ(f["status"], "ok") << *line;
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ChannelPipeline,
+                         ::testing::Values(PipelineCase{50000, 7, 2}, PipelineCase{20000, 1, 1},
+                                           PipelineCase{3000, 200, 2}, PipelineCase{1, 4, 2},
+                                           PipelineCase{0, 3, 1}));
+
+// Each item takes a worker 1 ms (a fiber sleep), so 2,000,000 items would take 500 s: SIGTERM
+// after the first progress report must stop the producer, let the sent items through, and
+// exit 0 with a checksum that matches the number processed.
+TEST(ChannelPipelineSignal, SigtermStopsEarlyWithAConsistentChecksum) {
+  REQUIRE_EXAMPLE(bin, "channel_pipeline");
+  Child c(bin, {"2000000", "16", "1000", "2"}, 30s);
+  ASSERT_TRUE(c.started());
+  ASSERT_TRUE(c.line_with("progress:")) << c.output();
+  const auto t0 = Clock::now();
+  c.signal(SIGTERM);
+  auto line = c.line_with("result:");
+  ASSERT_TRUE(line) << c.output();
+  auto f = fields(*line);
+  const unsigned long long k = std::strtoull(f["processed"].c_str(), nullptr, 10);
+  EXPECT_GT(k, 0u) << *line;
+  EXPECT_LT(k, 2000000u) << *line;
+  EXPECT_EQ(f["sum_of_squares"], std::to_string(sum_of_squares(k))) << *line;
+  EXPECT_EQ(f["status"], "stopped") << *line;
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  EXPECT_LT(Clock::now() - t0, 5s);
+}
+
+TEST(ChannelPipelineArgs, RejectsOutOfRangeArguments) {
+  REQUIRE_EXAMPLE(bin, "channel_pipeline");
+  for (std::vector<std::string> args : {std::vector<std::string>{"-1"}, {"10", "0"}, {"3000000"}}) {
+    Child c(bin, args, 10s);
+    ASSERT_TRUE(c.started());
+    EXPECT_EQ(c.wait_exit(), 2) << args[0] << ": " << c.output();
+    EXPECT_NE(c.output().find("usage:"), std::string::npos) << c.output();
+  }
+}
+
+// 100 hiredis fibers (PING + BLPOP 0.2 s) and 50 libcurl fibers (GET held 0.2 s) on ONE worker
+// thread: every call succeeds, one call alone really takes the 0.2 s, and the batches take far
+// less than the calls one after another (not a tight timing bound: under 50%; ~1% is typical).
+TEST(BlockingClients, ManyBlockingCallsOverlapOnOneWorker) {
+  REQUIRE_EXAMPLE(bin, "blocking_clients");
+  if (::access("/usr/bin/redis-server", X_OK) != 0 && std::system("command -v redis-server >/dev/null") != 0) {
+    FAIL() << "redis-server is not installed: run scripts/install-deps.sh";
+  }
+  Child c(bin, {"100", "50"}, 60s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("RESULT ");
+  ASSERT_TRUE(line) << c.output();
+  auto f = fields(*line);
+  EXPECT_EQ(f["redis_ok"], "100") << *line;
+  EXPECT_EQ(f["http_ok"], "50") << *line;
+  EXPECT_EQ(f["errors"], "0") << *line;
+  for (const char* lib : {"redis", "http"}) {
+    const double alone = std::atof(f[std::string(lib) + "_alone_s"].c_str());
+    const double serial = std::atof(f[std::string(lib) + "_serial_s"].c_str());
+    const double wall = std::atof(f[std::string(lib) + "_wall_s"].c_str());
+    EXPECT_GE(alone, 0.19) << lib << ": a call alone did not wait for its server: " << *line;
+    EXPECT_GE(wall, 0.19) << lib << ": the batch did not wait for its server: " << *line;
+    EXPECT_LT(wall, 0.5 * serial) << lib << ": the calls did not overlap: " << *line;
+  }
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+}
+
+}  // namespace
