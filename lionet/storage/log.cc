@@ -1,0 +1,403 @@
+// lionet/storage/log.cc: opening and recovering a Log, appending, rolling, flushing,
+// retention and truncation. Reading is in log_read.cc.
+#include "lionet/storage/log.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
+#include "lionet/log/log.h"
+#include "lionet/storage/detail/batch_format.h"
+#include "lionet/storage/detail/segment.h"
+#include "lionet/storage/file_system.h"
+
+namespace lionet::storage {
+namespace {
+
+using detail::Segment;
+
+const std::shared_ptr<spdlog::logger>& logger() {
+  static const std::shared_ptr<spdlog::logger> lg = lionet::log::get("storage");
+  return lg;
+}
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "00000000000000000042.log" -> 42; -1 for anything else.
+int64_t parse_segment_name(const std::string& name) {
+  if (name.size() != 24 || name.compare(20, 4, ".log") != 0) return -1;
+  int64_t v = 0;
+  for (int i = 0; i < 20; i++) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+Result<void> validate(const LogOptions& o) {
+  if (o.segment_bytes < 1024 || o.segment_bytes > (uint64_t{2} << 30) || o.index_interval_bytes == 0 ||
+      o.max_batch_bytes < 1024 || o.max_batch_bytes > (1u << 30) ||
+      (o.flush_policy == FlushPolicy::kMessages && o.flush_messages == 0) ||
+      (o.flush_policy == FlushPolicy::kInterval && o.flush_ms < 0)) {
+    return make_error_code(Errc::kInvalidArgument);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<FlushPolicy> parse_flush_policy(std::string_view s) noexcept {
+  if (s == "every_batch") return FlushPolicy::kEveryBatch;
+  if (s == "messages") return FlushPolicy::kMessages;
+  if (s == "ms") return FlushPolicy::kInterval;
+  if (s == "none") return FlushPolicy::kNone;
+  return std::nullopt;
+}
+
+const char* to_string(FlushPolicy p) noexcept {
+  switch (p) {
+    case FlushPolicy::kEveryBatch: return "every_batch";
+    case FlushPolicy::kMessages: return "messages";
+    case FlushPolicy::kInterval: return "ms";
+    case FlushPolicy::kNone: return "none";
+  }
+  return "?";
+}
+
+Log::Log(std::string dir, const LogOptions& options)
+    : dir_(std::move(dir)), opt_(options), fs_(options.fs ? *options.fs : default_file_system()) {}
+
+Log::~Log() {
+  if (!active_) return;
+  std::lock_guard<lionet::Mutex> g(append_mu_);
+  if (auto r = active_->sync_to(active_->size()); !r) {
+    LIONET_LOG_ERROR(logger(), "{}: fdatasync at close failed: {}", dir_, r.error().message());
+  }
+}
+
+Result<std::unique_ptr<Log>> Log::open(const std::string& dir, const LogOptions& options) {
+  if (auto r = validate(options); !r) return r.error();
+  std::unique_ptr<Log> log(new Log(dir, options));
+  if (auto r = log->recover(); !r) return r.error();
+  return log;
+}
+
+std::size_t Log::active_index_capacity() const {
+  return static_cast<std::size_t>(opt_.segment_bytes / opt_.index_interval_bytes + 2);
+}
+
+std::shared_ptr<const Log::SegmentList> Log::snapshot() const {
+  std::lock_guard<SpinLock> g(segments_lock_);
+  return segments_;
+}
+
+void Log::publish(std::shared_ptr<const SegmentList> list) {
+  std::lock_guard<SpinLock> g(segments_lock_);
+  segments_.swap(list);  // the old list is released after the spin lock (outside it)
+}
+
+Result<std::shared_ptr<Segment>> Log::create_segment(int64_t base) {
+  const std::string prefix = detail::segment_prefix(dir_, base);
+  (void)fs_.remove(prefix + ".index");  // stale leftovers of an earlier segment at this base
+  (void)fs_.remove(prefix + ".timeindex");
+  auto f = fs_.open(prefix + ".log", true);
+  if (!f) return f.error();
+  if (auto r = (*f)->truncate(0); !r) return r.error();
+  // The new name must survive power loss before anything acknowledged lands in it.
+  if (auto r = fs_.sync_dir(dir_); !r) return r.error();
+  return std::make_shared<Segment>(prefix, base, std::move(*f), active_index_capacity());
+}
+
+Result<void> Log::recover() {
+  if (auto r = fs_.create_dirs(dir_); !r) return r;
+  auto names = fs_.list(dir_);
+  if (!names) return names.error();
+  std::vector<int64_t> bases;
+  for (const std::string& n : *names) {
+    if (int64_t b = parse_segment_name(n); b >= 0) bases.push_back(b);
+  }
+  std::sort(bases.begin(), bases.end());
+  auto list = std::make_shared<SegmentList>();
+  if (bases.empty()) {
+    auto seg = create_segment(0);
+    if (!seg) return seg.error();
+    list->push_back(std::move(*seg));
+  }
+  for (std::size_t i = 0; i < bases.size(); i++) {
+    const std::string prefix = detail::segment_prefix(dir_, bases[i]);
+    auto f = fs_.open(prefix + ".log", false);
+    if (!f) return f.error();
+    auto size = (*f)->size();
+    if (!size) return size.error();
+    const bool sealed = i + 1 < bases.size();
+    const std::size_t cap = sealed ? static_cast<std::size_t>(*size / opt_.index_interval_bytes + 2)
+                                   : active_index_capacity();
+    auto seg = std::make_shared<Segment>(prefix, bases[i], std::move(*f), cap);
+    if (sealed && seg->load_index_files(fs_, *size, bases[i + 1])) {
+      list->push_back(std::move(seg));
+      continue;
+    }
+    auto scan = detail::scan_segment(*seg, *size, opt_.index_interval_bytes, opt_.max_batch_bytes);
+    if (!scan) return scan.error();
+    if (sealed) {
+      if (scan->stopped_early || scan->next_offset != bases[i + 1]) {
+        LIONET_LOG_ERROR(logger(),
+                         "{}.log: sealed segment is damaged at position {} ({}); offsets {}..{} will read as "
+                         "corrupt; the file is left as it is",
+                         prefix, scan->valid_end, scan->stopped_early ? scan->reason : "records end early",
+                         scan->next_offset, bases[i + 1] - 1);
+      } else {
+        LIONET_LOG_WARN(logger(), "{}: index files missing or stale, rebuilt ({} batches)", prefix, scan->batches);
+      }
+      if (auto r = seg->write_index_files(fs_, true); !r) {
+        LIONET_LOG_WARN(logger(), "{}: writing index files failed: {}", prefix, r.error().message());
+      }
+    } else {
+      if (scan->stopped_early) {
+        LIONET_LOG_WARN(logger(),
+                        "{}.log: recovery cut {} bytes at position {} ({}); the log ends at offset {} "
+                        "({} good batches in this segment)",
+                        prefix, *size - scan->valid_end, scan->valid_end, scan->reason, scan->next_offset,
+                        scan->batches);
+        if (auto r = seg->file().truncate(scan->valid_end); !r) return r;
+        if (auto r = seg->file().datasync(); !r) return r;
+      }
+      if (scan->batches > 0) seg->first_append_ms = wall_ms();
+    }
+    list->push_back(std::move(seg));
+  }
+  active_ = list->back();
+  next_offset_ = active_->next_offset();
+  start_offset_.store(list->front()->base_offset(), std::memory_order_release);
+  end_offset_.store(next_offset_, std::memory_order_release);
+  last_flush_ms_ = wall_ms();
+  publish(std::move(list));
+  return {};
+}
+
+Result<int64_t> Log::append(const Record& record) { return append_batch(std::span<const Record>(&record, 1)); }
+
+Result<int64_t> Log::append_batch(std::span<const Record> records) {
+  if (records.empty()) return make_error_code(Errc::kInvalidArgument);
+  const std::size_t len = detail::encoded_size(records);
+  if (len > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);
+  std::unique_lock<lionet::Mutex> lk(append_mu_);
+  if (failed_.load(std::memory_order_relaxed)) return make_error_code(Errc::kLogFailed);
+  const int64_t now = wall_ms();
+  uint64_t pos = active_->size();
+  const bool too_big = pos + len > opt_.segment_bytes;
+  const bool too_old = opt_.segment_ms > 0 && active_->first_append_ms >= 0 &&
+                       now - active_->first_append_ms >= opt_.segment_ms;
+  const bool offsets_full = next_offset_ + static_cast<int64_t>(records.size()) - active_->base_offset() >=
+                            int64_t{std::numeric_limits<uint32_t>::max()};
+  if (pos > 0 && (too_big || too_old || offsets_full)) {
+    if (auto r = roll(now); !r) return r.error();
+    pos = 0;
+  }
+  if (encode_buf_.size() < len) encode_buf_.resize(len);
+  const int64_t base = next_offset_;
+  const int64_t max_ts = detail::encode_batch(encode_buf_.data(), base, records, now);
+  Segment& seg = *active_;
+  if (auto r = seg.file().pwrite(encode_buf_.data(), len, pos); !r) {
+    // Nothing published: the next append overwrites whatever part of this batch landed.
+    return r.error();
+  }
+  if (seg.first_append_ms < 0) seg.first_append_ms = now;
+  next_offset_ = base + static_cast<int64_t>(records.size());
+  seg.publish_batch(base, next_offset_, pos, static_cast<uint32_t>(len), max_ts, opt_.index_interval_bytes);
+  end_offset_.store(next_offset_, std::memory_order_release);  // after the segment published /*1*/
+
+  bool sync_now = false;
+  switch (opt_.flush_policy) {
+    case FlushPolicy::kEveryBatch: {
+      // Group commit: sync outside the append lock; the shared_ptr keeps the segment alive
+      // if it is rolled and deleted meanwhile.
+      std::shared_ptr<Segment> keep = active_;
+      lk.unlock();
+      if (auto r = keep->sync_to(pos + len); !r) {
+        failed_.store(true, std::memory_order_relaxed);
+        LIONET_LOG_ERROR(logger(), "{}: fdatasync failed, the log refuses appends: {}", dir_, r.error().message());
+        return r.error();
+      }
+      return base;
+    }
+    case FlushPolicy::kMessages:
+      unflushed_messages_ += records.size();
+      sync_now = unflushed_messages_ >= opt_.flush_messages;
+      break;
+    case FlushPolicy::kInterval:
+      sync_now = now - last_flush_ms_ >= opt_.flush_ms;
+      break;
+    case FlushPolicy::kNone:
+      break;
+  }
+  if (sync_now) {
+    if (auto r = seg.sync_to(pos + len); !r) {
+      failed_.store(true, std::memory_order_relaxed);
+      return r.error();
+    }
+    unflushed_messages_ = 0;
+    last_flush_ms_ = now;
+  }
+  return base;
+}
+
+Result<void> Log::roll(int64_t now_ms) {
+  // Seal: the old segment's data and index become durable before the new segment exists, so
+  // after any crash only the last segment can have a torn tail (recovery scans only it).
+  if (auto r = active_->sync_to(active_->size()); !r) {
+    failed_.store(true, std::memory_order_relaxed);
+    return r;
+  }
+  if (auto r = active_->write_index_files(fs_, true); !r) {
+    LIONET_LOG_WARN(logger(), "{}: writing index files failed ({}); rebuilt at next open", active_->prefix(),
+                    r.error().message());
+  }
+  auto seg = create_segment(next_offset_);
+  if (!seg) return seg.error();
+  auto list = std::make_shared<SegmentList>(*snapshot());
+  list->push_back(*seg);
+  active_ = std::move(*seg);
+  publish(std::move(list));
+  unflushed_messages_ = 0;
+  last_flush_ms_ = now_ms;
+  if (auto r = enforce_retention_locked(now_ms); !r) return r.error();
+  return {};
+}
+
+void Log::remove_segment_files(const Segment& seg) {
+  for (const char* ext : {".index", ".timeindex", ".log"}) (void)fs_.remove(seg.prefix() + ext);
+}
+
+Result<std::size_t> Log::enforce_retention(int64_t now_ms) {
+  std::lock_guard<lionet::Mutex> g(append_mu_);
+  return enforce_retention_locked(now_ms < 0 ? wall_ms() : now_ms);
+}
+
+Result<std::size_t> Log::enforce_retention_locked(int64_t now_ms) {
+  if (opt_.retention_bytes < 0 && opt_.retention_ms < 0) return std::size_t{0};
+  auto cur = snapshot();
+  uint64_t total = 0;
+  for (const auto& s : *cur) total += s->size();
+  std::size_t drop = 0;
+  while (drop + 1 < cur->size()) {  // never the active segment
+    const Segment& s = *(*cur)[drop];
+    const bool by_bytes = opt_.retention_bytes >= 0 && total - s.size() >= static_cast<uint64_t>(opt_.retention_bytes);
+    const bool by_time = opt_.retention_ms >= 0 && s.max_timestamp() != std::numeric_limits<int64_t>::min() &&
+                         now_ms - s.max_timestamp() > opt_.retention_ms;
+    if (!by_bytes && !by_time) break;
+    total -= s.size();
+    drop++;
+  }
+  if (drop == 0) return std::size_t{0};
+  auto list = std::make_shared<SegmentList>(cur->begin() + static_cast<std::ptrdiff_t>(drop), cur->end());
+  // start_offset_ first: a reader that still sees the old start and then the new list gets
+  // kOffsetOutOfRange, as if it had come a moment later.
+  start_offset_.store(list->front()->base_offset(), std::memory_order_release);
+  publish(list);
+  for (std::size_t i = 0; i < drop; i++) {
+    LIONET_LOG_INFO(logger(), "{}: retention deleted segment {} ({} bytes)", dir_, (*cur)[i]->base_offset(),
+                    (*cur)[i]->size());
+    remove_segment_files(*(*cur)[i]);
+  }
+  return drop;
+}
+
+Result<void> Log::flush() {
+  std::lock_guard<lionet::Mutex> g(append_mu_);
+  if (auto r = active_->sync_to(active_->size()); !r) {
+    failed_.store(true, std::memory_order_relaxed);
+    return r;
+  }
+  unflushed_messages_ = 0;
+  last_flush_ms_ = wall_ms();
+  return {};
+}
+
+Result<void> Log::truncate_to(int64_t offset) {
+  std::lock_guard<lionet::Mutex> g(append_mu_);
+  if (offset < start_offset() || offset > next_offset_) return make_error_code(Errc::kOffsetOutOfRange);
+  if (offset == next_offset_) return {};
+  auto cur = snapshot();
+  auto it = std::upper_bound(cur->begin(), cur->end(), offset,
+                             [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
+  const std::shared_ptr<Segment> seg = *(it - 1);
+  // Find the batch's position by walking from the index entry (headers only).
+  detail::IndexEntry e = seg->lookup_offset(offset);
+  uint64_t pos = e.position;
+  int64_t off = seg->base_offset() + e.rel_offset;
+  char hdr[detail::kBatchHeaderBytes];
+  detail::BatchHeader h;
+  for (;;) {
+    auto r = seg->file().pread(hdr, sizeof hdr, pos);
+    if (!r) return r.error();
+    if (*r != sizeof hdr) return make_error_code(Errc::kCorrupt);
+    h = detail::read_header(hdr);
+    if (h.base_offset != off || h.length < detail::kBatchHeaderBytes) return make_error_code(Errc::kCorrupt);
+    if (h.next_offset() > offset) break;
+    pos += h.length;
+    off = h.next_offset();
+  }
+  uint64_t new_size = pos;
+  if (h.base_offset < offset) {
+    // Rewrite the batch with only its records below `offset` (read() verified its CRC).
+    ReadResult whole;
+    if (auto r = read_segment(*seg, h.base_offset, 1, whole); !r) return r;
+    std::vector<Record> keep;
+    for (const RecordView& v : whole.records()) {
+      if (v.offset < offset) keep.push_back(Record{v.key, v.value, v.timestamp});
+    }
+    std::vector<char> buf(detail::encoded_size(keep));
+    detail::encode_batch(buf.data(), h.base_offset, keep, wall_ms());
+    if (auto r = seg->file().pwrite(buf.data(), buf.size(), pos); !r) return r;
+    new_size = pos + buf.size();
+  }
+  // Later segments go first (newest first, so a crash midway leaves a contiguous prefix).
+  for (auto later = cur->end(); later != it;) {
+    --later;
+    remove_segment_files(**later);
+  }
+  if (auto r = seg->file().truncate(new_size); !r) return r;
+  if (auto r = seg->file().datasync(); !r) return r;
+  (void)fs_.remove(seg->prefix() + ".index");  // it is the active segment again
+  (void)fs_.remove(seg->prefix() + ".timeindex");
+  // A fresh Segment object (full-size index) for the truncated file; readers of the old
+  // objects keep them until they finish.
+  auto f = fs_.open(seg->prefix() + ".log", false);
+  if (!f) return f.error();
+  auto fresh = std::make_shared<Segment>(seg->prefix(), seg->base_offset(), std::move(*f), active_index_capacity());
+  auto scan = detail::scan_segment(*fresh, new_size, opt_.index_interval_bytes, opt_.max_batch_bytes);
+  if (!scan) return scan.error();
+  if (scan->next_offset != offset) return make_error_code(Errc::kCorrupt);
+  fresh->first_append_ms = seg->first_append_ms;
+  auto list = std::make_shared<SegmentList>(cur->begin(), it - 1);
+  list->push_back(fresh);
+  next_offset_ = offset;
+  end_offset_.store(offset, std::memory_order_release);
+  active_ = fresh;
+  publish(std::move(list));
+  if (auto r = fs_.sync_dir(dir_); !r) return r;
+  unflushed_messages_ = 0;
+  return {};
+}
+
+uint64_t Log::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& s : *snapshot()) total += s->size();
+  return total;
+}
+
+std::size_t Log::segment_count() const { return snapshot()->size(); }
+
+std::vector<int64_t> Log::segment_base_offsets() const {
+  std::vector<int64_t> v;
+  for (const auto& s : *snapshot()) v.push_back(s->base_offset());
+  return v;
+}
+
+}  // namespace lionet::storage

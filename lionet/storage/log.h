@@ -1,0 +1,134 @@
+// lionet/storage/log.h: lionet::storage::Log, one directory of segments: a Kafka-style
+// append-only log of records (offset, timestamp, key, value).
+//
+// Owns: the segment list of one directory, appending (encode, roll, flush policy), reading,
+// offset_for_time, truncate_to, retention and recovery on open. Must not: know topics (Store
+// does), read configuration (LogOptions is data), or throw on the request path.
+//
+// Files in the directory, per segment, named by the segment's base offset (20 digits):
+//   00000000000000000000.log        record batches (detail/batch_format.h), CRC-32C each
+//   00000000000000000000.index      sparse: (relative offset, position) per index_interval_bytes
+//   00000000000000000000.timeindex  (max timestamp before that point, relative offset) + trailer
+// Index files are written when a segment is sealed (rolled); the active segment's index lives
+// in memory and is rebuilt by the scan recovery does on every open.
+//
+// Recovery on open: sealed segments load their index files (checked against the log; missing
+// or stale ones are rebuilt by a full validating scan). The active (last) segment is always
+// scanned: the scan stops at the first batch whose length, CRC, framing or offset is wrong,
+// the file is truncated there and the cut is logged (logger "storage"). A bad batch in a
+// sealed segment is not cut: reading it returns Errc::kCorrupt, never its bytes.
+//
+// Concurrency:
+//  - append/append_batch/flush/truncate_to/enforce_retention serialise on one lionet::Mutex
+//    (one appender at a time; callable from any fibers/threads). With FlushPolicy::kEveryBatch
+//    the fdatasync runs after that mutex is released, so concurrent appenders share syncs.
+//  - read/offset_for_time/start_offset/end_offset/size_bytes may run on any number of fibers or
+//    threads at once, concurrently with the appender, without locks on the data path. Readers
+//    see only batches whose write completed (size published with release after the pwrite,
+//    acquired by readers: detail/segment.h /*1*/). The segment list is an immutable
+//    snapshot (shared_ptr) replaced on roll/retention/truncate, so a reader keeps the segments
+//    it started with alive (a deleted segment's fd stays open until its last reader finishes).
+//  - A read racing truncate_to over the range it reads may return Errc::kCorrupt or
+//    kOffsetOutOfRange for that range; it never returns bytes that failed their CRC.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lionet/base/spinlock.h"
+#include "lionet/net/result.h"
+#include "lionet/storage/errors.h"
+#include "lionet/storage/log_options.h"
+#include "lionet/storage/record.h"
+#include "lionet/sync/mutex.h"
+
+namespace lionet::storage {
+
+namespace detail {
+class Segment;
+}
+
+class Log {
+ public:
+  // Opens (creating the directory and a first segment at offset 0 if empty) and recovers.
+  static Result<std::unique_ptr<Log>> open(const std::string& dir, const LogOptions& options);
+  // Flushes (fdatasync of the active segment) and closes.
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // Appends one record; returns its offset once the flush policy is satisfied.
+  Result<int64_t> append(const Record& record);
+  // Appends the records as one batch (one write, one CRC, one sync); returns the first offset:
+  // the records get first, first+1, ... Empty: Errc::kInvalidArgument.
+  Result<int64_t> append_batch(std::span<const Record> records);
+
+  // Whole records from `offset` on, from one segment: always the batch holding `offset` (even
+  // if larger than max_bytes, so a reader always progresses), then following batches while the
+  // total stays within max_bytes. offset == end_offset(): ok, no records. Outside
+  // [start_offset(), end_offset()]: Errc::kOffsetOutOfRange. A stored batch that fails its
+  // CRC or framing: Errc::kCorrupt. The out-parameter form reuses out's buffers.
+  Result<void> read(int64_t offset, std::size_t max_bytes, ReadResult& out) const;
+  Result<ReadResult> read(int64_t offset, std::size_t max_bytes) const;
+
+  // The first offset whose record has timestamp >= ts_ms (end_offset() if none).
+  Result<int64_t> offset_for_time(int64_t ts_ms) const;
+
+  // fdatasync of everything appended so far (whatever the policy).
+  Result<void> flush();
+  // Removes every record with offset >= offset (a batch cut in the middle is rewritten with its
+  // first records); the next append gets `offset`. Durable when it returns.
+  Result<void> truncate_to(int64_t offset);
+  // Deletes whole oldest segments per retention_bytes / retention_ms (now_ms < 0: the wall
+  // clock). Returns how many were deleted. Also runs at each roll.
+  Result<std::size_t> enforce_retention(int64_t now_ms = -1);
+
+  int64_t start_offset() const { return start_offset_.load(std::memory_order_acquire); }
+  int64_t end_offset() const { return end_offset_.load(std::memory_order_acquire); }  // next offset
+  uint64_t size_bytes() const;
+  std::size_t segment_count() const;
+  // Base offsets of the current segments, oldest first.
+  std::vector<int64_t> segment_base_offsets() const;
+  const std::string& dir() const { return dir_; }
+  const LogOptions& options() const { return opt_; }
+
+ private:
+  using SegmentList = std::vector<std::shared_ptr<detail::Segment>>;
+  Log(std::string dir, const LogOptions& options);
+
+  std::shared_ptr<const SegmentList> snapshot() const;
+  void publish(std::shared_ptr<const SegmentList> list);
+  Result<void> recover();
+  Result<std::shared_ptr<detail::Segment>> create_segment(int64_t base);
+  Result<void> roll(int64_t now_ms);
+  Result<std::size_t> enforce_retention_locked(int64_t now_ms);
+  void remove_segment_files(const detail::Segment& seg);
+  Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes,
+                            ReadResult& out) const;
+  std::size_t active_index_capacity() const;
+
+  const std::string dir_;
+  const LogOptions opt_;
+  FileSystem& fs_;
+
+  mutable SpinLock segments_lock_;                // guards segments_ (the pointer, not the list)
+  std::shared_ptr<const SegmentList> segments_;   // written under append_mu_ + segments_lock_
+
+  std::atomic<int64_t> start_offset_{0};  // written by the appender (release), read by anyone
+  std::atomic<int64_t> end_offset_{0};    // idem: stored after the segment published the batch
+  std::atomic<bool> failed_{false};       // an fdatasync failed: appends refused
+
+  lionet::Mutex append_mu_;
+  // Appender-owned (under append_mu_):
+  std::shared_ptr<detail::Segment> active_;
+  int64_t next_offset_ = 0;
+  std::vector<char> encode_buf_;
+  uint64_t unflushed_messages_ = 0;
+  int64_t last_flush_ms_ = 0;
+};
+
+}  // namespace lionet::storage

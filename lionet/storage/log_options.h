@@ -1,0 +1,63 @@
+// lionet/storage/log_options.h: every knob of one Log, with its default, cost and YAML key
+// (ARCHITECTURE decision 10: storage/ reads no configuration; app/ maps conf/ onto this).
+//
+// Owns: FlushPolicy, LogOptions. Must not: read files or environment.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace lionet::storage {
+
+class FileSystem;
+
+// When an append's bytes are forced to stable storage (fdatasync), and so what an
+// acknowledged append survives:
+//  kEveryBatch  fdatasync before append returns (group commit: concurrent appenders whose
+//               batches were written before one fdatasync started share it). Survives kill -9
+//               AND power loss / kernel crash.
+//  kMessages    fdatasync once flush_messages records were appended since the last one.
+//  kInterval    fdatasync at the first append at least flush_ms after the last one (checked
+//               on append; there is no timer thread: an idle log syncs at flush()/close).
+//  kNone        only at roll (the sealed segment), flush() and close.
+// The last three survive kill -9 (the bytes are in the page cache once append returns) but NOT
+// power loss: up to the unsynced tail is lost, never anything before it, and recovery cuts
+// any torn batch.
+enum class FlushPolicy { kEveryBatch, kMessages, kInterval, kNone };
+
+// "every_batch", "messages", "ms", "none".
+std::optional<FlushPolicy> parse_flush_policy(std::string_view s) noexcept;
+const char* to_string(FlushPolicy p) noexcept;
+
+struct LogOptions {
+  // YAML: storage.segment_bytes. A segment rolls when the next batch would take it past this
+  // (a batch never spans segments; one larger batch gets a segment of its own). Max 2 GiB.
+  uint64_t segment_bytes = uint64_t{1} << 30;
+  // YAML: storage.segment_ms. Roll when the active segment's first append is this old
+  // (checked at append); 0 = never by age. Kafka's default: 7 days.
+  int64_t segment_ms = 7LL * 24 * 3600 * 1000;
+  // YAML: storage.index_interval_bytes. One sparse index entry per this many bytes of batches
+  // (Kafka's default 4096). Smaller: faster offset lookups, more index memory (16 B/entry).
+  uint32_t index_interval_bytes = 4096;
+  // YAML: storage.flush.policy ("every_batch" | "messages" | "ms" | "none").
+  FlushPolicy flush_policy = FlushPolicy::kEveryBatch;
+  // YAML: storage.flush.messages (policy "messages").
+  uint64_t flush_messages = 10000;
+  // YAML: storage.flush.ms (policy "ms").
+  int64_t flush_ms = 1000;
+  // YAML: storage.retention.bytes. Delete whole oldest segments while the log stays at least
+  // this big without them; -1 = unlimited. The active segment is never deleted.
+  int64_t retention_bytes = -1;
+  // YAML: storage.retention.ms. Delete whole segments whose newest record is older than
+  // this; -1 = forever. Retention runs at each roll and at Log::enforce_retention().
+  int64_t retention_ms = -1;
+  // YAML: storage.max_batch_bytes. Largest batch accepted (and believed during recovery).
+  uint32_t max_batch_bytes = 64u << 20;
+
+  // Not YAML: the file layer (nullptr = default_file_system()); tests put a fault-injecting
+  // one here. Must outlive the Log.
+  FileSystem* fs = nullptr;
+};
+
+}  // namespace lionet::storage
