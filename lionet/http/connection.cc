@@ -1,0 +1,396 @@
+// lionet/http/connection.cc: detail::Connection, the per-connection request loop described in
+// server.h (buffer layout and the no-move invariant in detail/connection.h).
+#include "lionet/http/detail/connection.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "lionet/http/detail/date_cache.h"
+#include "lionet/http/status.h"
+#include "lionet/log/log.h"
+
+namespace lionet::http::detail {
+namespace {
+const std::shared_ptr<spdlog::logger>& http_log() {
+  static const auto lg = log::get("http");
+  return lg;
+}
+constexpr size_t kLingerBytes = 256 * 1024;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+
+void append_status_line(std::string& out, int status, std::string_view reason) {
+  std::string_view line = reason.empty() ? status_line(status) : std::string_view();
+  if (!line.empty()) {
+    out.append(line);
+    return;
+  }
+  char code[16];
+  auto [p, ec] = std::to_chars(code, code + sizeof code, status);
+  out.append("HTTP/1.1 ").append(code, p).append(" ");
+  out.append(reason.empty() ? reason_phrase(status) : reason).append("\r\n");
+}
+
+void append_content_length(std::string& out, uint64_t n) {
+  char digits[24];
+  auto [p, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  out.append("Content-Length: ").append(digits, p).append("\r\n");
+}
+}  // namespace
+
+Connection::Connection(Stream& stream, const Handler& handler, const ServerOptions& options,
+                       const std::atomic<bool>* stopping, ServerStats* stats)
+    : stream_(stream),
+      handler_(handler),
+      options_(options),
+      stopping_(stopping),
+      stats_(stats),
+      cap_(std::max<size_t>(options.input_buffer, 1024)),
+      parser_(options.limits),
+      write_timeout_(options.write_timeout) {
+  buf_.reset(new char[cap_]);
+  ChunkedDecoder::Limits cl;
+  cl.max_body = options.limits.max_body_bytes;
+  chunked_.set_limits(cl);
+  out_.reserve(512);
+}
+
+void Connection::set_read_deadline(TimePoint deadline) {
+  Duration left = deadline - now();
+  if (left <= Duration::zero()) left = Duration(1);
+  stream_.set_timeouts(left, write_timeout_);
+}
+
+void Connection::ensure_room(size_t n) {
+  if (cap_ - w_ >= n) return;
+  size_t live = w_ - r_;
+  if (cap_ - live >= n && r_ > 0) {
+    std::memmove(buf_.get(), buf_.get() + r_, live);
+  } else {
+    size_t cap = std::max(cap_ * 2, live + n);
+    std::unique_ptr<char[]> nb(new char[cap]);
+    std::memcpy(nb.get(), buf_.get() + r_, live);
+    buf_ = std::move(nb);
+    cap_ = cap;
+  }
+  r_ = 0;
+  w_ = live;
+}
+
+Connection::ReadOutcome Connection::read_tail(TimePoint deadline, size_t* got) {
+  if (now() >= deadline) return ReadOutcome::kTimeout;
+  set_read_deadline(deadline);
+  auto r = stream_.read(buf_.get() + w_, cap_ - w_);
+  if (!r) return r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError;
+  if (*r == 0) return ReadOutcome::kEof;
+  w_ += *r;
+  if (got) *got = *r;
+  return ReadOutcome::kData;
+}
+
+Connection::ReadOutcome Connection::read_more(TimePoint deadline) {
+  if (r_ == w_) r_ = w_ = 0;
+  ensure_room(1024);
+  return read_tail(deadline, nullptr);
+}
+
+bool Connection::read_head(bool first_request, TimePoint accepted) {
+  parser_.reset();
+  TimePoint deadline;
+  if (r_ == w_) {
+    // Idle: wait for the first byte of the next request.
+    TimePoint idle = first_request ? accepted + options_.header_timeout : now() + options_.keepalive_timeout;
+    ReadOutcome o = read_more(idle);
+    if (o != ReadOutcome::kData) {
+      if (o == ReadOutcome::kTimeout && stats_) stats_->timeouts.fetch_add(1, std::memory_order_relaxed);
+      return false;  // idle timeout, end of stream or error: close without a word
+    }
+  }
+  deadline = first_request ? accepted + options_.header_timeout : now() + options_.header_timeout;
+  for (;;) {
+    RequestParser::State st = parser_.parse(buf_.get() + r_, w_ - r_);
+    if (st == RequestParser::State::kDone) break;
+    if (st == RequestParser::State::kError) {
+      send_error(parser_.error_status(), parser_.error_reason());
+      return false;
+    }
+    ReadOutcome o = read_more(deadline);
+    if (o == ReadOutcome::kTimeout) {
+      if (stats_) stats_->timeouts.fetch_add(1, std::memory_order_relaxed);
+      send_error(408, "request head not received in time");
+      return false;
+    }
+    if (o != ReadOutcome::kData) return false;
+  }
+  size_t head_size = parser_.head_size();
+  if (parser_.head().body_kind != BodyKind::kNone) {
+    // Room for body reads at the tail, made now: after rebind() nothing may move.
+    size_t need = head_size + std::max(kBodyRoom, w_ - r_ - head_size);
+    if (cap_ - r_ < need) {
+      size_t live = w_ - r_;
+      if (cap_ >= need) {
+        std::memmove(buf_.get(), buf_.get() + r_, live);
+      } else {
+        std::unique_ptr<char[]> nb(new char[need]);
+        std::memcpy(nb.get(), buf_.get() + r_, live);
+        buf_ = std::move(nb);
+        cap_ = need;
+      }
+      r_ = 0;
+      w_ = live;
+    }
+  }
+  parser_.rebind(buf_.get() + r_);
+  head_end_ = r_ + head_size;
+  return true;
+}
+
+void Connection::start_body() {
+  const RequestHead& h = parser_.head();
+  body_pos_ = head_end_;
+  body_done_ = h.body_kind == BodyKind::kNone;
+  body_left_ = h.body_kind == BodyKind::kContentLength ? h.content_length : 0;
+  continue_sent_ = false;
+  body_error_status_ = 0;
+  stream_failed_ = false;
+  if (h.body_kind == BodyKind::kChunked) chunked_.reset();
+  if (!body_done_) body_deadline_ = now() + options_.body_timeout;
+}
+
+Result<size_t> Connection::read_body(void* out, size_t n) {
+  if (body_done_) return size_t{0};
+  if (stream_failed_) return errno_error(ECONNABORTED);
+  if (body_error_status_) {
+    return errno_error(body_error_status_ == 413 ? EMSGSIZE : body_error_status_ == 408 ? ETIMEDOUT : EBADMSG);
+  }
+  if (n == 0) return size_t{0};
+  const RequestHead& h = parser_.head();
+  if (h.expect_continue && !continue_sent_) {
+    continue_sent_ = true;
+    static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (auto r = stream_.write(k100.data(), k100.size()); !r) {
+      stream_failed_ = true;
+      return r.error();
+    }
+  }
+  auto fail_read = [&](ReadOutcome o, std::error_code ec) -> Result<size_t> {
+    if (o == ReadOutcome::kTimeout) {
+      body_error_status_ = 408;
+      if (stats_) stats_->timeouts.fetch_add(1, std::memory_order_relaxed);
+      return errno_error(ETIMEDOUT);
+    }
+    stream_failed_ = true;
+    return ec ? ec : errno_error(ECONNABORTED);
+  };
+  if (h.body_kind == BodyKind::kContentLength) {
+    size_t leftover = w_ - body_pos_;
+    if (leftover > 0) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>({n, leftover, body_left_}));
+      std::memcpy(out, buf_.get() + body_pos_, k);
+      body_pos_ += k;
+      body_left_ -= k;
+      if (body_pos_ == w_) body_pos_ = w_ = head_end_;
+      body_done_ = body_left_ == 0;
+      return k;
+    }
+    // Nothing buffered: read straight into the caller's buffer, never past the body.
+    if (now() >= body_deadline_) return fail_read(ReadOutcome::kTimeout, {});
+    set_read_deadline(body_deadline_);
+    auto r = stream_.read(out, static_cast<size_t>(std::min<uint64_t>(n, body_left_)));
+    if (!r) return fail_read(r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError, r.error());
+    if (*r == 0) return fail_read(ReadOutcome::kEof, {});
+    body_left_ -= *r;
+    body_done_ = body_left_ == 0;
+    return *r;
+  }
+  // Chunked: decode from the buffered bytes, refilling the tail after the head.
+  for (;;) {
+    if (body_pos_ < w_) {
+      auto cs = chunked_.decode(buf_.get() + body_pos_, w_ - body_pos_, static_cast<char*>(out), n);
+      body_pos_ += cs.consumed;
+      if (chunked_.failed()) {
+        body_error_status_ = chunked_.error_status();
+        return errno_error(body_error_status_ == 413 ? EMSGSIZE : EBADMSG);
+      }
+      body_done_ = chunked_.done();
+      if (body_pos_ == w_) body_pos_ = w_ = head_end_;
+      if (cs.produced > 0) return cs.produced;
+      if (body_done_) return size_t{0};
+      continue;
+    }
+    body_pos_ = w_ = head_end_;
+    ReadOutcome o = read_tail(body_deadline_, nullptr);
+    if (o != ReadOutcome::kData) return fail_read(o, {});
+  }
+}
+
+bool Connection::drain_body() {
+  char tmp[4096];
+  size_t drained = 0;
+  while (!body_done_) {
+    auto r = read_body(tmp, sizeof tmp);
+    if (!r) return false;
+    if (*r == 0) break;
+    drained += *r;
+    if (drained > options_.drain_body_max) return false;
+  }
+  return true;
+}
+
+void Connection::build_head(bool keep_alive, bool chunked) {
+  out_.clear();
+  append_status_line(out_, response_.status(), response_.reason());
+  out_.append(date_line());
+  if (!options_.server_name.empty()) out_.append("Server: ").append(options_.server_name).append("\r\n");
+  out_.append(response_.header_block());
+  if (status_has_body(response_.status())) {
+    if (chunked) {
+      out_.append("Transfer-Encoding: chunked\r\n");
+    } else if (auto size = response_.body_size()) {
+      append_content_length(out_, *size);
+    }
+  }
+  if (!keep_alive) {
+    out_.append("Connection: close\r\n");
+  } else if (parser_.head().version_minor == 0) {
+    out_.append("Connection: keep-alive\r\n");
+  }
+  out_.append("\r\n");
+}
+
+Result<void> Connection::send_response(bool& keep_alive) {
+  bool has_body = status_has_body(response_.status());
+  bool send_body = has_body && !request_.is_head();
+  bool chunked = false;
+  if (response_.body_type() == Response::BodyType::kWriter && !response_.body_size()) {
+    if (parser_.head().version_minor >= 1) {
+      chunked = true;
+    } else {
+      keep_alive = false;  // HTTP/1.0: the body ends when the connection does
+    }
+  }
+  build_head(keep_alive, chunked);
+  if (!send_body) {
+    if (auto r = stream_.write(out_.data(), out_.size()); !r) return r.error();
+    return {};
+  }
+  switch (response_.body_type()) {
+    case Response::BodyType::kMemory:
+    case Response::BodyType::kView: {
+      std::string_view body = response_.body_view();
+      iovec iov[2] = {{out_.data(), out_.size()}, {const_cast<char*>(body.data()), body.size()}};
+      if (auto r = stream_.writev(iov, body.empty() ? 1 : 2); !r) return r.error();
+      return {};
+    }
+    case Response::BodyType::kFile: {
+      BodyWriter w(stream_, false, out_);
+      if (auto r = w.sendfile(response_.file_fd(), response_.file_offset(), response_.file_length()); !r) return r;
+      return w.finish();
+    }
+    case Response::BodyType::kWriter: {
+      BodyWriter w(stream_, chunked, out_);
+      if (response_.writer()) {
+        if (auto r = response_.writer()(w); !r) return r;
+      }
+      if (auto len = response_.body_size(); len && w.bytes_written() != *len) return errno_error(EIO);
+      return w.finish();
+    }
+  }
+  return {};
+}
+
+void Connection::send_error(int status, const char* reason) noexcept {
+  try {
+    if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
+    std::string_view body = reason_phrase(status);
+    out_.clear();
+    append_status_line(out_, status, {});
+    out_.append(date_line());
+    if (!options_.server_name.empty()) out_.append("Server: ").append(options_.server_name).append("\r\n");
+    out_.append("Content-Type: text/plain; charset=utf-8\r\n");
+    append_content_length(out_, body.size() + 1);
+    out_.append("Connection: close\r\n\r\n").append(body).append("\n");
+    LIONET_LOG_DEBUG(http_log(), "answering {}: {}", status, reason);
+    stream_.set_timeouts(std::chrono::seconds(1), write_timeout_);
+    if (stream_.write(out_.data(), out_.size())) lingering_close();
+  } catch (...) {
+  }
+}
+
+void Connection::lingering_close() noexcept {
+  // Unread input at close() makes the kernel send a reset, which can destroy our answer in the
+  // client's receive queue: half-close, then read and drop what the client still sends.
+  (void)stream_.shutdown_write();
+  TimePoint deadline = now() + kLingerTime;
+  size_t dropped = 0;
+  while (dropped < kLingerBytes && now() < deadline) {
+    set_read_deadline(deadline);
+    auto r = stream_.read(buf_.get(), cap_);
+    if (!r || *r == 0) return;
+    dropped += *r;
+  }
+}
+
+bool Connection::handle_request() {
+  ++served_;
+  if (stats_) stats_->requests.fetch_add(1, std::memory_order_relaxed);
+  start_body();
+  const RequestHead& h = parser_.head();
+  request_.reset(&h, this);
+  response_.reset();
+  try {
+    handler_(request_, response_);
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(http_log(), "handler for {} {} threw: {}", h.method, h.target, e.what());
+    response_.reset();
+    response_.reply(500, "Internal Server Error\n");
+    response_.set_close();
+  } catch (...) {
+    LIONET_LOG_ERROR(http_log(), "handler for {} {} threw a non-std exception", h.method, h.target);
+    response_.reset();
+    response_.reply(500, "Internal Server Error\n");
+    response_.set_close();
+  }
+  if (stream_failed_) return false;
+  if (body_error_status_) {
+    response_.reset();
+    response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + "\n");
+    response_.set_close();
+    if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  bool keep = h.keep_alive && !response_.close() && !(stopping_ && stopping_->load(std::memory_order_acquire)) &&
+              !(options_.max_keepalive_requests && served_ >= options_.max_keepalive_requests);
+  if (!body_done_) {
+    if (h.expect_continue && !continue_sent_) {
+      keep = false;  // the client waits for our word before sending: do not wait for its body
+    } else if (h.body_kind == BodyKind::kContentLength && body_left_ > options_.drain_body_max) {
+      keep = false;
+    }
+  }
+  bool send_ok = send_response(keep).ok();
+  response_.reset();  // drop file / cache references now, not at the next request
+  if (!send_ok) return false;
+  if (!keep) {
+    if (!body_done_ || body_pos_ < w_) lingering_close();
+    return false;
+  }
+  if (!body_done_ && !drain_body()) return false;
+  r_ = body_pos_;
+  if (r_ == w_) r_ = w_ = 0;
+  return true;
+}
+
+void Connection::run() noexcept {
+  try {
+    TimePoint accepted = now();
+    stream_.set_timeouts(std::nullopt, write_timeout_);
+    bool first = true;
+    while (read_head(first, accepted)) {
+      first = false;
+      if (!handle_request()) break;
+    }
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(http_log(), "connection ended by exception: {}", e.what());
+  }
+}
+}  // namespace lionet::http::detail

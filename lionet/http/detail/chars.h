@@ -1,0 +1,47 @@
+// lionet/http/detail/chars.h: the RFC 9110 / 9112 character classes the parsers share
+// (tchar, field-vchar, hex digits) as constexpr tables. Internal to http/.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace lionet::http::detail {
+
+constexpr std::array<bool, 256> make_tchar() {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}
+// field-value bytes: HTAB, SP, VCHAR, obs-text. CR, LF, NUL and the other controls are not.
+constexpr std::array<bool, 256> make_field_char() {
+  std::array<bool, 256> t{};
+  t['\t'] = true;
+  for (int c = 0x20; c <= 0x7e; ++c) t[c] = true;
+  for (int c = 0x80; c <= 0xff; ++c) t[c] = true;
+  return t;
+}
+// request-target bytes: visible ASCII only (no SP, no controls, no obs-text: a conforming
+// client percent-encodes everything else).
+constexpr std::array<bool, 256> make_target_char() {
+  std::array<bool, 256> t{};
+  for (int c = 0x21; c <= 0x7e; ++c) t[c] = true;
+  return t;
+}
+inline constexpr std::array<bool, 256> kTchar = make_tchar();
+inline constexpr std::array<bool, 256> kFieldChar = make_field_char();
+inline constexpr std::array<bool, 256> kTargetChar = make_target_char();
+
+inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
+inline bool is_field_char(char c) noexcept { return kFieldChar[static_cast<unsigned char>(c)]; }
+inline bool is_target_char(char c) noexcept { return kTargetChar[static_cast<unsigned char>(c)]; }
+inline int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace lionet::http::detail

@@ -1,0 +1,84 @@
+// lionet/http/detail/connection.h: the state of one server connection (input buffer, parser,
+// the reused Request/Response, body decoding) and its request loop. Internal to http/:
+// serve_connection() in server.h is the public entry.
+//
+// Input buffer layout while a request is handled (offsets into buf_):
+//   [ ... | head: r_ .. head_end_ | body/pipelined bytes: body_pos_ .. w_ | free .. cap_ ]
+// The head's views point into buf_, so from kDone until the request is finished buf_ is never
+// moved or reallocated: before binding the views the tail is made at least kBodyRoom bytes,
+// and body reads reuse the tail from head_end_ once body_pos_ has caught up with w_.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "lionet/base/clock.h"
+#include "lionet/http/chunked_decoder.h"
+#include "lionet/http/request.h"
+#include "lionet/http/request_parser.h"
+#include "lionet/http/response.h"
+#include "lionet/http/server.h"
+
+namespace lionet::http::detail {
+
+class Connection final : public BodySource {
+ public:
+  Connection(Stream& stream, const Handler& handler, const ServerOptions& options, const std::atomic<bool>* stopping,
+             ServerStats* stats);
+  void run() noexcept;
+
+  // BodySource
+  Result<size_t> read_body(void* buf, size_t n) override;
+  bool body_complete() const noexcept override { return body_done_; }
+
+ private:
+  static constexpr size_t kBodyRoom = 4096;
+  enum class ReadOutcome { kData, kEof, kTimeout, kError };
+
+  // One read into the tail before `deadline` (making room first; may move buf_: only call
+  // while no head views are live).
+  ReadOutcome read_more(TimePoint deadline);
+  // Reads at the tail without moving anything (room must exist).
+  ReadOutcome read_tail(TimePoint deadline, size_t* got);
+  void ensure_room(size_t n);
+  void set_read_deadline(TimePoint deadline);
+  // Reads the head of the next request; false when the connection should end.
+  bool read_head(bool first_request, TimePoint accepted);
+  bool handle_request();
+  void start_body();
+  // Builds the head into out_ for the current response.
+  void build_head(bool keep_alive, bool chunked);
+  Result<void> send_response(bool& keep_alive);
+  // Reads and discards the rest of the body; false if it cannot be done within the limits.
+  bool drain_body();
+  void send_error(int status, const char* reason) noexcept;
+  void lingering_close() noexcept;
+
+  Stream& stream_;
+  const Handler& handler_;
+  const ServerOptions& options_;
+  const std::atomic<bool>* stopping_;
+  ServerStats* stats_;
+
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0, r_ = 0, w_ = 0;
+  size_t head_end_ = 0, body_pos_ = 0;
+
+  RequestParser parser_;
+  ChunkedDecoder chunked_;
+  Request request_;
+  Response response_;
+  std::string out_;  // the response head being written
+
+  // Body state of the current request.
+  uint64_t body_left_ = 0;  // Content-Length bytes not yet delivered
+  bool body_done_ = true;
+  bool continue_sent_ = false;
+  int body_error_status_ = 0;  // 400 / 408 / 413 when the body failed
+  bool stream_failed_ = false;
+  TimePoint body_deadline_{};
+  std::size_t served_ = 0;
+  std::optional<Duration> write_timeout_;
+};
+}  // namespace lionet::http::detail

@@ -1,0 +1,70 @@
+// lionet/http/headers.h: header fields as views, ASCII case-insensitive comparison, and the
+// comma-list token test HTTP uses for Connection / Transfer-Encoding / Expect.
+//
+// Owns: HeaderField, HeaderList, iequals(), has_token(). Must not own header bytes: a
+// HeaderList of a parsed request holds string_views into the connection's input buffer, valid
+// until the request has been answered (the buffer never moves while a request is handled).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace lionet::http {
+
+// ASCII-only, locale-free (header names are tokens; RFC 9110 section 5.1).
+inline char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+inline bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  return true;
+}
+
+// True if the comma-separated list `value` holds `token` (case-insensitive, optional
+// whitespace around elements): has_token("keep-alive, Upgrade", "upgrade") == true.
+bool has_token(std::string_view value, std::string_view token) noexcept;
+// Strips leading and trailing SP / HTAB.
+std::string_view trim_ows(std::string_view s) noexcept;
+
+struct HeaderField {
+  std::string_view name;   // as sent (case preserved)
+  std::string_view value;  // leading/trailing whitespace removed
+};
+
+// The fields of one message in arrival order. Lookups are linear: requests carry ~5-20
+// fields, and a linear scan over a contiguous vector beats hashing at that size.
+class HeaderList {
+ public:
+  // The first field named `name` (case-insensitive), or an empty view. Use find() to tell an
+  // empty value from an absent field.
+  std::string_view get(std::string_view name) const noexcept {
+    const HeaderField* f = find(name);
+    return f ? f->value : std::string_view();
+  }
+  const HeaderField* find(std::string_view name) const noexcept {
+    for (const auto& f : fields_)
+      if (iequals(f.name, name)) return &f;
+    return nullptr;
+  }
+  bool has(std::string_view name) const noexcept { return find(name) != nullptr; }
+  size_t count(std::string_view name) const noexcept {
+    size_t n = 0;
+    for (const auto& f : fields_) n += iequals(f.name, name);
+    return n;
+  }
+  size_t size() const noexcept { return fields_.size(); }
+  bool empty() const noexcept { return fields_.empty(); }
+  const HeaderField& operator[](size_t i) const noexcept { return fields_[i]; }
+  auto begin() const noexcept { return fields_.begin(); }
+  auto end() const noexcept { return fields_.end(); }
+
+  // For parsers: clear() keeps the capacity (no allocation per request once warm).
+  void clear() noexcept { fields_.clear(); }
+  void add(std::string_view name, std::string_view value) { fields_.push_back({name, value}); }
+  void reserve(size_t n) { fields_.reserve(n); }
+
+ private:
+  std::vector<HeaderField> fields_;
+};
+}  // namespace lionet::http

@@ -1,0 +1,120 @@
+// lionet/http/request.h: lionet::http::Request, what a handler sees of one request: the parsed
+// head (views into the connection's input buffer), the body as a blocking-style reader, and
+// the path parameters the Router matched.
+//
+// Owns: nothing of the bytes. Every string_view a Request returns stays valid until the handler
+// (and the `after` middleware) return; copy what must live longer. Must not be kept past the
+// handler: the server reuses one Request object per connection.
+//
+// Body: read_body() reads the decoded body (Content-Length or chunked) in the connection's
+// fiber. The first call answers `Expect: 100-continue` with "100 Continue" (so a handler that
+// rejects a request without reading its body never invites the upload). Errors: EMSGSIZE
+// (body over max_body_bytes: the server answers 413), EBADMSG (malformed chunked framing: 400),
+// ETIMEDOUT (body_timeout passed: 408), ECONNABORTED (the client closed mid-body), or the
+// stream's own error. After any error the server answers with that status (if the handler has
+// not) and closes the connection. A body the handler leaves unread is read and discarded by the
+// server (up to ServerOptions::drain_body_max, else the connection is closed).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lionet/http/request_parser.h"
+#include "lionet/net/result.h"
+
+namespace lionet::http {
+
+namespace detail {
+// The connection side of a request body (implemented by the server's connection).
+class BodySource {
+ public:
+  virtual Result<size_t> read_body(void* buf, size_t n) = 0;
+  virtual bool body_complete() const noexcept = 0;
+
+ protected:
+  ~BodySource() = default;
+};
+}  // namespace detail
+
+class Request {
+ public:
+  static constexpr size_t kMaxParams = 8;
+  struct Param {
+    std::string_view name, value;
+  };
+
+  Request() = default;
+  // For servers, tests and tools: a request over a parsed head and an optional body source.
+  explicit Request(const RequestHead* head, detail::BodySource* body = nullptr) noexcept
+      : head_(head), body_(body) {}
+  void reset(const RequestHead* head, detail::BodySource* body) noexcept {
+    head_ = head;
+    body_ = body;
+    nparams_ = 0;
+    route_pattern_ = {};
+  }
+
+  std::string_view method() const noexcept { return head_->method; }
+  bool is_head() const noexcept { return head_->method == "HEAD"; }
+  std::string_view target() const noexcept { return head_->target; }
+  // Path as sent (percent-encoding kept; see path_decode() in router.h to decode).
+  std::string_view path() const noexcept { return head_->path; }
+  std::string_view query() const noexcept { return head_->query; }
+  std::string_view host() const noexcept { return head_->host; }
+  int version_minor() const noexcept { return head_->version_minor; }
+  const HeaderList& headers() const noexcept { return head_->headers; }
+  std::string_view header(std::string_view name) const noexcept { return head_->headers.get(name); }
+  // What the client asked for (the server may still close).
+  bool keep_alive() const noexcept { return head_->keep_alive; }
+  bool expects_continue() const noexcept { return head_->expect_continue; }
+  const RequestHead& head() const noexcept { return *head_; }
+
+  bool has_body() const noexcept { return head_->body_kind != BodyKind::kNone; }
+  bool chunked() const noexcept { return head_->body_kind == BodyKind::kChunked; }
+  // Content-Length of the body (nullopt for chunked; 0 for no body).
+  std::optional<uint64_t> content_length() const noexcept {
+    if (head_->body_kind == BodyKind::kChunked) return std::nullopt;
+    return head_->body_kind == BodyKind::kContentLength ? head_->content_length : 0;
+  }
+  // Up to n decoded body bytes; 0 at the end of the body. See the top of the file.
+  Result<size_t> read_body(void* buf, size_t n) {
+    if (!body_ || !has_body()) return size_t{0};
+    return body_->read_body(buf, n);
+  }
+  // Appends the rest of the body to out (bounded by max_body_bytes). Returns the bytes appended.
+  Result<size_t> read_body(std::string& out);
+  bool body_complete() const noexcept { return !body_ || !has_body() || body_->body_complete(); }
+
+  // Path parameters set by the Router ("{topic}" -> param("topic")); "" if absent. A prefix
+  // route's remainder is param("**").
+  std::string_view param(std::string_view name) const noexcept {
+    for (size_t i = 0; i < nparams_; ++i)
+      if (params_[i].name == name) return params_[i].value;
+    return {};
+  }
+  size_t param_count() const noexcept { return nparams_; }
+  const Param& param_at(size_t i) const noexcept { return params_[i]; }
+  // The pattern of the route that matched ("" before routing or when none did).
+  std::string_view route_pattern() const noexcept { return route_pattern_; }
+
+  // For the Router.
+  bool add_param(std::string_view name, std::string_view value) noexcept {
+    if (nparams_ == kMaxParams) return false;
+    params_[nparams_++] = {name, value};
+    return true;
+  }
+  void clear_params() noexcept { nparams_ = 0; }
+  void set_route_pattern(std::string_view p) noexcept { route_pattern_ = p; }
+
+ private:
+  const RequestHead* head_ = nullptr;
+  detail::BodySource* body_ = nullptr;
+  std::array<Param, kMaxParams> params_{};
+  size_t nparams_ = 0;
+  std::string_view route_pattern_;
+};
+}  // namespace lionet::http

@@ -1,0 +1,226 @@
+// lionet/http/response.cc: Response header block and BodyWriter framing (see response.h).
+#include "lionet/http/response.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "lionet/http/detail/chars.h"
+#include "lionet/http/headers.h"
+#include "lionet/http/request.h"
+#include "lionet/net/stream.h"
+
+namespace lionet::http {
+namespace {
+bool valid_name(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!detail::is_tchar(c)) return false;
+  return true;
+}
+bool valid_value(std::string_view value) noexcept {
+  for (char c : value)
+    if (!detail::is_field_char(c)) return false;
+  return true;
+}
+// Calls f(line_begin, line_end, name, value) for each "Name: value\r\n" line of block;
+// stops when f returns false.
+template <class F>
+void for_each_line(std::string_view block, F f) {
+  size_t pos = 0;
+  while (pos < block.size()) {
+    size_t end = block.find("\r\n", pos);
+    if (end == std::string_view::npos) break;
+    std::string_view line = block.substr(pos, end - pos);
+    size_t colon = line.find(':');
+    std::string_view name = line.substr(0, colon);
+    std::string_view value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string_view();
+    if (!f(pos, end + 2, name, value)) return;
+    pos = end + 2;
+  }
+}
+}  // namespace
+
+Response::Response() {
+  headers_.reserve(256);
+  body_.reserve(256);
+}
+
+void Response::reset() noexcept {
+  status_ = 200;
+  reason_ = {};
+  headers_.clear();
+  type_ = BodyType::kMemory;
+  close_ = false;
+  body_.clear();
+  view_ = {};
+  keep_.reset();
+  file_fd_ = -1;
+  file_offset_ = 0;
+  file_length_ = 0;
+  writer_ = nullptr;
+  writer_length_.reset();
+}
+
+bool Response::add_header(std::string_view name, std::string_view value) {
+  if (!valid_name(name) || !valid_value(value)) return false;
+  headers_.append(name).append(": ").append(value).append("\r\n");
+  return true;
+}
+
+bool Response::set_header(std::string_view name, std::string_view value) {
+  if (!valid_name(name) || !valid_value(value)) return false;
+  if (!headers_.empty()) remove_header(name);
+  headers_.append(name).append(": ").append(value).append("\r\n");
+  return true;
+}
+
+std::string_view Response::header(std::string_view name) const noexcept {
+  std::string_view found;
+  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view v) {
+    if (!iequals(n, name)) return true;
+    found = v;
+    return false;
+  });
+  return found;
+}
+
+bool Response::has_header(std::string_view name) const noexcept {
+  bool found = false;
+  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view) {
+    found = iequals(n, name);
+    return !found;
+  });
+  return found;
+}
+
+size_t Response::remove_header(std::string_view name) {
+  size_t removed = 0;
+  for (;;) {
+    size_t b = 0, e = 0;
+    bool hit = false;
+    for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
+      if (!iequals(n, name)) return true;
+      b = lb;
+      e = le;
+      hit = true;
+      return false;
+    });
+    if (!hit) return removed;
+    headers_.erase(b, e - b);
+    ++removed;
+  }
+}
+
+std::optional<uint64_t> Response::body_size() const noexcept {
+  switch (type_) {
+    case BodyType::kMemory: return body_.size();
+    case BodyType::kView: return view_.size();
+    case BodyType::kFile: return file_length_;
+    case BodyType::kWriter: return writer_length_;
+  }
+  return std::nullopt;
+}
+
+Result<void> BodyWriter::flush_head() {
+  if (pending_head_.empty()) return {};
+  auto r = stream_.write(pending_head_.data(), pending_head_.size());
+  pending_head_ = {};
+  if (!r) return r.error();
+  return {};
+}
+
+Result<void> BodyWriter::write(std::string_view data) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  return writev(&iov, 1);
+}
+
+Result<void> BodyWriter::writev(const iovec* iov, int iovcnt) {
+  size_t total = 0;
+  for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
+  if (total == 0) return {};
+  constexpr int kMaxIov = 16;
+  iovec out[kMaxIov + 3];
+  int n = 0;
+  char size_line[24];
+  if (!pending_head_.empty()) out[n++] = {const_cast<char*>(pending_head_.data()), pending_head_.size()};
+  if (chunked_) {
+    int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", total);
+    out[n++] = {size_line, static_cast<size_t>(len)};
+  }
+  if (iovcnt > kMaxIov) {  // rare: send the prefix separately
+    if (auto r = flush_head(); !r) return r;
+    if (chunked_) {
+      if (auto r = stream_.write(size_line, std::strlen(size_line)); !r) return r.error();
+    }
+    if (auto r = stream_.writev(iov, iovcnt); !r) return r.error();
+    if (chunked_) {
+      if (auto r = stream_.write("\r\n", 2); !r) return r.error();
+    }
+    written_ += total;
+    return {};
+  }
+  for (int i = 0; i < iovcnt; ++i) out[n++] = iov[i];
+  if (chunked_) out[n++] = {const_cast<char*>("\r\n"), 2};
+  auto r = stream_.writev(out, n);
+  pending_head_ = {};
+  if (!r) return r.error();
+  written_ += total;
+  return {};
+}
+
+Result<void> BodyWriter::sendfile(int file_fd, off_t offset, size_t count) {
+  if (count == 0) return {};
+  if (chunked_) {
+    char size_line[24];
+    int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", count);
+    iovec out[2];
+    int n = 0;
+    if (!pending_head_.empty()) out[n++] = {const_cast<char*>(pending_head_.data()), pending_head_.size()};
+    out[n++] = {size_line, static_cast<size_t>(len)};
+    auto r = stream_.writev(out, n);
+    pending_head_ = {};
+    if (!r) return r.error();
+  } else if (auto r = flush_head(); !r) {
+    return r;
+  }
+  size_t sent = 0;
+  while (sent < count) {
+    auto r = stream_.sendfile(file_fd, offset + static_cast<off_t>(sent), count - sent);
+    if (!r) return r.error();
+    if (*r == 0) return errno_error(EIO);  // the file is shorter than promised
+    sent += *r;
+  }
+  written_ += count;
+  if (chunked_) {
+    if (auto r = stream_.write("\r\n", 2); !r) return r.error();
+  }
+  return {};
+}
+
+Result<void> BodyWriter::finish() {
+  if (!chunked_) return flush_head();
+  if (!pending_head_.empty()) {
+    iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()},
+                    {const_cast<char*>("0\r\n\r\n"), 5}};
+    pending_head_ = {};
+    if (auto r = stream_.writev(out, 2); !r) return r.error();
+    return {};
+  }
+  if (auto r = stream_.write("0\r\n\r\n", 5); !r) return r.error();
+  return {};
+}
+
+Result<size_t> Request::read_body(std::string& out) {
+  size_t total = 0;
+  if (auto cl = content_length(); cl && *cl > 0) out.reserve(out.size() + *cl);
+  for (;;) {
+    size_t old = out.size();
+    out.resize(old + 16384);
+    auto r = read_body(out.data() + old, 16384);
+    out.resize(old + (r ? *r : 0));
+    if (!r) return r.error();
+    if (*r == 0) return total;
+    total += *r;
+  }
+}
+}  // namespace lionet::http

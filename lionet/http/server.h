@@ -1,0 +1,142 @@
+// lionet/http/server.h: the HTTP/1.1 server: serve_connection() (one connection over any
+// lionet::Stream, so HTTP never knows TCP from TLS) and lionet::http::Server (a TcpServer whose
+// connections run serve_connection, optionally wrapped by a stream factory such as TLS).
+//
+//   lionet::http::Router router;
+//   router.get("/hello", [](auto& req, auto& res) { res.reply(200, "hello world"); });
+//   lionet::http::Server server(io, router.handler(), {});
+//   server.listen(lionet::Address::parse("127.0.0.1:8080").value());
+//   server.start();
+//   ...
+//   server.stop(std::chrono::seconds(5));
+//
+// Owns: the per-connection request loop (read, parse, handle, respond, keep-alive), the
+// timeouts, and error answers. Must not: read configuration (ServerOptions is filled by app/),
+// throw on the request path, or copy header bytes.
+//
+// Connection loop (serve_connection), per request:
+//   1. Wait for the first byte: keepalive_timeout on an idle kept-alive connection (expiry
+//      closes silently); on a new connection header_timeout runs from the start.
+//   2. Read until the head is complete. header_timeout bounds the WHOLE head from its first
+//      byte (slowloris-safe: trickling bytes does not extend it); expiry answers 408 and closes.
+//      Limits and grammar errors answer 400/413/414/417/431/501/505 and close.
+//   3. Run the handler (in this fiber). The head's views stay valid: the input buffer is never
+//      moved or grown until the request is done (body bytes are read into its tail or straight
+//      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
+//   4. Send the response: head and body in one writev for memory bodies; head then sendfile
+//      for files; the writer with its first chunk in one writev.
+//   5. Discard an unread body (up to drain_body_max) to keep the connection; otherwise close.
+//      Pipelined requests already in the buffer are parsed without another read.
+//   Keep-alive ends on: the client's wish (version + Connection), Response::set_close(),
+//   max_keepalive_requests, a server that is stopping, or any error.
+// Closing after an error with unread input uses a bounded lingering close (shutdown the write
+// side, discard input for up to 1 s / 256 KiB) so the client reads our answer instead of a reset.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/http/request.h"
+#include "lionet/http/request_parser.h"
+#include "lionet/http/response.h"
+#include "lionet/net/address.h"
+#include "lionet/net/socket_stream.h"
+#include "lionet/net/stream.h"
+#include "lionet/net/tcp_server.h"
+
+namespace lionet {
+class IOManager;
+class SslContext;
+}  // namespace lionet
+
+namespace lionet::http {
+
+// A handler runs in the connection's fiber and may block (read a file, call a Client, lock a
+// lionet::Mutex). It must not keep Request or Response past its return.
+using Handler = std::function<void(Request&, Response&)>;
+
+struct ServerOptions {
+  // Request line, header and body limits (keys http.max_request_line, http.max_header_bytes,
+  // http.max_headers, http.max_body_bytes).
+  ParserLimits limits;
+  // Idle time allowed between requests of a kept-alive connection. YAML: http.keepalive_timeout
+  Duration keepalive_timeout = std::chrono::seconds(60);
+  // Whole request head, from its first byte (from accept for the first request).
+  // YAML: http.header_timeout
+  Duration header_timeout = std::chrono::seconds(10);
+  // Whole request body, from the end of the head. YAML: http.body_timeout
+  Duration body_timeout = std::chrono::seconds(30);
+  // Each response write (one writev / sendfile call as a whole). YAML: http.write_timeout
+  Duration write_timeout = std::chrono::seconds(60);
+  // Requests served on one connection before it is closed; 0 = no limit.
+  // YAML: http.max_keepalive_requests
+  std::size_t max_keepalive_requests = 0;
+  // Unread request body bytes the server reads and discards to keep a connection alive; a
+  // larger unread body closes the connection instead. YAML: http.drain_body_max
+  std::size_t drain_body_max = 1u << 20;
+  // The Server header ("" = none). YAML: http.server_name
+  std::string server_name = "lionet";
+  // Initial input buffer per connection (grows up to the limits while a head is read).
+  // YAML: http.input_buffer
+  std::size_t input_buffer = 4096;
+  // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
+  // TcpServerOptions.
+  TcpServerOptions tcp;
+};
+
+// Counters of one Server (relaxed atomics: statistics only).
+struct ServerStats {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> errors{0};  // requests answered 4xx/5xx by the server itself (parse, limits)
+  std::atomic<uint64_t> timeouts{0};
+};
+
+// Serves one connection until it ends (see the loop above). `stopping`, if given, makes every
+// response after it becomes true carry Connection: close. `stats` may be null.
+void serve_connection(Stream& stream, const Handler& handler, const ServerOptions& options,
+                      const std::atomic<bool>* stopping = nullptr, ServerStats* stats = nullptr);
+
+// Wraps an accepted connection's stream (e.g. in TLS, including the handshake). Runs in the
+// connection's fiber. Returns the stream to serve, or nullptr to drop the connection.
+using StreamFactory = std::function<std::unique_ptr<Stream>(SocketStream&)>;
+
+class Server {
+ public:
+  Server(IOManager& io, Handler handler, ServerOptions options = {});
+  ~Server() = default;  // tcp_ (the last member) stops first
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Before start(): every accepted connection is passed through f.
+  void set_stream_factory(StreamFactory f);
+
+  // As TcpServer: listen() throws std::system_error naming the address; start() once.
+  void listen(const Address& local);
+  void start();
+  // Stops accepting; kept-alive connections end after their current request (Connection:
+  // close) or at their next read; true if all ended within drain.
+  bool stop(Duration drain);
+
+  std::vector<Address> addresses() const { return tcp_.addresses(); }
+  TcpServer& tcp() noexcept { return tcp_; }
+  const ServerOptions& options() const noexcept { return options_; }
+  const ServerStats& stats() const noexcept { return stats_; }
+
+ private:
+  void serve(SocketStream& s);
+
+  const ServerOptions options_;
+  Handler handler_;
+  StreamFactory factory_;
+  std::atomic<bool> stopping_{false};  // release by stop(), acquire by connections
+  ServerStats stats_;
+  TcpServer tcp_;  // last: its fibers use the members above until stop()/destruction
+};
+}  // namespace lionet::http

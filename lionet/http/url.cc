@@ -1,0 +1,78 @@
+// lionet/http/url.cc: percent_decode() and parse_url() (see url.h).
+#include "lionet/http/url.h"
+
+#include <charconv>
+
+#include "lionet/http/detail/chars.h"
+#include "lionet/http/headers.h"
+
+namespace lionet::http {
+
+std::optional<std::string> percent_decode(std::string_view s, bool plus_as_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      int hi = detail::hex_value(s[i + 1]), lo = detail::hex_value(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_as_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::optional<Url> parse_url(std::string_view url) {
+  Url u;
+  size_t rest;
+  if (url.size() >= 7 && iequals(url.substr(0, 7), "http://")) {
+    u.scheme = "http";
+    u.port = 80;
+    rest = 7;
+  } else if (url.size() >= 8 && iequals(url.substr(0, 8), "https://")) {
+    u.scheme = "https";
+    u.port = 443;
+    rest = 8;
+  } else {
+    return std::nullopt;
+  }
+  size_t auth_end = url.find_first_of("/?#", rest);
+  if (auth_end == std::string_view::npos) auth_end = url.size();
+  std::string_view auth = url.substr(rest, auth_end - rest);
+  if (auth.empty() || auth.find('@') != std::string_view::npos) return std::nullopt;
+  u.authority = std::string(auth);
+  std::string_view host = auth, port;
+  if (auth.front() == '[') {
+    size_t close = auth.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = auth.substr(1, close - 1);
+    std::string_view after = auth.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return std::nullopt;
+      port = after.substr(1);
+    }
+  } else if (size_t colon = auth.rfind(':'); colon != std::string_view::npos) {
+    host = auth.substr(0, colon);
+    port = auth.substr(colon + 1);
+  }
+  if (host.empty()) return std::nullopt;
+  u.host = std::string(host);
+  if (!port.empty()) {
+    unsigned v = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+    if (ec != std::errc() || p != port.data() + port.size() || v == 0 || v > 65535) return std::nullopt;
+    u.port = static_cast<uint16_t>(v);
+  }
+  std::string_view target = url.substr(auth_end);
+  if (size_t hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
+  if (target.empty() || target.front() != '/') u.target = "/" + std::string(target);
+  else u.target = std::string(target);
+  return u;
+}
+}  // namespace lionet::http

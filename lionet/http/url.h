@@ -1,0 +1,28 @@
+// lionet/http/url.h: the small URL helpers HTTP code needs: percent-decoding and splitting an
+// "http(s)://host[:port]/path?query" URL (for the Client).
+//
+// Owns: parsing only; no normalisation or security decisions (the static-file handler makes
+// its own, stricter, checks on decoded paths).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lionet::http {
+
+// "%2F" -> "/", "+" is kept as '+'. nullopt for a malformed escape ("%4", "%zz").
+// plus_as_space: decode '+' as ' ' (query strings in form encoding).
+std::optional<std::string> percent_decode(std::string_view s, bool plus_as_space = false);
+
+struct Url {
+  std::string scheme;     // "http" or "https" (lower case)
+  std::string host;       // without brackets for IPv6
+  uint16_t port = 0;      // explicit or the scheme's default
+  std::string target;     // path and query ("/" if the URL had none)
+  std::string authority;  // host[:port] as the Host header wants it
+};
+// nullopt for other schemes, a missing host, a bad port or userinfo.
+std::optional<Url> parse_url(std::string_view url);
+}  // namespace lionet::http
