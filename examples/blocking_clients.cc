@@ -1,6 +1,6 @@
 // examples/blocking_clients.cc: unmodified blocking client libraries (hiredis, libcurl) in
 // fibers. Their connect/read/write/poll calls land in LioNet's hooks (lionet/hook/hook.h), so a
-// call that would block parks only its fiber: 150 slow calls on ONE worker thread take about as
+// call that would block parks only its fiber: 100 slow calls on ONE worker thread take about as
 // long as one of them.
 //
 //   ./blocking_clients [redis_fibers] [http_fibers] [redis_port]
@@ -93,9 +93,9 @@ pid_t start_redis(uint16_t port) {
   ::_exit(127);  // exec failed: not on PATH
 }
 
-// Waits up to 10 s for the server to accept; false if it exited or never came up.
-bool wait_until_up(pid_t pid, uint16_t port) {
-  for (int i = 0; i < 500; ++i) {
+// Waits up to `seconds` for the server to accept; false if it exited or never came up.
+bool wait_until_up(pid_t pid, uint16_t port, int seconds) {
+  for (int i = 0; i < seconds * 50; ++i) {
     if (port_accepts(port)) return true;
     if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == pid) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -124,8 +124,8 @@ void report(const char* what, int fibers, const Batch& b) {
 
 // ---- The fibers' code: ordinary blocking calls, exactly as in a thread-per-client program ----
 
-// hiredis: connect, PING, then BLPOP on an empty list, which the server holds for 0.2 s (kHoldSeconds) and
-// answers with nil. Each call blocks in read()/poll(); the hooks park this fiber instead.
+// hiredis: connect, PING, then BLPOP on an empty list, which the server holds for 0.2 s and
+// then answers with nil. Each call blocks in read()/poll(); the hooks park this fiber instead.
 void redis_client(uint16_t port, int i, Batch& b) {
   redisContext* c = redisConnect("127.0.0.1", port);
   bool ok = c != nullptr && c->err == 0;
@@ -156,6 +156,10 @@ void http_client(uint16_t port, int i, Batch& b) {
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + path;
   std::string body;
   CURL* h = curl_easy_init();
+  if (h == nullptr) {
+    b.failed.fetch_add(1);
+    return;
+  }
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM-based timeouts (never with threads or fibers)
   curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
@@ -231,14 +235,27 @@ int main(int argc, char** argv) {
   ::setrlimit(RLIMIT_NOFILE, &rl);
 
   // 1. The servers: our own redis-server unless a port was given.
+  //    (Three tries: another program may take the free port before redis-server binds it.)
   pid_t redis_pid = -1;
-  if (redis_fibers > 0 && redis_port == 0) {
-    redis_port = free_local_port();
-    redis_pid = start_redis(static_cast<uint16_t>(redis_port));
+  bool redis_up = redis_fibers == 0;
+  if (!redis_up && redis_port != 0) redis_up = wait_until_up(-1, static_cast<uint16_t>(redis_port), 1);
+  for (int attempt = 0; !redis_up && redis_port == 0 && attempt < 3; ++attempt) {
+    const uint16_t port = free_local_port();
+    redis_pid = start_redis(port);
+    redis_up = wait_until_up(redis_pid, port, 10);
+    if (redis_up) {
+      redis_port = port;
+    } else {  // exited (already reaped) or hung: make sure it is gone before the next try
+      ::kill(redis_pid, SIGKILL);
+      ::waitpid(redis_pid, nullptr, 0);
+    }
   }
-  if (redis_fibers > 0 && !wait_until_up(redis_pid, static_cast<uint16_t>(redis_port))) {
-    std::fprintf(stderr, "redis-server is not answering on 127.0.0.1:%d%s\n", redis_port,
-                 redis_pid > 0 ? " (is redis-server installed and on PATH? scripts/install-deps.sh)" : "");
+  if (!redis_up) {
+    if (redis_port != 0) {
+      std::fprintf(stderr, "nothing answers on 127.0.0.1:%d\n", redis_port);
+    } else {
+      std::fprintf(stderr, "could not start redis-server (installed and on PATH? scripts/install-deps.sh)\n");
+    }
     return 2;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any thread

@@ -342,4 +342,24 @@ TEST(BlockingClients, ManyBlockingCallsOverlapOnOneWorker) {
   EXPECT_EQ(c.wait_exit(), 0) << c.output();
 }
 
+// A redis port given on the command line is used as is; when nothing answers there the program
+// says so in one line and exits 2 (a setup failure), without running any fiber.
+TEST(BlockingClients, NamesTheGivenPortWhenNothingAnswers) {
+  REQUIRE_EXAMPLE(bin, "blocking_clients");
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // a bound port nobody listens on
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  Child c(bin, {"5", "0", port}, 15s);
+  ASSERT_TRUE(c.started());
+  EXPECT_EQ(c.wait_exit(), 2) << c.output();
+  EXPECT_NE(c.output().find("nothing answers on 127.0.0.1:" + port), std::string::npos) << c.output();
+  EXPECT_EQ(c.output().find("RESULT"), std::string::npos) << c.output();
+  ::close(fd);
+}
+
 }  // namespace
