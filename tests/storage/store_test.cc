@@ -1,0 +1,91 @@
+// tests/storage/store_test.cc: Store: topics with partitions from options, on demand and
+// explicitly; per-topic overrides; list/describe; reopen finds topics on disk.
+#include "lionet/storage/store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/storage/storage_test_util.h"
+
+namespace lionet::storage {
+namespace {
+
+using test::TempDir;
+
+StoreOptions options(const std::string& dir) {
+  StoreOptions o;
+  o.data_dir = dir + "/data";
+  o.log.flush_policy = FlushPolicy::kNone;
+  o.log.segment_bytes = 64 * 1024;
+  TopicOptions orders;
+  orders.name = "orders";
+  orders.partitions = 3;
+  orders.segment_bytes = 4096;
+  orders.retention_bytes = 8192;
+  o.topics.push_back(orders);
+  return o;
+}
+
+TEST(StorageStore, TopicsFromOptionsWithOverrides) {
+  TempDir d;
+  auto store = Store::open(options(d.path())).value();
+  EXPECT_EQ(store->list_topics(), std::vector<std::string>{"orders"});
+  for (uint32_t p = 0; p < 3; p++) {
+    EXPECT_TRUE(std::filesystem::is_directory(d.path() + "/data/orders-" + std::to_string(p)));
+  }
+  auto info = store->describe("orders").value();
+  EXPECT_EQ(info.partitions.size(), 3u);
+  EXPECT_EQ(info.options.segment_bytes, 4096u);     // overridden
+  EXPECT_EQ(info.options.flush_policy, FlushPolicy::kNone);  // store-wide
+  EXPECT_EQ(store->log("orders", 3).error(), Errc::kInvalidArgument);
+  Log* p1 = store->log("orders", 1).value();
+  test::append_n(*p1, 100, 1);
+  info = store->describe("orders").value();
+  EXPECT_EQ(info.partitions[1].end_offset, 100);
+  EXPECT_GT(info.partitions[1].start_offset, 0);  // retention.bytes override applied
+  EXPECT_EQ(info.partitions[0].end_offset, 0);
+  EXPECT_EQ(store->describe("nope").error(), Errc::kNotFound);
+}
+
+TEST(StorageStore, OnDemandTopicsAndReopen) {
+  TempDir d;
+  StoreOptions o = options(d.path());
+  o.default_partitions = 2;
+  {
+    auto store = Store::open(o).value();
+    Log* l = store->log("events", 1).value();  // created on demand with 2 partitions
+    test::append_n(*l, 10, 2);
+    EXPECT_EQ(store->describe("events").value().partitions.size(), 2u);
+    EXPECT_EQ(store->log("events", 2).error(), Errc::kInvalidArgument);
+    TopicOptions more;
+    more.name = "events";
+    more.partitions = 4;  // grows, never shrinks
+    ASSERT_TRUE(store->create_topic(more).ok());
+    EXPECT_TRUE(store->log("events", 3).ok());
+    TopicOptions bad;
+    bad.name = "../etc";
+    EXPECT_EQ(store->create_topic(bad).error(), Errc::kInvalidArgument);
+    ASSERT_TRUE(store->flush().ok());
+  }
+  o.auto_create_topics = false;
+  auto store = Store::open(o).value();
+  EXPECT_EQ(store->list_topics(), (std::vector<std::string>{"events", "orders"}));
+  EXPECT_EQ(store->describe("events").value().partitions.size(), 4u);
+  Log* l = store->log("events", 1).value();
+  EXPECT_EQ(l->end_offset(), 10);
+  EXPECT_EQ(test::verify_range(*l, 0, 10), 10);
+  EXPECT_EQ(store->log("unknown", 0).error(), Errc::kNotFound);
+  EXPECT_TRUE(store->enforce_retention().ok());
+}
+
+TEST(StorageStore, TopicNames) {
+  EXPECT_TRUE(valid_topic_name("a.b_c-D9"));
+  EXPECT_FALSE(valid_topic_name(""));
+  EXPECT_FALSE(valid_topic_name(".."));
+  EXPECT_FALSE(valid_topic_name("a/b"));
+  EXPECT_FALSE(valid_topic_name(std::string(201, 'a')));
+}
+
+}  // namespace
+}  // namespace lionet::storage
