@@ -18,6 +18,8 @@ void FdEntry::reset() noexcept {
   kernel_nonblock.store(false, std::memory_order_relaxed);
   rcv_timeout_ns.store(0, std::memory_order_relaxed);
   snd_timeout_ns.store(0, std::memory_order_relaxed);
+  direct.store(false, std::memory_order_relaxed);
+  nowait_write_unsupported.store(false, std::memory_order_relaxed);
 }
 
 void FdEntry::init(FdKind k, bool user_nb, bool kernel_nb) noexcept {
@@ -33,6 +35,8 @@ void FdEntry::copy_from(const FdEntry& o) noexcept {
   kernel_nonblock.store(o.kernel_nonblock.load(std::memory_order_relaxed), std::memory_order_relaxed);
   rcv_timeout_ns.store(o.rcv_timeout_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
   snd_timeout_ns.store(o.snd_timeout_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  direct.store(o.direct.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  nowait_write_unsupported.store(o.nowait_write_unsupported.load(std::memory_order_relaxed), std::memory_order_relaxed);
   kind.store(o.kind.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
@@ -88,6 +92,12 @@ FdEntry* FdTable::managed(int fd, bool make_nonblock) noexcept {
       k = FdKind::kSocket;
     } else if (S_ISFIFO(st.st_mode)) {
       k = FdKind::kPipe;
+    } else if (S_ISREG(st.st_mode)) {
+      int fl = LIONET_REAL(fcntl)(fd, F_GETFL);
+      e->direct.store(fl >= 0 && (fl & O_DIRECT), std::memory_order_relaxed);
+      e->nowait_write_unsupported.store(false, std::memory_order_relaxed);
+      e->kind.store(FdKind::kRegular, std::memory_order_relaxed);
+      return nullptr;
     } else {
       e->kind.store(FdKind::kOther, std::memory_order_relaxed);
       return nullptr;
@@ -99,7 +109,7 @@ FdEntry* FdTable::managed(int fd, bool make_nonblock) noexcept {
       e->rcv_timeout_ns.store(read_timeout(fd, SO_RCVTIMEO), std::memory_order_relaxed);
       e->snd_timeout_ns.store(read_timeout(fd, SO_SNDTIMEO), std::memory_order_relaxed);
     }
-  } else if (k == FdKind::kOther) {
+  } else if (k == FdKind::kOther || k == FdKind::kRegular) {
     return nullptr;
   }
   if (make_nonblock && !e->kernel_nonblock.load(std::memory_order_relaxed)) {
@@ -108,6 +118,13 @@ FdEntry* FdTable::managed(int fd, bool make_nonblock) noexcept {
     e->kernel_nonblock.store(true, std::memory_order_relaxed);
   }
   return e;
+}
+
+FdEntry* FdTable::regular(int fd) noexcept {
+  FdEntry* e = get(fd);
+  if (!e) return nullptr;
+  if (e->kind.load(std::memory_order_relaxed) == FdKind::kUnknown) (void)managed(fd, false);  // classifies
+  return e->kind.load(std::memory_order_relaxed) == FdKind::kRegular ? e : nullptr;
 }
 
 namespace {

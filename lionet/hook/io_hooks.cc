@@ -1,6 +1,7 @@
 // lionet/hook/io_hooks.cc: hooks that create, transfer on and close fds: socket, socketpair,
-// pipe, pipe2, accept, accept4, connect, the read/write families, sendfile, close, shutdown,
-// dup, dup2, dup3. Behaviour is described in hook.h.
+// pipe, pipe2, accept, accept4, connect, the read/write families (including pread/pwrite/
+// preadv/pwritev for regular files), sendfile, close, shutdown, dup, dup2, dup3. Behaviour is
+// described in hook.h.
 //
 // The one rule every function here follows: errno is read with get_errno() and written with
 // set_errno(), and only after the last call that may switch fibers (wait_fd).
@@ -17,8 +18,10 @@
 #include "lionet/hook/detail/common.h"
 #include "lionet/hook/detail/fd_table.h"
 #include "lionet/hook/detail/real.h"
+#include "lionet/hook/hook.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/offload.h"
 
 #define LIONET_HOOK_API extern "C" __attribute__((visibility("default")))
 
@@ -65,6 +68,91 @@ ssize_t do_io(int fd, Dir dir, int msg_flags, Call&& call) noexcept {
       return -1;
     }
   }
+}
+
+// ---- regular files (hook.h, REGULAR FILES) ----
+
+// Fast-path limit: a buffered read or write up to this size is first tried with RWF_NOWAIT on
+// the worker (a page-cache copy: ~1 us for 4 KiB); bigger ones go to the offload pool at once,
+// so one hooked call never copies more than this on a worker thread.
+constexpr size_t kNowaitMaxBytes = 256 * 1024;
+
+std::atomic<uint64_t> g_file_fast{0};     // served by the RWF_NOWAIT try
+std::atomic<uint64_t> g_file_offload{0};  // ran on the offload pool
+
+// The fd's entry if the call must take the regular-file path: an active fiber (no IOManager
+// needed: the offload pool parks the fiber itself) and a regular file.
+FdEntry* regular_entry(int fd) noexcept {
+  if (!sleep_active()) return nullptr;
+  return fd_table().regular(fd);
+}
+
+size_t iov_bytes(const iovec* iov, int cnt) noexcept {
+  size_t n = 0;
+  for (int i = 0; i < cnt; ++i) n += iov[i].iov_len;
+  return n;
+}
+
+// Runs call() (a blocking syscall returning ssize_t) on the offload pool and returns its result
+// with errno set on this thread. The fiber is pinned for the wait, like every hooked wait
+// (hook.cc, wait_fd): errno's address may have been computed by the caller before the call.
+template <class Call>
+ssize_t offload_call(Call&& call) noexcept {
+  g_file_offload.fetch_add(1, std::memory_order_relaxed);
+  struct Out {
+    ssize_t r;
+    int err;
+  };
+  Out out;
+  {
+    PinGuard pin;
+    out = offload([&]() noexcept -> Out {
+      ssize_t r = call();
+      return {r, r < 0 ? errno : 0};  // the pool thread's errno, read right after the call
+    });
+  }
+  if (out.r < 0) set_errno(out.err);
+  return out.r;
+}
+
+// One read (write) of a regular file at off (-1: the file position) in an active fiber.
+// Tries preadv2/pwritev2(RWF_NOWAIT) first: it succeeds when the data is in the page cache
+// (or, for writes, when the filesystem can take it without blocking), and says EAGAIN when it
+// would have to wait for the device; then the call goes to the offload pool. EOF reads return
+// 0 from the try. A partial NOWAIT read (part of the range cached) is completed by an offloaded
+// read of the rest, so the caller sees a full read unless EOF came first.
+ssize_t file_io(FdEntry* e, int fd, bool write, const iovec* iov, int cnt, off_t off) noexcept {
+  const size_t total = iov_bytes(iov, cnt);
+  const bool try_nowait = !e->direct.load(std::memory_order_relaxed) && total <= kNowaitMaxBytes &&
+                          !(write && e->nowait_write_unsupported.load(std::memory_order_relaxed));
+  ssize_t first = 0;
+  if (try_nowait) {
+    ssize_t r = write ? LIONET_REAL(pwritev2)(fd, iov, cnt, off, RWF_NOWAIT)
+                      : LIONET_REAL(preadv2)(fd, iov, cnt, off, RWF_NOWAIT);
+    if (r >= 0) {
+      g_file_fast.fetch_add(1, std::memory_order_relaxed);
+      if (static_cast<size_t>(r) == total || r == 0 || write || cnt != 1) return r;
+      first = r;  // part of one buffer was cached: read the rest on the pool
+    } else {
+      int err = get_errno();
+      if (err == EOPNOTSUPP && write) {
+        e->nowait_write_unsupported.store(true, std::memory_order_relaxed);
+      } else if (err != EAGAIN && err != EOPNOTSUPP && err != EINTR) {
+        return r;  // EBADF, EINVAL, EFBIG, ...: the kernel's answer, errno intact
+      }
+    }
+  }
+  if (first > 0) {
+    iovec rest{static_cast<char*>(iov[0].iov_base) + first, iov[0].iov_len - static_cast<size_t>(first)};
+    const off_t roff = off < 0 ? -1 : off + first;
+    ssize_t r = offload_call([&] { return LIONET_REAL(preadv)(fd, &rest, 1, roff); });
+    if (roff < 0 && r < 0) return first;  // position already advanced: report what we have
+    return r < 0 ? first : first + r;
+  }
+  if (off < 0) {
+    return offload_call([&] { return write ? LIONET_REAL(writev)(fd, iov, cnt) : LIONET_REAL(readv)(fd, iov, cnt); });
+  }
+  return offload_call([&] { return write ? LIONET_REAL(pwritev)(fd, iov, cnt, off) : LIONET_REAL(preadv)(fd, iov, cnt, off); });
 }
 
 // Records a freshly created socket or pipe end.
@@ -215,10 +303,15 @@ LIONET_HOOK_API int connect(int fd, const sockaddr* addr, socklen_t len) {
 // ---- transfers ----
 
 LIONET_HOOK_API ssize_t read(int fd, void* buf, size_t n) {
+  if (FdEntry* e = regular_entry(fd)) {
+    iovec v{buf, n};
+    return file_io(e, fd, false, &v, 1, -1);
+  }
   return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); });
 }
 
 LIONET_HOOK_API ssize_t readv(int fd, const iovec* iov, int cnt) {
+  if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, false, iov, cnt, -1);
   return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); });
 }
 
@@ -235,12 +328,51 @@ LIONET_HOOK_API ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 }
 
 LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
+  if (FdEntry* e = regular_entry(fd)) {
+    iovec v{const_cast<void*>(buf), n};
+    return file_io(e, fd, true, &v, 1, -1);
+  }
   return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); });
 }
 
 LIONET_HOOK_API ssize_t writev(int fd, const iovec* iov, int cnt) {
+  if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, true, iov, cnt, -1);
   return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); });
 }
+
+// Positional transfers: only regular files change behaviour (sockets and pipes cannot seek).
+LIONET_HOOK_API ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  if (FdEntry* e = regular_entry(fd); e && off >= 0) {
+    iovec v{buf, n};
+    return file_io(e, fd, false, &v, 1, off);
+  }
+  return LIONET_REAL(pread)(fd, buf, n, off);
+}
+
+LIONET_HOOK_API ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  if (FdEntry* e = regular_entry(fd); e && off >= 0) {
+    iovec v{const_cast<void*>(buf), n};
+    return file_io(e, fd, true, &v, 1, off);
+  }
+  return LIONET_REAL(pwrite)(fd, buf, n, off);
+}
+
+LIONET_HOOK_API ssize_t preadv(int fd, const iovec* iov, int cnt, off_t off) {
+  if (FdEntry* e = regular_entry(fd); e && off >= 0) return file_io(e, fd, false, iov, cnt, off);
+  return LIONET_REAL(preadv)(fd, iov, cnt, off);
+}
+
+LIONET_HOOK_API ssize_t pwritev(int fd, const iovec* iov, int cnt, off_t off) {
+  if (FdEntry* e = regular_entry(fd); e && off >= 0) return file_io(e, fd, true, iov, cnt, off);
+  return LIONET_REAL(pwritev)(fd, iov, cnt, off);
+}
+
+// On LP64 glibc the *64 names are the same functions.
+static_assert(sizeof(off64_t) == sizeof(off_t), "LP64 only");
+LIONET_HOOK_API ssize_t pread64(int fd, void* buf, size_t n, off64_t off) { return pread(fd, buf, n, off); }
+LIONET_HOOK_API ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) { return pwrite(fd, buf, n, off); }
+LIONET_HOOK_API ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off) { return preadv(fd, iov, cnt, off); }
+LIONET_HOOK_API ssize_t pwritev64(int fd, const iovec* iov, int cnt, off64_t off) { return pwritev(fd, iov, cnt, off); }
 
 LIONET_HOOK_API ssize_t send(int fd, const void* buf, size_t n, int flags) {
   return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); });
@@ -269,6 +401,14 @@ extern "C" [[noreturn]] void __chk_fail(void);
 LIONET_HOOK_API ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   if (n > buflen) __chk_fail();
   return read(fd, buf, n);
+}
+LIONET_HOOK_API ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  if (n > buflen) __chk_fail();
+  return pread(fd, buf, n, off);
+}
+LIONET_HOOK_API ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  if (n > buflen) __chk_fail();
+  return pread(fd, buf, n, off);
 }
 LIONET_HOOK_API ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
   if (n > buflen) __chk_fail();
@@ -308,3 +448,9 @@ LIONET_HOOK_API int dup3(int oldfd, int newfd, int flags) {
   if (fd >= 0) copy_entry(oldfd, fd);
   return fd;
 }
+
+namespace lionet::hook {
+RegularFileStats regular_file_stats() noexcept {
+  return {detail::g_file_fast.load(std::memory_order_relaxed), detail::g_file_offload.load(std::memory_order_relaxed)};
+}
+}  // namespace lionet::hook

@@ -10,7 +10,8 @@
 //
 // Lifecycle of an entry: kUnknown (never seen, or closed through a hook) -> classified by the
 // creating hook (socket, accept, pipe, ...) or lazily by fstat() the first time a fiber uses
-// the fd -> kSocket / kPipe (managed) or kOther (passed through) -> reset to kUnknown by the
+// the fd -> kSocket / kPipe (managed), kRegular (regular-file path) or kOther (passed through)
+// -> reset to kUnknown by the
 // hooked close/dup2/dup3. A fd closed behind the hooks' back (glibc-internal closes such as
 // fclose) keeps a stale entry until the number is reused by a hooked creator; a stale kOther
 // only means "not hooked", a stale kSocket on a regular file is harmless (files never EAGAIN).
@@ -23,7 +24,9 @@
 
 namespace lionet::hook::detail {
 
-enum class FdKind : uint8_t { kUnknown = 0, kOther = 1, kSocket = 2, kPipe = 3 };
+// kRegular: a regular file; its reads and writes in fibers take the regular-file path of
+// io_hooks.cc (RWF_NOWAIT first, else the offload pool). Not "managed" (never made non-blocking).
+enum class FdKind : uint8_t { kUnknown = 0, kOther = 1, kSocket = 2, kPipe = 3, kRegular = 4 };
 
 struct FdEntry {
   std::atomic<FdKind> kind{FdKind::kUnknown};
@@ -35,6 +38,12 @@ struct FdEntry {
   // SO_RCVTIMEO / SO_SNDTIMEO in nanoseconds; 0 = none (block forever).
   std::atomic<int64_t> rcv_timeout_ns{0};
   std::atomic<int64_t> snd_timeout_ns{0};
+  // kRegular only: opened with O_DIRECT (as seen at classification; a later fcntl(F_SETFL,
+  // O_DIRECT) is not seen): such reads never take the RWF_NOWAIT fast path (a NOWAIT direct
+  // read still waits for the device).
+  std::atomic<bool> direct{false};
+  // kRegular only: the filesystem answered EOPNOTSUPP to an RWF_NOWAIT write; skip the try.
+  std::atomic<bool> nowait_write_unsupported{false};
 
   bool managed() const noexcept {
     FdKind k = kind.load(std::memory_order_relaxed);
@@ -66,6 +75,8 @@ class FdTable {
   // and fd is a socket or pipe that is blocking in the kernel, sets O_NONBLOCK in the kernel.
   // nullptr if fd is not a socket or pipe, is invalid, or is out of range.
   FdEntry* managed(int fd, bool make_nonblock) noexcept;
+  // The entry of fd if it is a regular file (classifying it if still kUnknown), else nullptr.
+  FdEntry* regular(int fd) noexcept;
 
  private:
   std::atomic<FdEntry*> chunks_[kMaxChunks] = {};

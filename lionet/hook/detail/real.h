@@ -37,6 +37,12 @@
   X(recvmsg, ssize_t (*)(int, msghdr*, int))                                                 \
   X(write, ssize_t (*)(int, const void*, size_t))                                            \
   X(writev, ssize_t (*)(int, const iovec*, int))                                             \
+  X(pread, ssize_t (*)(int, void*, size_t, off_t))                                           \
+  X(pwrite, ssize_t (*)(int, const void*, size_t, off_t))                                    \
+  X(preadv, ssize_t (*)(int, const iovec*, int, off_t))                                      \
+  X(pwritev, ssize_t (*)(int, const iovec*, int, off_t))                                     \
+  X(preadv2, ssize_t (*)(int, const iovec*, int, off_t, int))                                \
+  X(pwritev2, ssize_t (*)(int, const iovec*, int, off_t, int))                               \
   X(send, ssize_t (*)(int, const void*, size_t, int))                                        \
   X(sendto, ssize_t (*)(int, const void*, size_t, int, const sockaddr*, socklen_t))          \
   X(sendmsg, ssize_t (*)(int, const msghdr*, int))                                           \

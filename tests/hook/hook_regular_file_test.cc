@@ -1,0 +1,152 @@
+// tests/hook/hook_regular_file_test.cc: plain ::read/::pread/::write on regular files inside
+// fibers: a read that must wait for the disk does not stop another fiber on the same (only)
+// worker; page-cache hits take the RWF_NOWAIT fast path; content, file position, EOF and
+// errno are what libc gives.
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hook_test_util.h"
+#include "lionet/sync/offload.h"
+
+namespace lionet {
+namespace {
+using hook_test::read_errno;
+using hook_test::Runtime;
+
+struct TempFile {
+  explicit TempFile(std::size_t size) {
+    char tmpl[] = "/var/tmp/lionet-hook-file-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    path = tmpl;
+    data.resize(size);
+    for (std::size_t i = 0; i < size; ++i) data[i] = static_cast<char>('A' + (i * 13 + i / 4096) % 26);
+    if (fd >= 0) {
+      EXPECT_EQ(::write(fd, data.data(), size), static_cast<ssize_t>(size));
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+  // Drops the file's pages from the page cache, so the next read must go to the disk.
+  void evict() const {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  std::string path;
+  std::vector<char> data;
+};
+
+// Holds every offload pool thread until release(), so an offloaded call queues behind them.
+struct PoolBlocker {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  std::atomic<int> blocked{0};
+  void release() {
+    std::lock_guard lk(mu);
+    released = true;
+    cv.notify_all();
+  }
+  void block_one() {
+    blocked.fetch_add(1);
+    std::unique_lock lk(mu);
+    cv.wait_for(lk, std::chrono::seconds(20), [&] { return released; });  // bound: never hang
+  }
+};
+
+TEST(HookRegularFile, UncachedReadParksOnlyItsFiber) {
+  TempFile file(64 * 1024);
+  file.evict();
+  Runtime rt(1);
+  PoolBlocker blocker;
+  std::atomic<bool> read_done{false};
+  std::atomic<int> ran_during_read{0};
+  const auto before = hook::regular_file_stats();
+  rt.run([&] {
+    // Every pool thread is held until the second fiber releases it: the hooked read cannot
+    // complete before that fiber runs, so if the read blocked the worker this would never end
+    // (the blocker's 20 s bound turns that into a failure instead of a hang).
+    const int threads = default_offload_pool().options().threads;
+    std::vector<JoinHandle<void>> holders;
+    for (int i = 0; i < threads; ++i)
+      holders.push_back(Scheduler::current()->spawn([&] { offload([&] { blocker.block_one(); }); }));
+    while (blocker.blocked.load() < threads) this_fiber::yield();
+    int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto other = Scheduler::current()->spawn([&] {
+      if (!read_done.load()) ran_during_read.fetch_add(1);
+      blocker.release();
+    });
+    std::vector<char> buf(64 * 1024);
+    ssize_t n = ::read(fd, buf.data(), buf.size());  // plain libc call, hooked
+    read_done.store(true);
+    EXPECT_EQ(n, static_cast<ssize_t>(buf.size()));
+    EXPECT_EQ(std::memcmp(buf.data(), file.data.data(), buf.size()), 0);
+    EXPECT_EQ(::lseek(fd, 0, SEEK_CUR), static_cast<off_t>(buf.size())) << "the file position must advance";
+    ::close(fd);
+    other.join();
+    for (auto& h : holders) h.join();
+  });
+  EXPECT_EQ(ran_during_read.load(), 1) << "the other fiber did not run while the read waited";
+  EXPECT_GT(hook::regular_file_stats().offloaded, before.offloaded);
+}
+
+TEST(HookRegularFile, CachedReadsTakeTheFastPathWithLibcResults) {
+  TempFile file(3 * 4096 + 10);
+  Runtime rt(1);
+  rt.run([&] {
+    int fd = ::open(file.path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    char buf[4096];
+    ASSERT_EQ(::pread(fd, buf, sizeof buf, 0), 4096);  // warms the cache (and the fd entry)
+    const auto before = hook::regular_file_stats();
+    EXPECT_EQ(::pread(fd, buf, sizeof buf, 4096), 4096);
+    EXPECT_EQ(std::memcmp(buf, file.data.data() + 4096, 4096), 0);
+    EXPECT_GT(hook::regular_file_stats().fast_path, before.fast_path);
+    // EOF: short, then 0.
+    EXPECT_EQ(::pread(fd, buf, sizeof buf, 3 * 4096), 10);
+    EXPECT_EQ(::pread(fd, buf, sizeof buf, 1 << 20), 0);
+    // readv from the file position, then write + read back through the hooks.
+    char a[100], b[200];
+    iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+    ASSERT_EQ(::lseek(fd, 50, SEEK_SET), 50);
+    EXPECT_EQ(::readv(fd, iov, 2), 300);
+    EXPECT_EQ(std::memcmp(a, file.data.data() + 50, 100), 0);
+    EXPECT_EQ(std::memcmp(b, file.data.data() + 150, 200), 0);
+    EXPECT_EQ(::pwrite(fd, "hello", 5, 7), 5);
+    EXPECT_EQ(::pread(fd, buf, 5, 7), 5);
+    EXPECT_EQ(std::memcmp(buf, "hello", 5), 0);
+    ::close(fd);
+    // errno: a read on a write-only fd is EBADF, as from libc.
+    int wfd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC);
+    EXPECT_EQ(::read(wfd, buf, 10), -1);
+    EXPECT_EQ(read_errno(), EBADF);
+    ::close(wfd);
+  });
+}
+
+TEST(HookRegularFile, PlainThreadIsPlainLibc) {
+  TempFile file(4096);
+  const auto before = hook::regular_file_stats();
+  int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  char buf[4096];
+  EXPECT_EQ(::read(fd, buf, sizeof buf), 4096);
+  ::close(fd);
+  const auto after = hook::regular_file_stats();
+  EXPECT_EQ(after.fast_path + after.offloaded, before.fast_path + before.offloaded);
+}
+}  // namespace
+}  // namespace lionet
