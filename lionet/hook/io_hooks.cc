@@ -145,7 +145,9 @@ ssize_t file_io(FdEntry* e, int fd, bool write, const iovec* iov, int cnt, off_t
   if (first > 0) {
     iovec rest{static_cast<char*>(iov[0].iov_base) + first, iov[0].iov_len - static_cast<size_t>(first)};
     const off_t roff = off < 0 ? -1 : off + first;
-    ssize_t r = offload_call([&] { return LIONET_REAL(preadv)(fd, &rest, 1, roff); });
+    ssize_t r = offload_call([&] {
+      return roff < 0 ? LIONET_REAL(readv)(fd, &rest, 1) : LIONET_REAL(preadv)(fd, &rest, 1, roff);
+    });
     if (roff < 0 && r < 0) return first;  // position already advanced: report what we have
     return r < 0 ? first : first + r;
   }

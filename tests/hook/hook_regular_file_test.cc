@@ -138,6 +138,28 @@ TEST(HookRegularFile, CachedReadsTakeTheFastPathWithLibcResults) {
   });
 }
 
+TEST(HookRegularFile, PartlyCachedReadIsCompletedOnThePool) {
+  TempFile file(64 * 1024);
+  file.evict();
+  Runtime rt(1);
+  rt.run([&] {
+    int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);  // no readahead: only the first page gets cached
+    char buf[16384];
+    ASSERT_EQ(::pread(fd, buf, 4096, 0), 4096);
+    const auto before = hook::regular_file_stats();
+    // RWF_NOWAIT returns the cached first page only; the hook reads the rest on the pool and
+    // the caller sees one full read, with the file position after all of it.
+    EXPECT_EQ(::read(fd, buf, sizeof buf), static_cast<ssize_t>(sizeof buf));
+    EXPECT_EQ(std::memcmp(buf, file.data.data(), sizeof buf), 0);
+    EXPECT_EQ(::lseek(fd, 0, SEEK_CUR), static_cast<off_t>(sizeof buf));
+    const auto after = hook::regular_file_stats();
+    EXPECT_GE(after.fast_path + after.offloaded, before.fast_path + before.offloaded + 1);
+    ::close(fd);
+  });
+}
+
 TEST(HookRegularFile, PlainThreadIsPlainLibc) {
   TempFile file(4096);
   const auto before = hook::regular_file_stats();
