@@ -18,12 +18,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -209,6 +211,44 @@ std::string recv_exactly(int fd, size_t n) {
   return out;
 }
 
+// One HTTP/1.1 request with Connection: close over a fresh connection; the whole response
+// (head and body) as the server sent it, "" if the connection failed.
+std::string http_exchange(uint16_t port, const std::string& method, const std::string& target,
+                          const std::string& body = "") {
+  int fd = connect_local(port);
+  if (fd < 0) return "";
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!body.empty() || method == "POST") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  std::string out;
+  if (send_all(fd, req)) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+int status_of(const std::string& response) {
+  return response.size() > 12 && response.compare(0, 9, "HTTP/1.1 ") == 0 ? std::atoi(response.c_str() + 9) : 0;
+}
+std::string body_of(const std::string& response) {
+  size_t p = response.find("\r\n\r\n");
+  return p == std::string::npos ? "" : response.substr(p + 4);
+}
+// True if the head has the header line "Name: value" (name case-insensitive, value exact).
+bool has_header(const std::string& response, const std::string& name, const std::string& value) {
+  std::string head = response.substr(0, response.find("\r\n\r\n"));
+  for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string want = "\r\n" + name + ": ";
+  for (char& ch : want) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  size_t p = head.find(want);
+  if (p == std::string::npos) return false;
+  std::string original = response.substr(p + want.size(), value.size());
+  return original == value;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TEST(HelloFibers, PrintsWhatHappensAndExitsZero) {
@@ -360,6 +400,134 @@ TEST(BlockingClients, NamesTheGivenPortWhenNothingAnswers) {
   EXPECT_NE(c.output().find("nothing answers on 127.0.0.1:" + port), std::string::npos) << c.output();
   EXPECT_EQ(c.output().find("RESULT"), std::string::npos) << c.output();
   ::close(fd);
+}
+
+// The router's handlers over real connections, then graceful stop on SIGTERM. One worker
+// thread: the ten /slow requests overlap because each parks only its fiber.
+TEST(HttpHello, RoutesAnswerAndSlowHandlersOverlapOnOneThread) {
+  REQUIRE_EXAMPLE(bin, "http_hello");
+  Child c(bin, {"0", "1"}, 30s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("http_hello on http://127.0.0.1:");
+  ASSERT_TRUE(line) << c.output();
+  const uint16_t port = static_cast<uint16_t>(std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str()));
+  ASSERT_GT(port, 0) << *line;
+
+  std::string r = http_exchange(port, "GET", "/hello");
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_EQ(body_of(r), "hello world\n") << r;
+  EXPECT_TRUE(has_header(r, "X-Example", "http_hello")) << r;  // the after middleware
+
+  r = http_exchange(port, "GET", "/hello/Ada%20Lovelace");
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_EQ(body_of(r), "hello, Ada Lovelace\n") << r;
+
+  const std::string payload = std::string(100000, 'x') + "end";
+  r = http_exchange(port, "POST", "/echo", payload);
+  EXPECT_EQ(status_of(r), 200) << r.substr(0, 200);
+  EXPECT_EQ(body_of(r), payload);
+  EXPECT_TRUE(has_header(r, "X-Body-Bytes", std::to_string(payload.size()))) << r.substr(0, 300);
+
+  r = http_exchange(port, "GET", "/nowhere");
+  EXPECT_EQ(status_of(r), 404) << r;
+  EXPECT_TRUE(has_header(r, "X-Example", "http_hello")) << r;
+  r = http_exchange(port, "POST", "/hello");
+  EXPECT_EQ(status_of(r), 405) << r;
+  EXPECT_TRUE(has_header(r, "Allow", "GET")) << r;
+  EXPECT_EQ(status_of(http_exchange(port, "GET", "/slow?ms=abc")), 400);
+
+  constexpr int kSlow = 10;
+  std::vector<std::thread> clients;
+  std::vector<std::string> answers(kSlow);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kSlow; ++i) {
+    clients.emplace_back([&, i] { answers[i] = http_exchange(port, "GET", "/slow?ms=300"); });
+  }
+  for (auto& t : clients) t.join();
+  const auto took = Clock::now() - t0;
+  for (const auto& a : answers) EXPECT_EQ(body_of(a), "waited 300 ms\n") << a;
+  EXPECT_GE(took, 290ms);
+  EXPECT_LT(took, 1500ms) << "10 x 300 ms handlers did not overlap on one thread";
+
+  r = http_exchange(port, "GET", "/stats");
+  // Counted: /hello, /hello/{name}, /echo, the 400 /slow and the ten slow ones (404/405 never
+  // reach a handler).
+  EXPECT_EQ(body_of(r), "handled " + std::to_string(4 + kSlow) + " requests\n") << r;
+
+  c.signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  EXPECT_NE(c.output().find("stopped (all requests finished)"), std::string::npos) << c.output();
+}
+
+// SIGTERM while a slow request is in flight: the server stops accepting but the request still
+// gets its full answer, then the program exits 0.
+TEST(HttpHello, SigtermLetsTheRequestInFlightFinish) {
+  REQUIRE_EXAMPLE(bin, "http_hello");
+  Child c(bin, {"0", "2"}, 30s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("http_hello on http://127.0.0.1:");
+  ASSERT_TRUE(line) << c.output();
+  const uint16_t port = static_cast<uint16_t>(std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str()));
+  int fd = connect_local(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /slow?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  // The request has reached its handler once /stats counts it (the /stats handler itself does
+  // not count): an event to wait for, bounded by the test's deadline.
+  const auto give_up = Clock::now() + 10s;
+  while (body_of(http_exchange(port, "GET", "/stats")) != "handled 1 requests\n") {
+    ASSERT_LT(Clock::now(), give_up) << "the slow request never reached its handler";
+  }
+  c.signal(SIGTERM);
+  std::string r;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) r.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_EQ(body_of(r), "waited 500 ms\n") << r;
+  EXPECT_TRUE(has_header(r, "Connection", "close")) << r;
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+}
+
+// Two runs on one directory: the second recovers the first's records and continues after them;
+// every record each run appended is read back in its writer's order; the temporary-directory
+// mode cleans up after itself.
+TEST(LogStore, AppendsReadsBackAndContinuesAfterARestart) {
+  REQUIRE_EXAMPLE(bin, "log_store");
+  char tmpl[] = "/tmp/lionet-examples-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { fs::remove_all(d); }
+  } cleanup{dir};
+
+  for (int run = 0; run < 2; ++run) {
+    Child c(bin, {dir, "600", "5"}, 60s);
+    ASSERT_TRUE(c.started());
+    auto line = c.line_with("result:");
+    ASSERT_TRUE(line) << c.output();
+    auto f = fields(*line);
+    EXPECT_EQ(f["start"], std::to_string(600 * run)) << *line;
+    EXPECT_EQ(f["end"], std::to_string(600 * (run + 1))) << *line;
+    EXPECT_EQ(f["read_back"], "600") << *line;
+    EXPECT_EQ(f["reopened_end"], std::to_string(600 * (run + 1))) << *line;
+    EXPECT_EQ(f["status"], "ok") << *line;
+    EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  }
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "events-0" / "00000000000000000000.log"));
+  int logs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "events-0")) logs += e.path().extension() == ".log";
+  EXPECT_GT(logs, 1) << "16 KiB segments should have rolled";
+
+  Child t(bin, {"", "200", "2"}, 60s);  // "" = a temporary directory, removed at the end
+  ASSERT_TRUE(t.started());
+  auto where = t.line_with("data in ");
+  ASSERT_TRUE(where) << t.output();
+  const std::string tmp = where->substr(8, where->find(" (temporary)") - 8);
+  EXPECT_EQ(t.wait_exit(), 0) << t.output();
+  EXPECT_NE(t.output().find("status=ok"), std::string::npos) << t.output();
+  EXPECT_FALSE(fs::exists(tmp)) << tmp;
 }
 
 }  // namespace
