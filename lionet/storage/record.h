@@ -9,12 +9,18 @@
 // append with timestamp < 0 stamps the record with the wall clock at the append.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
 
 namespace lionet::storage {
+
+// Stored size of a batch: kBatchOverheadBytes + the sum over its records of
+// (kRecordOverheadBytes + key size + value size). Read's max_bytes counts these bytes.
+inline constexpr std::size_t kBatchOverheadBytes = 40;
+inline constexpr std::size_t kRecordOverheadBytes = 20;
 
 struct Record {
   std::string_view key;
