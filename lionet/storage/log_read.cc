@@ -38,8 +38,11 @@ Result<void> Log::read(int64_t offset, std::size_t max_bytes, ReadResult& out) c
 }
 
 Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const {
+  // next_offset first, then size: the writer stores size before next_offset, so the size we
+  // read afterwards covers every offset below the next_offset we saw.
+  const int64_t seg_next = seg.next_offset();
   const uint64_t limit = seg.size();  // acquire /*1*/: every byte below is a complete batch
-  if (offset >= seg.next_offset()) {
+  if (offset >= seg_next) {
     // A hole: a sealed segment whose records ended early (damage found at open), or a
     // truncate_to that raced this read.
     if (offset >= end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
