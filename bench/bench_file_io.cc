@@ -7,7 +7,8 @@
 // -w workers (fibers), -n operations per worker, -b block size, -batch requests per submit
 // (File::submit, wait all), -d directory, --engine libaio|io_uring|threadpool, --direct
 // (O_DIRECT), --rw read|write|randread|randwrite|mixed (mixed = random, half reads half
-// writes), --threads scheduler workers (default 1). Requests in flight = workers x batch.
+// writes), --threads scheduler workers (default 1), --no-coalesce (FileEngineOptions::
+// coalesce_submits = false). Requests in flight = workers x batch.
 // All modes use one 1 GiB file, DIR/lionet-bench-1g.dat, created (1 MiB O_DIRECT writes) if
 // missing or of another size, and reused otherwise (also by scripts/bench-file.sh for fio).
 // Sequential modes give each worker its own slice of the file.
@@ -45,13 +46,14 @@ struct Args {
   std::string rw = "mixed";
   int threads = 1;
   bool hook_bench = false;
+  bool coalesce = true;
 };
 
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "bench_file_io: %s\nusage: bench_file_io [-w workers] [-n ops-per-worker] [-b block] [-batch N] "
                "[-d dir] [--engine libaio|io_uring|threadpool] [--direct] [--rw read|write|randread|randwrite|mixed] "
-               "[--threads N] [--hook-bench]\n",
+               "[--threads N] [--hook-bench] [--no-coalesce]\n",
                msg);
   std::exit(2);
 }
@@ -74,6 +76,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--rw") a.rw = val();
     else if (k == "--threads") a.threads = std::stoi(val());
     else if (k == "--hook-bench") a.hook_bench = true;
+    else if (k == "--no-coalesce") a.coalesce = false;
     else usage(("unknown option " + k).c_str());
   }
   if (a.workers < 1 || a.ops < 1 || a.batch < 1 || a.threads < 1 || a.block == 0 || a.block > (64u << 20))
@@ -152,6 +155,7 @@ int run_io(const Args& a, const std::string& path) {
   lionet::FileOptions fo;
   fo.engine = a.engine;
   fo.engine_options.queue_depth = std::max(128u, static_cast<unsigned>(a.workers * a.batch));
+  fo.engine_options.coalesce_submits = a.coalesce;
   int flags = O_RDWR | (a.direct ? O_DIRECT : 0);
   auto f = lionet::File::open(path, flags, 0644, fo);
   if (!f) {

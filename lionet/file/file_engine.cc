@@ -50,9 +50,9 @@ FileEngine* file_engine(std::string_view kind, const FileEngineOptions& options)
   // Engines are never destroyed: Files, reaper fibers and worker threads may refer to one
   // until the process ends (the registry is heap-allocated and leaked on purpose).
   static std::mutex mu;
-  static auto* registry = new std::map<std::tuple<std::string, unsigned, unsigned>, std::unique_ptr<FileEngine>>;
+  static auto* registry = new std::map<std::tuple<std::string, unsigned, unsigned, bool>, std::unique_ptr<FileEngine>>;
   std::lock_guard lk(mu);
-  auto key = std::make_tuple(std::string(kind), options.queue_depth, options.reap_batch);
+  auto key = std::make_tuple(std::string(kind), options.queue_depth, options.reap_batch, options.coalesce_submits);
   auto it = registry->find(key);
   if (it != registry->end()) return it->second.get();
   std::unique_ptr<FileEngine> e;
