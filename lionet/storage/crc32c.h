@@ -1,12 +1,13 @@
 // lionet/storage/crc32c.h: CRC-32C (Castagnoli, polynomial 0x1EDC6F41, reflected), the checksum
 // of every stored record batch (the one Kafka, Redpanda, LevelDB and iSCSI use).
 //
-// Owns: crc32c() and its two implementations. Must not: allocate or keep state beyond the
-// one-time CPU check.
+// Owns: crc32c() and its implementations. Must not: allocate or keep state beyond what is
+// built once on first use (the CPU check and two 4 KiB shift tables).
 //
-// crc32c() uses the SSE4.2 crc32 instruction (three independent 8-byte streams interleaved
-// so the 3-cycle latency of crc32q is hidden, combined with a carry-less-free shift table) when
-// the CPU has it (checked once), else Boost.CRC's table-driven crc_optimal. Both give the same
+// crc32c() uses the SSE4.2 crc32 instruction when the CPU has it (checked once): three
+// independent 8-byte streams interleaved so the 3-cycle latency of crc32q is hidden, the three
+// CRCs combined through precomputed "shift over N zero bytes" tables. Otherwise it uses
+// Boost.CRC's table-driven crc_optimal. Both give the same
 // values; crc32c_portable() is the Boost one, kept public as the test oracle and for the
 // benchmark that justifies the hardware path (lionet/storage/README.md states the figures).
 #pragma once
