@@ -32,16 +32,20 @@
 //                         (lionet/sync/offload.h); the fiber parks, its worker runs others.
 //   shutdown, getsockopt -> plain libc (the kernel wakes epoll waiters on shutdown itself).
 //   read, readv, write, writev, pread, pwrite, preadv, pwritev (and the *64 / _chk names) on a
-//   REGULAR FILE   -> never block the worker: a buffered request of up to 256 KiB is first tried
-//                     on the worker with preadv2/pwritev2(RWF_NOWAIT), which succeeds when the
-//                     data is in the page cache (writes: when the filesystem can take it without
-//                     waiting) and says EAGAIN otherwise; then, and for O_DIRECT fds and bigger
-//                     requests, the call runs on the offload pool (lionet/sync/offload.h) while
-//                     the fiber parks (pinned, like every hooked wait). A partial cached read is
-//                     completed on the pool. Why the fast path: a 4 KiB page-cache read costs
-//                     about 1 us as a plain syscall but ~15-20 us through the offload pool
-//                     (figures in lionet/file/README.md); RWF_NOWAIT keeps cached reads at the
-//                     plain cost. Needs no IOManager. Counters: regular_file_stats().
+//   REGULAR FILE   -> do not wait for the disk on the worker: a buffered request of up to
+//                     nowait_max (256 KiB) is first tried on the worker with preadv2/pwritev2
+//                     (RWF_NOWAIT), which succeeds when the data is in the page cache and says
+//                     EAGAIN when the device would be needed; then, and for O_DIRECT fds and
+//                     bigger requests, the call runs on the offload pool (lionet/sync/offload.h)
+//                     while the fiber parks (pinned, like every hooked wait). A partly cached
+//                     read is completed on the pool. Buffered writes on filesystems that cannot
+//                     do RWF_NOWAIT writes (ext4 answers EOPNOTSUPP; remembered per fd) of up
+//                     to inline_write_max (64 KiB) are written in place: a page-cache copy that
+//                     blocks only under dirty-page throttling. Why the fast paths: a 4 KiB
+//                     page-cache read costs ~1.7 us as a plain syscall but ~17 us through the
+//                     offload pool (figures in lionet/file/README.md); with them hooked cached
+//                     reads cost ~1.1-1.2x the plain call. Needs no IOManager. Limits:
+//                     configure_regular_files(); counters: regular_file_stats().
 //                     (lionet::File is the API with kernel AIO, queue depth and batches.)
 // Ttys, eventfds and every other fd that is not a socket, a pipe or a regular file pass through.
 //
@@ -92,10 +96,23 @@ bool is_io_active() noexcept;
 // Regular-file hooks (see REGULAR FILE above): calls served on the worker by the RWF_NOWAIT
 // try, and calls that went to the offload pool. Process-wide, relaxed counters.
 struct RegularFileStats {
-  unsigned long long fast_path = 0;
-  unsigned long long offloaded = 0;
+  unsigned long long fast_path = 0;     // served on the worker by the RWF_NOWAIT try
+  unsigned long long offloaded = 0;     // ran on the offload pool
+  unsigned long long inline_writes = 0; // small buffered writes done in place (no NOWAIT writes)
 };
 RegularFileStats regular_file_stats() noexcept;
+
+// Size limits of the regular-file path. Process-wide; set at start-up (app/ maps YAML).
+struct RegularFileOptions {
+  // Largest buffered request tried with RWF_NOWAIT on the worker (bigger: offload pool, so a
+  // hooked call never copies more than this on a worker). YAML: hook.file_nowait_max.
+  unsigned long nowait_max = 256 * 1024;
+  // Largest buffered write done in place when the filesystem cannot do RWF_NOWAIT writes;
+  // 0 sends every such write to the offload pool. YAML: hook.file_inline_write_max.
+  unsigned long inline_write_max = 64 * 1024;
+};
+void configure_regular_files(const RegularFileOptions& options) noexcept;
+RegularFileOptions regular_file_options() noexcept;
 
 // Turns the calling thread's switch off for a scope (e.g. to make a deliberately blocking call
 // from a fiber). Restores the previous value.

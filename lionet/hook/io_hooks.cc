@@ -72,13 +72,13 @@ ssize_t do_io(int fd, Dir dir, int msg_flags, Call&& call) noexcept {
 
 // ---- regular files (hook.h, REGULAR FILES) ----
 
-// Fast-path limit: a buffered read or write up to this size is first tried with RWF_NOWAIT on
-// the worker (a page-cache copy: ~1 us for 4 KiB); bigger ones go to the offload pool at once,
-// so one hooked call never copies more than this on a worker thread.
-constexpr size_t kNowaitMaxBytes = 256 * 1024;
+// Limits from lionet::hook::configure_regular_files() (hook.h): relaxed, read per call.
+std::atomic<size_t> g_nowait_max{256 * 1024};
+std::atomic<size_t> g_inline_write_max{64 * 1024};
 
 std::atomic<uint64_t> g_file_fast{0};     // served by the RWF_NOWAIT try
 std::atomic<uint64_t> g_file_offload{0};  // ran on the offload pool
+std::atomic<uint64_t> g_file_inline{0};   // small buffered writes done in place (no NOWAIT support)
 
 // The fd's entry if the call must take the regular-file path: an active fiber (no IOManager
 // needed: the offload pool parks the fiber itself) and a regular file.
@@ -123,7 +123,16 @@ ssize_t offload_call(Call&& call) noexcept {
 // read of the rest, so the caller sees a full read unless EOF came first.
 ssize_t file_io(FdEntry* e, int fd, bool write, const iovec* iov, int cnt, off_t off) noexcept {
   const size_t total = iov_bytes(iov, cnt);
-  const bool try_nowait = !e->direct.load(std::memory_order_relaxed) && total <= kNowaitMaxBytes &&
+  const bool buffered = !e->direct.load(std::memory_order_relaxed);
+  if (write && buffered && e->nowait_write_unsupported.load(std::memory_order_relaxed) &&
+      total <= g_inline_write_max.load(std::memory_order_relaxed)) {
+    // The filesystem cannot say "would block" for buffered writes (ext4: EOPNOTSUPP), and a
+    // small buffered write is a page-cache copy that blocks only under dirty-page throttling:
+    // done in place, it costs ~1-2 us instead of ~17 us on the pool (README in lionet/file).
+    g_file_inline.fetch_add(1, std::memory_order_relaxed);
+    return off < 0 ? LIONET_REAL(writev)(fd, iov, cnt) : LIONET_REAL(pwritev)(fd, iov, cnt, off);
+  }
+  const bool try_nowait = buffered && total <= g_nowait_max.load(std::memory_order_relaxed) &&
                           !(write && e->nowait_write_unsupported.load(std::memory_order_relaxed));
   ssize_t first = 0;
   if (try_nowait) {
@@ -137,6 +146,7 @@ ssize_t file_io(FdEntry* e, int fd, bool write, const iovec* iov, int cnt, off_t
       int err = get_errno();
       if (err == EOPNOTSUPP && write) {
         e->nowait_write_unsupported.store(true, std::memory_order_relaxed);
+        if (total <= g_inline_write_max.load(std::memory_order_relaxed)) return file_io(e, fd, write, iov, cnt, off);
       } else if (err != EAGAIN && err != EOPNOTSUPP && err != EINTR) {
         return r;  // EBADF, EINVAL, EFBIG, ...: the kernel's answer, errno intact
       }
@@ -453,6 +463,16 @@ LIONET_HOOK_API int dup3(int oldfd, int newfd, int flags) {
 
 namespace lionet::hook {
 RegularFileStats regular_file_stats() noexcept {
-  return {detail::g_file_fast.load(std::memory_order_relaxed), detail::g_file_offload.load(std::memory_order_relaxed)};
+  return {detail::g_file_fast.load(std::memory_order_relaxed), detail::g_file_offload.load(std::memory_order_relaxed),
+          detail::g_file_inline.load(std::memory_order_relaxed)};
+}
+
+void configure_regular_files(const RegularFileOptions& o) noexcept {
+  detail::g_nowait_max.store(o.nowait_max, std::memory_order_relaxed);
+  detail::g_inline_write_max.store(o.inline_write_max, std::memory_order_relaxed);
+}
+
+RegularFileOptions regular_file_options() noexcept {
+  return {detail::g_nowait_max.load(std::memory_order_relaxed), detail::g_inline_write_max.load(std::memory_order_relaxed)};
 }
 }  // namespace lionet::hook

@@ -126,9 +126,18 @@ TEST(HookRegularFile, CachedReadsTakeTheFastPathWithLibcResults) {
     EXPECT_EQ(::readv(fd, iov, 2), 300);
     EXPECT_EQ(std::memcmp(a, file.data.data() + 50, 100), 0);
     EXPECT_EQ(std::memcmp(b, file.data.data() + 150, 200), 0);
-    EXPECT_EQ(::pwrite(fd, "hello", 5, 7), 5);
+    EXPECT_EQ(::pwrite(fd, "hello", 5, 7), 5);  // learns whether NOWAIT writes work here
     EXPECT_EQ(::pread(fd, buf, 5, 7), 5);
     EXPECT_EQ(std::memcmp(buf, "hello", 5), 0);
+    // A small buffered write stays on the worker: RWF_NOWAIT, or in place where the filesystem
+    // has no NOWAIT writes (ext4); it never pays the offload hand-off.
+    const auto w0 = hook::regular_file_stats();
+    EXPECT_EQ(::pwrite(fd, "world", 5, 12), 5);
+    const auto w1 = hook::regular_file_stats();
+    EXPECT_EQ(w1.offloaded, w0.offloaded);
+    EXPECT_EQ(w1.fast_path + w1.inline_writes, w0.fast_path + w0.inline_writes + 1);
+    EXPECT_EQ(::pread(fd, buf, 10, 7), 10);
+    EXPECT_EQ(std::memcmp(buf, "helloworld", 10), 0);
     ::close(fd);
     // errno: a read on a write-only fd is EBADF, as from libc.
     int wfd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC);
