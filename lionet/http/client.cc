@@ -1,0 +1,326 @@
+// lionet/http/client.cc: Client (see client.h).
+#include "lionet/http/client.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "lionet/http/chunked_decoder.h"
+#include "lionet/http/detail/client_tls.h"
+#include "lionet/http/headers.h"
+#include "lionet/net/address.h"
+#include "lionet/net/socket.h"
+#include "lionet/net/socket_stream.h"
+
+namespace lionet::http {
+namespace {
+constexpr size_t kReadChunk = 16384;
+
+// Applies what is left of the exchange's deadline to the stream's next calls.
+bool arm(Stream& s, TimePoint deadline) {
+  Duration left = deadline - now();
+  if (left <= Duration::zero()) return false;
+  s.set_timeouts(left, left);
+  return true;
+}
+
+std::string key_of(const Url& u) { return u.scheme + "://" + u.host + ":" + std::to_string(u.port); }
+
+bool method_has_body_by_default(std::string_view m) { return m == "POST" || m == "PUT" || m == "PATCH"; }
+}  // namespace
+
+std::string_view ClientResponse::header(std::string_view name) const noexcept {
+  for (const auto& [n, v] : headers)
+    if (iequals(n, name)) return v;
+  return {};
+}
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {}
+Client::~Client() = default;
+
+std::unique_ptr<Stream> Client::take_idle(const std::string& key) {
+  std::unique_ptr<Stream> found;
+  std::vector<std::unique_ptr<Stream>> expired;  // closed outside the lock
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = idle_.find(key);
+    if (it == idle_.end()) return nullptr;
+    auto& v = it->second;
+    TimePoint t = now();
+    while (!v.empty()) {
+      Idle c = std::move(v.back());
+      v.pop_back();
+      if (t - c.since < options_.idle_timeout) {
+        found = std::move(c.stream);
+        break;
+      }
+      expired.push_back(std::move(c.stream));
+    }
+  }
+  for (auto& e : expired) e->close();
+  return found;
+}
+
+void Client::put_idle(const std::string& key, std::unique_ptr<Stream> s) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& v = idle_[key];
+    if (v.size() < options_.max_idle_per_host) {
+      v.push_back({std::move(s), now()});
+      return;
+    }
+  }
+  s->close();
+}
+
+std::size_t Client::idle_connections() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::size_t n = 0;
+  for (const auto& [k, v] : idle_) n += v.size();
+  return n;
+}
+
+void Client::close_idle() {
+  std::unordered_map<std::string, std::vector<Idle>> all;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    all.swap(idle_);
+  }
+  for (auto& [k, v] : all)
+    for (auto& c : v) c.stream->close();
+}
+
+Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadline) {
+  auto addrs = Address::lookup(url.host + ":" + std::to_string(url.port));
+  if (!addrs) return addrs.error();
+  std::error_code last = errno_error(EHOSTUNREACH);
+  TimePoint connect_deadline = std::min(deadline, now() + options_.connect_timeout);
+  for (const Address& a : *addrs) {
+    auto s = Socket::connect_to(a, Deadline::at(connect_deadline));
+    if (!s) {
+      last = s.error();
+      continue;
+    }
+    if (url.scheme == "https") return detail::client_tls_stream(options_.tls, std::move(*s), url.host, deadline);
+    return std::unique_ptr<Stream>(new SocketStream(std::move(*s)));
+  }
+  return last;
+}
+
+Result<ClientResponse> Client::request(const ClientRequest& req) {
+  auto url = parse_url(req.url);
+  if (!url) return errno_error(EINVAL);
+  TimePoint deadline = now() + options_.request_timeout;
+  std::string key = key_of(*url);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<Stream> s = attempt == 0 ? take_idle(key) : nullptr;
+    bool reused = s != nullptr;
+    if (!s) {
+      auto c = connect(*url, deadline);
+      if (!c) return c.error();
+      s = std::move(*c);
+    }
+    bool keep = false, any_byte = false;
+    auto r = exchange(*s, *url, req, deadline, &keep, &any_byte);
+    if (r) {
+      r->reused_connection = reused;
+      if (keep) {
+        put_idle(key, std::move(s));
+      } else {
+        s->close();
+      }
+      return r;
+    }
+    s->close();
+    // A kept-alive connection the server closed meanwhile: send once more on a new one.
+    bool retry = reused && !any_byte && !req.body_writer && r.error() != std::errc::timed_out;
+    if (!retry) return r.error();
+  }
+  return errno_error(EIO);
+}
+
+Result<ClientResponse> Client::get(std::string_view url) {
+  ClientRequest q;
+  q.url = std::string(url);
+  return request(q);
+}
+
+Result<ClientResponse> Client::head(std::string_view url) {
+  ClientRequest q;
+  q.method = "HEAD";
+  q.url = std::string(url);
+  return request(q);
+}
+
+Result<ClientResponse> Client::post(std::string_view url, std::string body, std::string_view content_type) {
+  ClientRequest q;
+  q.method = "POST";
+  q.url = std::string(url);
+  q.body = std::move(body);
+  q.headers.emplace_back("Content-Type", std::string(content_type));
+  return request(q);
+}
+
+Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientRequest& req, TimePoint deadline,
+                                        bool* keep_alive, bool* any_byte) {
+  // 1. The request.
+  std::string head;
+  head.reserve(256);
+  head.append(req.method).append(" ").append(url.target).append(" HTTP/1.1\r\nHost: ").append(url.authority);
+  head.append("\r\n");
+  if (!options_.user_agent.empty()) head.append("User-Agent: ").append(options_.user_agent).append("\r\n");
+  for (const auto& [n, v] : req.headers) head.append(n).append(": ").append(v).append("\r\n");
+  bool chunked_up = false;
+  if (req.body_writer) {
+    if (req.body_length) {
+      head.append("Content-Length: ").append(std::to_string(*req.body_length)).append("\r\n");
+    } else {
+      head.append("Transfer-Encoding: chunked\r\n");
+      chunked_up = true;
+    }
+  } else if (!req.body.empty() || method_has_body_by_default(req.method)) {
+    head.append("Content-Length: ").append(std::to_string(req.body.size())).append("\r\n");
+  }
+  head.append("\r\n");
+  if (!arm(s, deadline)) return errno_error(ETIMEDOUT);
+  if (req.body_writer) {
+    BodyWriter w(s, chunked_up, head);
+    if (auto r = req.body_writer(w); !r) return r.error();
+    if (req.body_length && w.bytes_written() != *req.body_length) return errno_error(EINVAL);
+    if (auto r = w.finish(); !r) return r.error();
+  } else {
+    iovec iov[2] = {{head.data(), head.size()}, {const_cast<char*>(req.body.data()), req.body.size()}};
+    if (auto r = s.writev(iov, req.body.empty() ? 1 : 2); !r) return r.error();
+  }
+
+  // 2. The response head (interim 1xx responses are skipped).
+  std::string buf;
+  size_t head_end = 0;
+  ClientResponse resp;
+  auto read_some = [&]() -> Result<size_t> {
+    if (!arm(s, deadline)) return errno_error(ETIMEDOUT);
+    size_t old = buf.size();
+    buf.resize(old + kReadChunk);
+    auto r = s.read(buf.data() + old, kReadChunk);
+    buf.resize(old + (r ? *r : 0));
+    if (r && *r > 0) *any_byte = true;
+    return r;
+  };
+  for (;;) {
+    size_t scan = 0;
+    for (;;) {
+      size_t pos = buf.find("\r\n\r\n", scan > 3 ? scan - 3 : 0);
+      if (pos != std::string::npos) {
+        head_end = pos + 4;
+        break;
+      }
+      if (buf.size() > options_.max_response_head_bytes) return errno_error(EMSGSIZE);
+      scan = buf.size();
+      auto r = read_some();
+      if (!r) return r.error();
+      if (*r == 0) return errno_error(buf.empty() ? ECONNRESET : EPROTO);
+    }
+    std::string_view h(buf.data(), head_end - 2);
+    size_t eol = h.find("\r\n");
+    std::string_view status_line = h.substr(0, eol);
+    if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." || status_line[8] != ' ')
+      return errno_error(EPROTO);
+    resp.version_minor = status_line[7] == '0' ? 0 : 1;
+    int code = 0;
+    auto [p, ec] = std::from_chars(status_line.data() + 9, status_line.data() + 12, code);
+    if (ec != std::errc() || p != status_line.data() + 12 || code < 100 || code > 999) return errno_error(EPROTO);
+    resp.status = code;
+    resp.reason = std::string(trim_ows(status_line.substr(12)));
+    resp.headers.clear();
+    size_t pos = eol + 2;
+    while (pos < h.size()) {
+      size_t e = h.find("\r\n", pos);
+      if (e == std::string_view::npos) e = h.size();
+      std::string_view line = h.substr(pos, e - pos);
+      size_t colon = line.find(':');
+      if (colon == std::string_view::npos || colon == 0) return errno_error(EPROTO);
+      resp.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim_ows(line.substr(colon + 1))));
+      pos = e + 2;
+    }
+    if (code >= 100 && code < 200 && code != 101) {
+      buf.erase(0, head_end);
+      continue;
+    }
+    break;
+  }
+
+  // 3. Framing and keep-alive.
+  std::string_view connection = resp.header("connection");
+  *keep_alive = resp.version_minor >= 1 ? !has_token(connection, "close") : has_token(connection, "keep-alive");
+  bool no_body = req.method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304;
+  std::string_view te = resp.header("transfer-encoding");
+  std::string_view cl = resp.header("content-length");
+  std::string rest = buf.substr(head_end);
+  if (no_body) {
+    if (!rest.empty()) *keep_alive = false;
+    return resp;
+  }
+  if (!te.empty()) {
+    if (!has_token(te, "chunked")) return errno_error(EPROTO);
+    resp.chunked = true;
+    ChunkedDecoder::Limits l;
+    l.max_body = options_.max_body_bytes;
+    ChunkedDecoder dec(l);
+    buf = std::move(rest);
+    size_t pos = 0;
+    for (;;) {
+      while (pos < buf.size() && !dec.done() && !dec.failed()) {
+        auto st = dec.next(buf.data() + pos, buf.size() - pos);
+        resp.body.append(st.data, st.data_size);
+        pos += st.consumed;
+        if (st.consumed == 0) break;
+      }
+      if (dec.failed()) return errno_error(dec.error_status() == 413 ? EMSGSIZE : EPROTO);
+      if (dec.done()) break;
+      buf.erase(0, pos);
+      pos = 0;
+      auto r = read_some();
+      if (!r) return r.error();
+      if (*r == 0) return errno_error(EPROTO);
+    }
+    if (pos != buf.size()) *keep_alive = false;  // bytes after the body: not ours to reuse
+    return resp;
+  }
+  if (!cl.empty()) {
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), n);
+    if (ec != std::errc() || p != cl.data() + cl.size()) return errno_error(EPROTO);
+    if (n > options_.max_body_bytes) return errno_error(EMSGSIZE);
+    if (rest.size() > n) {
+      *keep_alive = false;
+      rest.resize(n);
+    }
+    resp.body = std::move(rest);
+    resp.body.resize(n);
+    size_t have = std::min<uint64_t>(n, resp.body.size());
+    have = std::min<size_t>(have, buf.size() - head_end);
+    while (have < n) {
+      if (!arm(s, deadline)) return errno_error(ETIMEDOUT);
+      auto r = s.read(resp.body.data() + have, n - have);
+      if (!r) return r.error();
+      if (*r == 0) return errno_error(EPROTO);
+      have += *r;
+    }
+    return resp;
+  }
+  // Until the server closes.
+  *keep_alive = false;
+  resp.body = std::move(rest);
+  for (;;) {
+    if (!arm(s, deadline)) return errno_error(ETIMEDOUT);
+    size_t old = resp.body.size();
+    if (old > options_.max_body_bytes) return errno_error(EMSGSIZE);
+    resp.body.resize(old + kReadChunk);
+    auto r = s.read(resp.body.data() + old, kReadChunk);
+    resp.body.resize(old + (r ? *r : 0));
+    if (!r) return r.error();
+    if (*r == 0) break;
+  }
+  return resp;
+}
+}  // namespace lionet::http

@@ -1,0 +1,119 @@
+// lionet/http/client.h: lionet::http::Client, a blocking-style HTTP/1.1 client for fibers (and
+// plain threads): keep-alive connection pool per host, Content-Length and chunked bodies both
+// ways, timeouts, HTTPS through SslStream.
+//
+//   lionet::http::Client client;
+//   auto r = client.get("http://127.0.0.1:8080/hello");
+//   if (r && r->status == 200) use(r->body);
+//   ClientRequest q{.method = "PUT", .url = "http://h/x", .body = data};
+//   auto s = client.request(q);
+//
+// Owns: the idle connections (per scheme://host:port, at most max_idle_per_host, closed after
+// idle_timeout), the response parser (status line, headers, body framing: Content-Length,
+// chunked through ChunkedDecoder, or until close). Must not: pipeline (one request in flight
+// per connection), or throw on the request path (errors are Results: errno codes, EPROTO for a
+// malformed response, EMSGSIZE for limits, ETIMEDOUT).
+// Retry: a request on a reused connection that fails before any response byte arrives (the
+// server closed the idle connection meanwhile) is sent once more on a new connection, unless
+// its body comes from a writer (which cannot be replayed).
+// Concurrency: any number of fibers may call request() on one Client at once; each takes its
+// own connection. The pool lock is a std::mutex held only around vector operations (never
+// across a park).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/http/response.h"
+#include "lionet/http/url.h"
+#include "lionet/net/result.h"
+#include "lionet/net/stream.h"
+
+namespace lionet {
+class SslContext;
+}
+
+namespace lionet::http {
+
+struct ClientOptions {
+  Duration connect_timeout = std::chrono::seconds(10);
+  // The whole exchange: sending the request and reading the complete response.
+  Duration request_timeout = std::chrono::seconds(30);
+  // Idle pooled connections older than this are closed instead of reused.
+  Duration idle_timeout = std::chrono::seconds(30);
+  std::size_t max_idle_per_host = 16;
+  std::size_t max_response_head_bytes = 64 * 1024;
+  uint64_t max_body_bytes = 256u << 20;
+  // For https:// URLs (a client context; nullptr = https fails with EPROTONOSUPPORT).
+  std::shared_ptr<SslContext> tls;
+  std::string user_agent = "lionet";
+};
+
+struct ClientRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // Host/Content-Length/TE are added
+  std::string body;  // sent with Content-Length (unless body_writer is set)
+  // A streamed body: chunked unless body_length is set. Not replayed on retry.
+  BodyWriterFn body_writer;
+  std::optional<uint64_t> body_length;
+};
+
+struct ClientResponse {
+  int status = 0;
+  std::string reason;
+  int version_minor = 1;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool chunked = false;        // the body came chunked
+  bool reused_connection = false;
+  // First value of a header (case-insensitive) or "".
+  std::string_view header(std::string_view name) const noexcept;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  Result<ClientResponse> request(const ClientRequest& req);
+  Result<ClientResponse> get(std::string_view url);
+  Result<ClientResponse> head(std::string_view url);
+  Result<ClientResponse> post(std::string_view url, std::string body,
+                              std::string_view content_type = "application/octet-stream");
+
+  // Idle pooled connections right now (all hosts).
+  std::size_t idle_connections() const;
+  void close_idle();
+  const ClientOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Idle {
+    std::unique_ptr<Stream> stream;
+    TimePoint since;
+  };
+  struct Exchange;
+
+  std::unique_ptr<Stream> take_idle(const std::string& key);
+  void put_idle(const std::string& key, std::unique_ptr<Stream> s);
+  Result<std::unique_ptr<Stream>> connect(const Url& url, TimePoint deadline);
+  // One attempt on `stream`. *any_response_byte tells the caller whether a retry is safe.
+  Result<ClientResponse> exchange(Stream& stream, const Url& url, const ClientRequest& req, TimePoint deadline,
+                                  bool* keep_alive, bool* any_response_byte);
+
+  const ClientOptions options_;
+  mutable std::mutex mu_;  // protects idle_; never held across a park
+  std::unordered_map<std::string, std::vector<Idle>> idle_;
+};
+}  // namespace lionet::http

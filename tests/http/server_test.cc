@@ -1,0 +1,457 @@
+// Tests of lionet/http/server.h (and client.h) over real sockets on 127.0.0.1: the project's
+// Client, curl, and raw sockets for pipelining, limits, smuggling, Expect and the timeouts.
+#include "lionet/http/server.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "http_test_util.h"
+#include "lionet/http/client.h"
+#include "lionet/http/router.h"
+
+namespace lionet::http {
+namespace {
+using namespace std::chrono_literals;
+using test::RawClient;
+using test::TestServer;
+
+std::string pattern(size_t n, unsigned seed = 1) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed + i / 251) % 26);
+  return s;
+}
+
+// A temporary file with the given bytes, removed at scope end.
+struct TempFile {
+  explicit TempFile(const std::string& data) {
+    char tmpl[] = "/tmp/lionet-http-XXXXXX";
+    int fd = mkstemp(tmpl);
+    path = tmpl;
+    EXPECT_EQ(::write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    ::close(fd);
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+  std::string path;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    router_.get("/hello", [](Request&, Response& s) {
+      s.set_content_type("text/plain");
+      s.set_body_view("hello world");
+    });
+    router_.post("/echo", [](Request& q, Response& s) {
+      std::string body;
+      auto r = q.read_body(body);
+      if (!r) return;  // the server answers the body error
+      s.set_header("X-Chunked", q.chunked() ? "1" : "0");
+      s.reply(200, body, "application/octet-stream");
+    });
+    router_.route("PUT,POST", "/count", [](Request& q, Response& s) {
+      char buf[1000];
+      uint64_t n = 0, sum = 0;
+      for (;;) {
+        auto r = q.read_body(buf, sizeof buf);
+        if (!r) return;
+        if (*r == 0) break;
+        for (size_t i = 0; i < *r; ++i) sum += static_cast<unsigned char>(buf[i]);
+        n += *r;
+      }
+      s.reply(200, "len=" + std::to_string(n) + " sum=" + std::to_string(sum));
+    });
+    router_.post("/reject", [](Request&, Response& s) { s.reply(403, "no\n"); });
+    router_.get("/stream", [](Request&, Response& s) {
+      s.set_body_writer([](BodyWriter& w) -> Result<void> {
+        for (int i = 0; i < 50; ++i) {
+          std::string piece = pattern(1000 + i, i);
+          if (auto r = w.write(piece); !r) return r;
+        }
+        return {};
+      });
+    });
+    router_.get("/file", [this](Request&, Response& s) {
+      int fd = ::open(file_path_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return s.reply(500, "open failed");
+      auto keep = std::shared_ptr<int>(new int(fd), [](int* p) {
+        ::close(*p);
+        delete p;
+      });
+      s.set_content_type("application/octet-stream");
+      s.set_file(fd, 3, file_size_ - 3, keep);  // a region: offset 3 to the end
+    });
+    router_.get("/throw", [](Request&, Response&) { throw std::runtime_error("boom"); });
+  }
+
+  std::unique_ptr<TestServer> start(ServerOptions o = {}) {
+    auto ts = std::make_unique<TestServer>(router_.handler(), std::move(o));
+    ts->start();
+    return ts;
+  }
+
+  Router router_;
+  std::string file_path_;
+  size_t file_size_ = 0;
+};
+
+TEST_F(ServerTest, ClientGetPostStreamFileAndKeepAlive) {
+  std::string file_data = pattern(300000, 9);
+  TempFile f(file_data);
+  file_path_ = f.path;
+  file_size_ = file_data.size();
+  auto ts = start();
+  ts->run([&] {
+    Client c;
+    auto r = c.get(ts->url("/hello"));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "hello world");
+    EXPECT_EQ(r->header("content-type"), "text/plain");
+    EXPECT_EQ(r->header("server"), "lionet");
+    EXPECT_FALSE(r->header("date").empty());
+    EXPECT_FALSE(r->reused_connection);
+    r = c.get(ts->url("/hello"));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->reused_connection);  // keep-alive
+    std::string big = pattern(200000, 3);
+    r = c.post(ts->url("/echo"), big);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, big);
+    EXPECT_EQ(r->header("x-chunked"), "0");
+    r = c.get(ts->url("/stream"));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->chunked);
+    std::string expect;
+    for (int i = 0; i < 50; ++i) expect += pattern(1000 + i, i);
+    EXPECT_EQ(r->body, expect);
+    r = c.get(ts->url("/file"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, file_data.substr(3));
+    r = c.head(ts->url("/hello"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->header("content-length"), "11");
+    EXPECT_EQ(r->body, "");
+    r = c.get(ts->url("/missing"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    r = c.get(ts->url("/throw"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 500);
+    EXPECT_EQ(c.idle_connections(), 0u);  // 500 closes the connection
+    r = c.get(ts->url("/hello"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(c.idle_connections(), 1u);
+  });
+  EXPECT_GE(ts->server().stats().requests.load(), 9u);
+}
+
+TEST_F(ServerTest, ClientChunkedUploadAndManyFibers) {
+  auto ts = start();
+  ts->run([&] {
+    Client c;
+    ClientRequest q;
+    q.method = "PUT";
+    q.url = ts->url("/count");
+    uint64_t sum = 0, len = 0;
+    for (int i = 0; i < 40; ++i) {
+      std::string p = pattern(777 + i, i);
+      for (char ch : p) sum += static_cast<unsigned char>(ch);
+      len += p.size();
+    }
+    q.body_writer = [](BodyWriter& w) -> Result<void> {
+      for (int i = 0; i < 40; ++i)
+        if (auto r = w.write(pattern(777 + i, i)); !r) return r;
+      return {};
+    };
+    auto r = c.request(q);
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->body, "len=" + std::to_string(len) + " sum=" + std::to_string(sum));
+    // Many fibers share one client (and its pool).
+    const int kFibers = 16, kEach = 20 / test::kScale + 1;
+    std::atomic<int> ok{0};
+    std::vector<JoinHandle<void>> hs;
+    for (int i = 0; i < kFibers; ++i) {
+      hs.push_back(ts->sched().spawn([&] {
+        for (int k = 0; k < kEach; ++k) {
+          auto g = c.get(ts->url("/hello"));
+          if (g && g->body == "hello world") ok++;
+        }
+      }));
+    }
+    for (auto& h : hs) h.join();
+    EXPECT_EQ(ok.load(), kFibers * kEach);
+  });
+}
+
+TEST_F(ServerTest, Curl) {
+  if (!test::have_curl()) GTEST_SKIP() << "curl not installed";
+  auto ts = start();
+  int st = -1;
+  EXPECT_EQ(test::shell("curl -s --http1.1 " + ts->url("/hello"), &st), "hello world");
+  EXPECT_EQ(st, 0);
+  // HEAD: headers with the GET's Content-Length, no body.
+  std::string head = test::shell("curl -s --http1.1 -I " + ts->url("/hello"));
+  EXPECT_NE(head.find("HTTP/1.1 200 OK"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Length: 11"), std::string::npos) << head;
+  // Chunked upload.
+  std::string data = pattern(250000, 5);
+  TempFile f(data);
+  uint64_t sum = 0;
+  for (char ch : data) sum += static_cast<unsigned char>(ch);
+  std::string want = "len=" + std::to_string(data.size()) + " sum=" + std::to_string(sum);
+  EXPECT_EQ(test::shell("curl -s --http1.1 -X PUT -H 'Transfer-Encoding: chunked' --data-binary @" + f.path + " " +
+                        ts->url("/count")),
+            want);
+  // Expect: 100-continue (curl waits for the 100 before sending).
+  std::string verbose = test::shell("curl -s -v --http1.1 -H 'Expect: 100-continue' --expect100-timeout 10 "
+                                    "--data-binary @" + f.path + " " + ts->url("/count") + " 2>&1");
+  EXPECT_NE(verbose.find("HTTP/1.1 100 Continue"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find(want), std::string::npos);
+  // Keep-alive: the second URL reuses the first connection.
+  std::string connects = test::shell("curl -s --http1.1 -o /dev/null -o /dev/null -w '%{num_connects}\\n' " +
+                                     ts->url("/hello") + " " + ts->url("/hello"));
+  EXPECT_EQ(connects, "1\n0\n");
+  // 405 with Allow.
+  std::string h405 = test::shell("curl -s -i --http1.1 -X DELETE " + ts->url("/hello"));
+  EXPECT_NE(h405.find("405 Method Not Allowed"), std::string::npos);
+  EXPECT_NE(h405.find("Allow: GET, HEAD"), std::string::npos);
+}
+
+TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
+  auto ts = start();
+  RawClient c(ts->port());
+  std::string reqs =
+      "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nfirst"
+      "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nsec\r\n3\r\nond\r\n0\r\n\r\n"
+      "GET /missing HTTP/1.1\r\nHost: h\r\n\r\n"
+      "GET /hello HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+  ASSERT_TRUE(c.send(reqs));
+  std::string out = c.read_until_closed();
+  size_t a = out.find("hello world"), b = out.find("first"), d = out.find("second"), e = out.find("404 Not Found"),
+         f = out.rfind("hello world");
+  ASSERT_NE(a, std::string::npos) << out;
+  ASSERT_NE(b, std::string::npos) << out;
+  ASSERT_NE(d, std::string::npos) << out;
+  ASSERT_NE(e, std::string::npos) << out;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, d);
+  EXPECT_LT(d, e);
+  EXPECT_LT(e, f);
+  EXPECT_NE(out.find("Connection: close"), std::string::npos);
+}
+
+TEST_F(ServerTest, PipelinedOneByteAtATime) {
+  auto ts = start();
+  RawClient c(ts->port());
+  std::string reqs = "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nabcd\r\n0\r\nT: 1\r\n\r\n"
+                     "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (char ch : reqs) ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
+  std::string out = c.read_until("hello world");
+  EXPECT_NE(out.find("abcd"), std::string::npos) << out;
+  EXPECT_NE(out.find("hello world"), std::string::npos) << out;
+}
+
+struct LimitCase {
+  std::string request;
+  std::string status_line;
+};
+
+TEST_F(ServerTest, LimitsAndMalformedRequestsAnswerAndClose) {
+  ServerOptions o;
+  o.limits.max_request_line = 200;
+  o.limits.max_header_bytes = 400;
+  o.limits.max_headers = 5;
+  o.limits.max_body_bytes = 1000;
+  auto ts = start(o);
+  std::vector<LimitCase> cases = {
+      {"GET /" + std::string(300, 'a') + " HTTP/1.1\r\nHost: h\r\n\r\n", "HTTP/1.1 414 URI Too Long"},
+      {"GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(500, 'v') + "\r\n\r\n",
+       "HTTP/1.1 431 Request Header Fields Too Large"},
+      {"GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\n\r\n",
+       "HTTP/1.1 431 Request Header Fields Too Large"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1001\r\n\r\n", "HTTP/1.1 413 Content Too Large"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3E9\r\n" + std::string(1001, 'x') +
+           "\r\n0\r\n\r\n",
+       "HTTP/1.1 413 Content Too Large"},
+      {"GET / HTTP/2.0\r\nHost: h\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported"},
+      {"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       "HTTP/1.1 400 Bad Request"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", "HTTP/1.1 400 Bad Request"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 400 Bad Request"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "HTTP/1.1 501 Not Implemented"},
+      {"GET / HTTP/1.1\r\nHost: h\nX: y\r\n\r\n", "HTTP/1.1 400 Bad Request"},
+  };
+  for (const auto& c : cases) {
+    RawClient rc(ts->port());
+    ASSERT_TRUE(rc.send(c.request));
+    std::string out = rc.read_until_closed();  // the server closes after the answer
+    EXPECT_EQ(out.substr(0, c.status_line.size()), c.status_line) << c.request.substr(0, 80);
+    EXPECT_NE(out.find("Connection: close"), std::string::npos);
+  }
+  // The smuggled second request is never answered.
+  RawClient rc(ts->port());
+  ASSERT_TRUE(rc.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "0\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  std::string out = rc.read_until_closed();
+  EXPECT_EQ(out.find("hello world"), std::string::npos) << out;
+}
+
+TEST_F(ServerTest, ExpectContinue) {
+  auto ts = start();
+  {
+    RawClient c(ts->port());
+    ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 6\r\n\r\n"));
+    std::string interim = c.read_until("\r\n\r\n");
+    EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(c.send("body!!"));
+    std::string out = c.read_until("body!!");
+    EXPECT_EQ(out.substr(0, 15), "HTTP/1.1 200 OK");
+  }
+  {
+    // Rejected without reading: no 100, a final answer, and the connection closes (the body
+    // was never invited).
+    RawClient c(ts->port());
+    ASSERT_TRUE(c.send("POST /reject HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n"));
+    std::string out = c.read_until_closed();
+    EXPECT_EQ(out.substr(0, 22), "HTTP/1.1 403 Forbidden") << out;
+    EXPECT_EQ(out.find("100 Continue"), std::string::npos);
+  }
+}
+
+TEST_F(ServerTest, UnreadBodyIsDrainedAndTheConnectionKept) {
+  auto ts = start();
+  RawClient c(ts->port());
+  std::string body(5000, 'q');
+  ASSERT_TRUE(c.send("POST /reject HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n" + body +
+                     "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  std::string out = c.read_until("hello world");
+  EXPECT_NE(out.find("403 Forbidden"), std::string::npos);
+  EXPECT_NE(out.find("hello world"), std::string::npos) << out;
+}
+
+TEST_F(ServerTest, Http10ClosesUnlessKeepAlive) {
+  auto ts = start();
+  {
+    RawClient c(ts->port());
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.0\r\n\r\n"));
+    std::string out = c.read_until_closed();
+    EXPECT_NE(out.find("hello world"), std::string::npos);
+    EXPECT_NE(out.find("Connection: close"), std::string::npos);
+  }
+  {
+    RawClient c(ts->port());
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /hello HTTP/1.0\r\n\r\n"));
+    std::string out = c.read_until_closed();
+    EXPECT_NE(out.find("Connection: keep-alive"), std::string::npos);
+    EXPECT_NE(out.find("hello world"), out.rfind("hello world"));  // two answers
+  }
+}
+
+TEST_F(ServerTest, SlowlorisHeaderIsCutWhileOthersAreServed) {
+  ServerOptions o;
+  o.header_timeout = 400ms * test::kScale;
+  auto ts = start(o);
+  std::atomic<bool> closed{false};
+  std::atomic<int64_t> elapsed_ms{0};
+  std::thread slow([&] {
+    RawClient c(ts->port());
+    std::string req = "GET /hello HTTP/1.1\r\nHost: h\r\nX-Slow: " + std::string(200, 's') + "\r\n\r\n";
+    TimePoint t0 = now();
+    // One byte every 20 ms: would take > 4 s, far past the header timeout.
+    for (char ch : req) {
+      if (!c.send(std::string_view(&ch, 1))) break;
+      std::this_thread::sleep_for(20ms);
+      if (now() - t0 > 3s * test::kScale) break;
+    }
+    std::string out = c.read_until_closed(2s);
+    closed = out.find("408") != std::string::npos || out.empty();
+    elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now() - t0).count();
+  });
+  // Meanwhile another client is served normally.
+  ts->run([&] {
+    Client cl;
+    for (int i = 0; i < 20; ++i) {
+      auto r = cl.get(ts->url("/hello"));
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->body, "hello world");
+    }
+  });
+  slow.join();
+  EXPECT_TRUE(closed.load());
+  EXPECT_GE(ts->server().stats().timeouts.load(), 1u);
+  EXPECT_LT(elapsed_ms.load(), 3000 * test::kScale);
+}
+
+TEST_F(ServerTest, SlowlorisTimeoutBoundsTheWholeHead) {
+  ServerOptions o;
+  o.header_timeout = 300ms * test::kScale;
+  auto ts = start(o);
+  RawClient c(ts->port());
+  TimePoint t0 = now();
+  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\n"));
+  bool closed = false;
+  for (int i = 0; i < 200 && !closed; ++i) {
+    if (!c.send("X: 1\r\n")) {
+      closed = true;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);  // each byte well within any per-read timeout
+    if (now() - t0 > 400ms * test::kScale) break;
+  }
+  std::string out = c.read_until_closed(2s);
+  EXPECT_NE(out.find("408 Request Timeout"), std::string::npos) << out;
+  EXPECT_LT(now() - t0, 2s * test::kScale);
+}
+
+TEST_F(ServerTest, KeepAliveIdleTimeoutCloses) {
+  ServerOptions o;
+  o.keepalive_timeout = 300ms;
+  auto ts = start(o);
+  RawClient c(ts->port());
+  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_NE(c.read_until("hello world").find("hello world"), std::string::npos);
+  TimePoint t0 = now();
+  EXPECT_TRUE(c.closed_within(3s));
+  EXPECT_GE(now() - t0, 250ms);
+}
+
+TEST_F(ServerTest, BodyTimeoutAnswers408) {
+  ServerOptions o;
+  o.body_timeout = 300ms * test::kScale;
+  auto ts = start(o);
+  RawClient c(ts->port());
+  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nonly-a-little"));
+  std::string out = c.read_until_closed(3s);
+  EXPECT_EQ(out.substr(0, 28), "HTTP/1.1 408 Request Timeout") << out;
+}
+
+TEST_F(ServerTest, MaxKeepaliveRequestsAndStop) {
+  ServerOptions o;
+  o.max_keepalive_requests = 2;
+  auto ts = start(o);
+  RawClient c(ts->port());
+  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  std::string out = c.read_until_closed();
+  size_t first = out.find("hello world"), second = out.find("hello world", first + 1);
+  EXPECT_NE(second, std::string::npos);
+  EXPECT_EQ(out.find("hello world", second + 1), std::string::npos);  // the third is not served
+  // An idle kept-alive connection does not hold up stop().
+  RawClient idle(ts->port());
+  ASSERT_TRUE(idle.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  idle.read_until("hello world");
+  TimePoint t0 = now();
+  EXPECT_TRUE(ts->server().stop(5s));
+  EXPECT_LT(now() - t0, 2s);
+}
+}  // namespace
+}  // namespace lionet::http
