@@ -78,8 +78,9 @@ void Connection::ensure_room(size_t n) {
 }
 
 Connection::ReadOutcome Connection::read_tail(TimePoint deadline, size_t* got) {
-  if (now() >= deadline) return ReadOutcome::kTimeout;
-  set_read_deadline(deadline);
+  Duration left = deadline - now();  // one clock read per read call
+  if (left <= Duration::zero()) return ReadOutcome::kTimeout;
+  stream_.set_timeouts(left, write_timeout_);
   auto r = stream_.read(buf_.get() + w_, cap_ - w_);
   if (!r) return r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError;
   if (*r == 0) return ReadOutcome::kEof;
@@ -106,13 +107,20 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
       return false;  // idle timeout, end of stream or error: close without a word
     }
   }
-  deadline = first_request ? accepted + options_.header_timeout : now() + options_.header_timeout;
+  // The header deadline runs from the first byte; it is only computed if one read did not
+  // bring the whole head (the common case needs no clock read here).
+  bool have_deadline = first_request;
+  deadline = accepted + options_.header_timeout;
   for (;;) {
     RequestParser::State st = parser_.parse(buf_.get() + r_, w_ - r_);
     if (st == RequestParser::State::kDone) break;
     if (st == RequestParser::State::kError) {
       send_error(parser_.error_status(), parser_.error_reason());
       return false;
+    }
+    if (!have_deadline) {
+      deadline = now() + options_.header_timeout;
+      have_deadline = true;
     }
     ReadOutcome o = read_more(deadline);
     if (o == ReadOutcome::kTimeout) {
