@@ -5,6 +5,7 @@
 
 #include "lionet/base/fiber_id.h"
 #include "lionet/fiber/fiber_local.h"
+#include "lionet/fiber/fiber_registry.h"
 
 namespace lionet {
 namespace {
@@ -48,6 +49,44 @@ uint64_t next_fiber_id() noexcept {
     end = next + kBlock;
   }
   return next++;
+}
+
+void Fiber::set_name(std::string_view n) {
+  if (FiberRegistryShard* shard = reg_shard_) {
+    std::string copy(n);  // allocate outside the spinlock
+    std::lock_guard<SpinLock> lk(shard->lock());
+    name_.swap(copy);
+    return;  // the old name is freed here, outside the lock
+  }
+  name_ = n;
+}
+
+const char* to_string(WaitKind k) noexcept {
+  switch (k) {
+    case WaitKind::kNone: return "unknown";
+    case WaitKind::kFdRead: return "fd read";
+    case WaitKind::kFdWrite: return "fd write";
+    case WaitKind::kSleep: return "sleep timer";
+    case WaitKind::kChannelRecv: return "channel recv";
+    case WaitKind::kChannelSend: return "channel send";
+    case WaitKind::kSelect: return "select";
+    case WaitKind::kMutex: return "mutex";
+    case WaitKind::kSharedMutex: return "shared mutex (exclusive)";
+    case WaitKind::kSharedMutexShared: return "shared mutex (shared)";
+    case WaitKind::kCondVar: return "cond var";
+    case WaitKind::kSemaphore: return "semaphore";
+    case WaitKind::kWaitGroup: return "wait group";
+    case WaitKind::kEvent: return "event";
+    case WaitKind::kJoin: return "join";
+    case WaitKind::kOffload: return "offload";
+    case WaitKind::kFileIo: return "file io";
+    case WaitKind::kCount_: break;
+  }
+  return "?";
+}
+
+void note_wait(WaitKind kind, const void* object, uint32_t arg) noexcept {
+  if (Fiber* f = current_fiber()) f->wait_.set(kind, reinterpret_cast<uintptr_t>(object), arg);
 }
 
 Fiber::Fiber(int pinned_worker) noexcept : id_(next_fiber_id()), pinned_worker_(pinned_worker) {}

@@ -24,8 +24,10 @@
 
 #include "lionet/fiber/detail/context.h"
 #include "lionet/fiber/stack_pool.h"
+#include "lionet/fiber/wait_reason.h"
 
 namespace lionet {
+class FiberRegistryShard;
 
 // The state word: low bits are the FiberState, kNotifiedBit marks an unpark that arrived
 // while the fiber was still running (it has not finished switching out yet).
@@ -48,7 +50,9 @@ class Fiber {
 
   uint64_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
-  void set_name(std::string_view n) { name_ = n; }
+  // Before the fiber is spawned, or by the fiber itself: fiber dumps read the name from other
+  // threads, under the registry shard's lock, which set_name() takes once the fiber is listed.
+  void set_name(std::string_view n);
   FiberState state() const noexcept {
     return static_cast<FiberState>(state_.load(std::memory_order_acquire) & kStateMask);
   }
@@ -87,9 +91,23 @@ class Fiber {
   detail::ExecutionContext ctx_;  // written only by the thread that switches this fiber out
   Stack stack_;                   // acquired on first run, released when done
   Fiber* next_ = nullptr;         // intrusive link for the inject queue; owned by its holder
-  void* worker_ = nullptr;        // worker it last ran on (sched/ private)
+  // Worker it last ran on (sched/ private). Written by that worker when the fiber starts
+  // running; relaxed: unparkers read it after the acquire on state_ that orders it, dumps
+  // read it for display only.
+  std::atomic<void*> worker_{nullptr};
   // Who joined: a Parker stored by join(); read by the finishing worker (see sched/join.cc).
   std::atomic<uintptr_t> joiner_{0};
+
+  // ---- Introspection (fiber dumps, sched/fiber_dump.h); never read to decide anything. ----
+  // When the fiber entered its current state: CLOCK_MONOTONIC_COARSE ns (sched/ writes it
+  // from its workers' cached tick; see sched/detail/coarse_clock.h). Relaxed: display only.
+  std::atomic<int64_t> state_since_ns_{0};
+  FiberWaitRecord wait_;  // what it waits for while parked (wait_reason.h)
+  // Registry links (fiber_registry.h): guarded by reg_shard_'s lock; reg_shard_ is written by
+  // insert() before the fiber is published and cleared by remove() after it finished.
+  Fiber* reg_prev_ = nullptr;
+  Fiber* reg_next_ = nullptr;
+  FiberRegistryShard* reg_shard_ = nullptr;
 
  protected:
   explicit Fiber(int pinned_worker = -1) noexcept;

@@ -266,6 +266,7 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
       e->known = true;
     }
   }
+  note_wait_fd(fd, dir == kIoWritable);  // for fiber dumps (fiber/wait_reason.h)
   const uint32_t v = claim.wait(deadline);
   if (v == WaitClaim::kTimedOut) {
     std::lock_guard<std::mutex> lk(e->mu);

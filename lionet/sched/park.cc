@@ -48,15 +48,29 @@ void unpark_thread(ThreadParker* p) noexcept {
   if (p->word.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(&p->word, 1);
 }
 
+// Statistics: one per unpark() call (the protocol makes each call a distinct wake-up).
+// Counted before the state CAS, while f (parked or about to park) keeps its scheduler alive.
+void count_unpark(SchedulerImpl* sched) noexcept {
+  Worker* w = current_worker();
+  if (w && w->sched == sched) {
+    w->fiber_unparks.inc();
+  } else {
+    sched->external_unparks.fetch_add(1, std::memory_order_relaxed);  // a statistic: no order
+  }
+}
+
 void unpark_fiber(Fiber* f) noexcept {
   uint32_t s = f->state_.load(std::memory_order_acquire);
+  // relaxed: worker_ was stored before the release that made f RUNNING, which we acquired.
+  Worker* home = static_cast<Worker*>(f->worker_.load(std::memory_order_relaxed));
+  count_unpark(home->sched);
   for (;;) {
     const auto st = static_cast<FiberState>(s & Fiber::kStateMask);
     if (st == FiberState::kParked) {
       // acquire: pairs with the release CAS in on_resumed(kPark) that saved f's context.
       if (f->state_.compare_exchange_weak(s, static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_acq_rel,
                                           std::memory_order_acquire)) {
-        static_cast<Worker*>(f->worker_)->sched->schedule_woken(f);
+        home->sched->schedule_woken(f);
         return;
       }
     } else {
@@ -99,9 +113,11 @@ void park() noexcept {
   if (s & Fiber::kNotifiedBit) {
     // The unpark came first: consume it without switching. Only this fiber clears the bit.
     f->state_.store(static_cast<uint32_t>(FiberState::kRunning), std::memory_order_relaxed);
+    f->wait_.clear();
     return;
   }
   detail::current_worker()->switch_away(f, detail::AfterSwitch::kPark);
+  f->wait_.clear();  // f is this fiber: valid on whichever worker it resumed
 }
 
 bool WaitClaim::notify(uint32_t value) noexcept {
@@ -144,6 +160,9 @@ uint32_t WaitClaim::wait(std::optional<TimePoint> deadline) noexcept {
     return value();
   }
   Timer timer = add_timer(*deadline, [this] { expire(); });
+  parker_.fiber()->wait_.deadline_ns.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count(),
+      std::memory_order_relaxed);  // for dumps only (wait_reason.h)
   park();
   // A notifier won: make sure the timer callback is not running (it touches *this) and never will.
   if (value() != kTimedOut) timer.cancel();

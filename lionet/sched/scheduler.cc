@@ -65,6 +65,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
 #include "lionet/sched/park.h"
@@ -128,11 +129,15 @@ void on_resumed(Transfer t) noexcept {
       break;
     case AfterSwitch::kRequeue:
       prev->ctx_.fctx = t.from_ctx;
+      prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
       set_state(prev, FiberState::kRunnable);
       w->schedule_local(prev, /*lifo=*/false, /*notify=*/false);
       break;
     case AfterSwitch::kPark: {
       prev->ctx_.fctx = t.from_ctx;
+      w->fiber_parks.inc();
+      // Before the CAS: a dump that sees PARKED (acquire) sees this stamp too.
+      prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
       uint32_t s = static_cast<uint32_t>(FiberState::kRunning);
       // release: publishes ctx_ to the unparker (which CASes PARKED -> RUNNABLE, acquire).
       if (!prev->state_.compare_exchange_strong(s, static_cast<uint32_t>(FiberState::kParked),
@@ -144,6 +149,8 @@ void on_resumed(Transfer t) noexcept {
       break;
     }
     case AfterSwitch::kFinish:
+      // First: once unlisted no dump can reach prev, and only then may it be freed below.
+      FiberRegistryShard::remove(prev);
       w->stacks.release(prev->stack_);
       prev->stack_ = Stack{};
       destroy_context(prev->ctx_);
@@ -190,6 +197,7 @@ void Worker::run() {
   install_stack_overflow_handler();
   init_thread_context(main_ctx);
   pthread_setname_np(pthread_self(), thread_name(sched->opts.name, index).c_str());
+  coarse_now_ns = coarse_monotonic_ns();
   // Spinning briefly before sleeping saves a futex sleep/wake pair when work arrives soon (a
   // spawning fiber on another worker); only when workers do not outnumber CPUs, or the spin
   // would steal the CPU from the worker that is about to produce the work.
@@ -225,8 +233,10 @@ void Worker::prepare_to_run(Fiber* f) noexcept {
     }
     make_context(f->ctx_, f->stack_.bottom, f->stack_.size, fiber_entry);
   }
+  // relaxed: both are read by others only after an acquire of state_ (unpark) or for display.
+  f->worker_.store(this, std::memory_order_relaxed);
+  f->state_since_ns_.store(coarse_now_ns, std::memory_order_relaxed);
   set_state(f, FiberState::kRunning);
-  f->worker_ = this;
   switches.inc();
   set_current_fiber(f);
 }
@@ -281,6 +291,7 @@ void Worker::finish_current(Fiber* self) noexcept {
 Fiber* Worker::next_runnable() noexcept {
   if (LIONET_UNLIKELY(--timer_countdown == 0)) {
     timer_countdown = kTimerCheckInterval;
+    coarse_now_ns = coarse_monotonic_ns();
     maybe_fire_timers();
   }
   if (LIONET_UNLIKELY(--driver_countdown == 0)) {
@@ -446,6 +457,7 @@ void Worker::park_idle() noexcept {
     in_driver.store(false, std::memory_order_seq_cst);
     sched->polling.store(false, std::memory_order_release);
     wake_word.store(0, std::memory_order_release);
+    coarse_now_ns = coarse_monotonic_ns();
     sched->unregister_sleeper(*this);
     // Leaving with work: let another idle worker take over watching the driver.
     if (lifo_slot || !queue.empty()) sched->notify_parked();
@@ -453,6 +465,7 @@ void Worker::park_idle() noexcept {
   }
   if (wake_word.load(std::memory_order_acquire) == 0) futex_wait(&wake_word, 0, &deadline);
   wake_word.store(0, std::memory_order_release);
+  coarse_now_ns = coarse_monotonic_ns();
   sched->unregister_sleeper(*this);
 }
 
@@ -469,10 +482,13 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
   const_cast<SchedulerOptions&>(opts).threads = n;
   for (int i = 0; i < n; ++i) workers.push_back(std::make_unique<Worker>(this, i, stack_pool));
   idle_state.store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+  register_scheduler(this);  // for dump_fibers() of every scheduler (fiber_dump.cc)
 }
 
 SchedulerImpl::~SchedulerImpl() {
   stop();
+  // After stop(): a shutdown that hangs waiting for fibers is exactly when a dump helps.
+  unregister_scheduler(this);  // waits for a dump in progress to finish with us
   while (external_wakers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   workers.clear();  // stack caches go back to the pool before the pool dies
 }
@@ -496,6 +512,8 @@ void SchedulerImpl::submit(Fiber* f) {
   Worker* w = current_worker();
   if (w && w->sched == this) {
     w->spawned.inc();
+    f->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
+    w->registry.insert(f);  // before it is queued: the queue publishes the links to others
     w->schedule_local(f, /*lifo=*/false, /*notify=*/true);
     return;
   }
@@ -505,11 +523,14 @@ void SchedulerImpl::submit(Fiber* f) {
     f->release();  // the scheduler's reference; the caller's handle drops the other
     throw std::logic_error("lionet::Scheduler::spawn after stop() began, from outside the scheduler");
   }
+  f->state_since_ns_.store(coarse_monotonic_ns(), std::memory_order_relaxed);
+  outside_registry.insert(f);
   schedule_woken(f);
 }
 
 void SchedulerImpl::schedule_woken(Fiber* f) noexcept {
   Worker* w = current_worker();
+  f->state_since_ns_.store(w ? w->coarse_now_ns : coarse_monotonic_ns(), std::memory_order_relaxed);
   if (w && w->sched == this) {
     w->schedule_local(f, /*lifo=*/true, /*notify=*/true);
     return;
@@ -612,6 +633,7 @@ void join_fiber(Fiber* f) noexcept {
     LIONET_CHECK(expected == 1, "a fiber can be joined only once");
     return;
   }
+  if (Fiber* self_fiber = self.fiber()) self_fiber->wait_.set(WaitKind::kJoin, f->id(), 0);
   park();
 }
 }  // namespace detail
@@ -649,7 +671,8 @@ uint64_t Scheduler::alive() const noexcept { return impl_->alive(); }
 
 WorkerStats Scheduler::stats(int worker) const noexcept {
   const auto& w = *impl_->workers.at(static_cast<size_t>(worker));
-  return WorkerStats{w.spawned.get(), w.switches.get(), w.steals.get(), w.parks.get(), w.finished.get()};
+  return WorkerStats{w.spawned.get(),  w.switches.get(),    w.steals.get(),       w.parks.get(),
+                     w.finished.get(), w.fiber_parks.get(), w.fiber_unparks.get()};
 }
 
 WorkerStats Scheduler::total_stats() const noexcept {
@@ -661,8 +684,27 @@ WorkerStats Scheduler::total_stats() const noexcept {
     t.steals += s.steals;
     t.parks += s.parks;
     t.finished += s.finished;
+    t.fiber_parks += s.fiber_parks;
+    t.fiber_unparks += s.fiber_unparks;
   }
   return t;
+}
+
+SchedulerStats Scheduler::stats() const noexcept {
+  const WorkerStats t = total_stats();
+  SchedulerStats s;
+  s.threads = threads();
+  // Created is read after finished (like alive()), so alive = created - finished >= 0.
+  s.fibers_finished = t.finished;
+  s.fibers_created = impl_->external_spawned.load(std::memory_order_seq_cst);
+  for (int i = 0; i < s.threads; ++i) s.fibers_created += stats(i).spawned;
+  s.fibers_alive = s.fibers_created - s.fibers_finished;
+  s.switches = t.switches;
+  s.steals = t.steals;
+  s.fiber_parks = t.fiber_parks;
+  s.fiber_unparks = t.fiber_unparks + impl_->external_unparks.load(std::memory_order_relaxed);
+  s.worker_sleeps = t.parks;
+  return s;
 }
 
 PinGuard::PinGuard() noexcept {
@@ -693,6 +735,7 @@ void sleep_until(TimePoint deadline) noexcept {
     std::this_thread::sleep_until(deadline);
     return;
   }
+  note_wait(WaitKind::kSleep);
   WaitClaim claim;
   claim.wait(deadline);  // no one else notifies it: only the deadline can win
 }

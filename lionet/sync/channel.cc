@@ -9,10 +9,12 @@
 namespace lionet::detail {
 
 uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint* deadline) noexcept {
+  const WaitKind kind = &q == &recvq_ ? WaitKind::kChannelRecv : WaitKind::kChannelSend;
   if (deadline == nullptr) {
     node.parker = Parker::current();
     q.push_back(&node);
     lock_.unlock();
+    note_wait(kind, this);
     park();              // W1
     return node.status;  // written before unpark() (W2)
   }
@@ -24,6 +26,7 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
   node.claim = &claim;
   q.push_back(&node);
   lock_.unlock();
+  note_wait(kind, this);
   const bool timed_out = claim.wait(*deadline) == WaitClaim::kTimedOut;
   // W3: after a win the waker may still be writing our payload under lock_; after a timeout
   // we must unlink. Both need the lock once.
@@ -140,6 +143,7 @@ int select_impl(SelectCaseBase** cases, WaitNode* nodes, std::size_t n, const Ti
     cases[i]->enqueue_locked(nodes[i]);
   }
   locks.unlock();
+  note_wait(WaitKind::kSelect, nullptr, static_cast<uint32_t>(n));
   const uint32_t v = deadline ? claim.wait(*deadline) : claim.wait();
   // 4. Unlink the losers (the winner was removed by its waker), and let the winner's waker
   //    finish writing our payload: both need every lock once (W3).

@@ -40,6 +40,7 @@ class CondVar {
     node.parker = Parker::current();
     enqueue(&node);  // W1: queued before the user's lock is released
     lock.unlock();
+    note_wait(WaitKind::kCondVar, this);
     park();
     lock.lock();
   }
@@ -56,6 +57,7 @@ class CondVar {
     node.claim = &claim;
     enqueue(&node);
     lock.unlock();
+    note_wait(WaitKind::kCondVar, this);
     const bool timed_out = claim.wait(deadline) == WaitClaim::kTimedOut;
     // W3: after a timeout, unlink `node` before it leaves scope; after a notify, wait until
     // the notifier has left lock_, so the CondVar may be destroyed once we return.

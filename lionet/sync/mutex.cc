@@ -80,6 +80,7 @@ void Mutex::lock_slow() noexcept {
   for (;;) {
     // A waiter that was woken and lost the race goes back to the front (bounded unfairness).
     if (!enqueue_or_acquire(&node, requeue)) return;
+    note_wait(WaitKind::kMutex, this);
     park();  // W1; the waker removed the node (W2) before unparking us
     requeue = true;
     uint32_t s = state_.load(std::memory_order_relaxed);
@@ -113,6 +114,7 @@ bool Mutex::try_lock_until(TimePoint deadline) noexcept {
       debug_acquired();
       return true;
     }
+    note_wait(WaitKind::kMutex, this);
     if (claim.wait(deadline) == WaitClaim::kTimedOut) {
       // W3: unlink before the node leaves scope, keeping HAS_WAITERS exact.
       uint32_t s = lock_queue();

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "lionet/fiber/wait_reason.h"
 #include "lionet/sched/park.h"
 
 namespace lionet {
@@ -69,6 +70,7 @@ class OffloadPool {
     if (!Parker::current().is_fiber() || detail::on_offload_thread()) return f();
     Task<F, R> task(f);
     submit(&task);
+    note_wait(WaitKind::kOffload, this);
     park();  // unparked by the pool thread after task.run() stored the outcome
     if (task.error) std::rethrow_exception(task.error);
     if constexpr (!std::is_void_v<R>) return std::move(*task.result);

@@ -29,6 +29,7 @@ void Semaphore::acquire() noexcept {
   node.parker = Parker::current();
   queue_.push_back(&node);
   lock_.unlock();
+  note_wait(WaitKind::kSemaphore, this);
   park();  // woken by release() holding our permit
 }
 
@@ -44,6 +45,7 @@ bool Semaphore::try_acquire_until(TimePoint deadline) noexcept {
   node.claim = &claim;
   queue_.push_back(&node);
   lock_.unlock();
+  note_wait(WaitKind::kSemaphore, this);
   const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;  // a win carries the permit
   // W3: after a timeout, unlink; after a notify, wait until release() has left lock_ (its last
   // access), so the caller may destroy the semaphore as soon as we return.

@@ -22,6 +22,7 @@ void SharedMutex::lock() noexcept {
   node.parker = Parker::current();
   writeq_.push_back(&node);
   lock_.unlock();
+  note_wait(WaitKind::kSharedMutex, this);
   park();  // the unlocker set writer_ = true for us
 }
 
@@ -62,6 +63,7 @@ void SharedMutex::lock_shared() noexcept {
   node.parker = Parker::current();
   readq_.push_back(&node);
   lock_.unlock();
+  note_wait(WaitKind::kSharedMutexShared, this);
   park();  // the unlocker counted us in readers_
 }
 

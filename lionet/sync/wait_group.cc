@@ -36,10 +36,12 @@ void WaitGroup::add(int64_t n) noexcept {
 }
 
 void WaitGroup::wait() noexcept {
-  detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt);
+  detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt,
+                     WaitKind::kWaitGroup, this);
 }
 
 bool WaitGroup::wait_until(TimePoint deadline) noexcept {
-  return detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, deadline);
+  return detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, deadline,
+                            WaitKind::kWaitGroup, this);
 }
 }  // namespace lionet

@@ -14,6 +14,7 @@
 #include "lionet/base/macros.h"
 #include "lionet/base/spinlock.h"
 #include "lionet/fiber/fiber.h"
+#include "lionet/fiber/fiber_registry.h"
 #include "lionet/fiber/stack_pool.h"
 #include "lionet/sched/detail/inject_queue.h"
 #include "lionet/sched/detail/local_queue.h"
@@ -99,8 +100,18 @@ class alignas(kCacheLine) Worker {
   std::atomic<bool> in_driver{false};  // inside Driver::wait(): wake() goes through the driver
   uint32_t driver_countdown = 61;      // scheduling points until a busy worker polls the driver
 
-  OwnerCounter spawned, switches, steals, parks, finished;
+  // Statistics (Scheduler::stats()). Each is written only by this worker's thread.
+  // fiber_parks: park() calls of fibers running here that switched out; fiber_unparks:
+  // unpark() calls made on this thread aimed at fibers of this scheduler.
+  OwnerCounter spawned, switches, steals, parks, finished, fiber_parks, fiber_unparks;
+  // Cached CLOCK_MONOTONIC_COARSE (detail/coarse_clock.h): refreshed every
+  // kTimerCheckInterval scheduling points and after idle sleeps; stamps fibers' state changes.
+  int64_t coarse_now_ns = 0;
   std::thread thread;
+
+  // Live fibers spawned by code running on this worker (fiber_registry.h). Its own line: the
+  // lock is taken by this worker at spawn and exit, and by dumps and migrated fibers' exits.
+  alignas(kCacheLine) FiberRegistryShard registry;
 
  private:
   Fiber* next_runnable() noexcept;  // fast local sources only
@@ -150,6 +161,11 @@ class SchedulerImpl {
   std::atomic<Driver*> driver{nullptr};
   std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
   std::atomic<uint64_t> external_spawned{0};
+  // unpark() calls aimed at our fibers from threads that are not our workers. relaxed:
+  // a statistic; outside wake-ups already pay an RMW on external_wakers.
+  std::atomic<uint64_t> external_unparks{0};
+  // Live fibers spawned from outside threads (the registry's extra shard).
+  alignas(kCacheLine) FiberRegistryShard outside_registry;
   // Wake-ups from outside threads still touching this scheduler after they made a fiber
   // runnable (that fiber may finish and the scheduler be destroyed meanwhile): the destructor
   // waits for this to drop to zero.
@@ -159,6 +175,10 @@ class SchedulerImpl {
   std::mutex stop_mu;             // serializes stop()
   bool stopped = false;           // guarded by stop_mu
 };
+
+// The process-wide list of live schedulers that dump_fibers() walks (fiber_dump.cc).
+void register_scheduler(SchedulerImpl* s);
+void unregister_scheduler(SchedulerImpl* s) noexcept;
 
 // The worker running the calling code, or nullptr. Never cached across a switch (see fiber.h).
 Worker* current_worker() noexcept;

@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "lionet/base/macros.h"
+#include "lionet/fiber/wait_reason.h"
 #include "lionet/sched/park.h"
 
 namespace lionet::detail {
@@ -200,8 +201,10 @@ uint64_t current_owner_token() noexcept;
 // before queueing, so the waiter either sees it or is queued before the releasing side drains
 // the queue, and returns only after that side released `lock` (W3). With a deadline, returns
 // false if it passed while done() was still false.
+// `kind`/`object` name the wait in fiber dumps (fiber/wait_reason.h).
 template <class Lock, class Done>
-bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint> deadline) noexcept {
+bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint> deadline, WaitKind kind,
+                const void* object) noexcept {
   WaitClaim claim;
   WaitNode node;
   if (deadline) node.claim = &claim; else node.parker = Parker::current();
@@ -212,6 +215,7 @@ bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint
   }
   queue.push_back(&node);
   lock.unlock();
+  note_wait(kind, object);
   if (!deadline) {
     park();
     return true;

@@ -1,0 +1,24 @@
+// lionet/sched/detail/coarse_clock.h: the cheap clock behind Fiber::state_since_ns_.
+//
+// Owns: coarse_monotonic_ns(). Must not be used for deadlines or timeouts (base/clock.h is).
+//
+// Why CLOCK_MONOTONIC_COARSE: it is the same clock (same epoch) as CLOCK_MONOTONIC, the base
+// of steady_clock, so a dump can compare it with now() and with deadlines; the vDSO returns
+// the kernel's last tick without reading the TSC (a few ns, no syscall); its resolution of
+// one jiffy (1-4 ms) is far below what a fiber dump shows. Workers read it only every
+// kTimerCheckInterval scheduling points and after waking from idle, and stamp fibers with
+// that cached value (Worker::coarse_now_ns), so a switch pays one load and one store; a stamp
+// is early by at most that many fiber slices (the dump may overstate a duration by as much).
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace lionet::detail {
+inline int64_t coarse_monotonic_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+}  // namespace lionet::detail
