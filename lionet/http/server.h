@@ -106,6 +106,8 @@ void serve_connection(Stream& stream, const Handler& handler, const ServerOption
 // Wraps an accepted connection's stream (e.g. in TLS, including the handshake). Runs in the
 // connection's fiber. Returns the stream to serve, or nullptr to drop the connection.
 using StreamFactory = std::function<std::unique_ptr<Stream>(SocketStream&)>;
+// The HTTPS factory: an SslStream over the accepted socket, handshake done (tls.cc).
+StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx);
 
 class Server {
  public:
@@ -116,6 +118,11 @@ class Server {
 
   // Before start(): every accepted connection is passed through f.
   void set_stream_factory(StreamFactory f);
+
+  // Before start(): serve HTTPS with this server context (a TLS handshake per connection in
+  // its fiber, bounded by the context's handshake_timeout; a failed handshake drops the
+  // connection). Same as set_stream_factory(tls_stream_factory(ctx)).
+  void enable_tls(std::shared_ptr<SslContext> ctx);
 
   // As TcpServer: listen() throws std::system_error naming the address; start() once.
   void listen(const Address& local);

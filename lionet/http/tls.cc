@@ -1,10 +1,35 @@
-// lionet/http/tls.cc: HTTPS glue for the client (and, once ssl/ lands, the server). Until
-// then https:// URLs fail with EPROTONOSUPPORT.
-#include "lionet/http/detail/client_tls.h"
+// lionet/http/tls.cc: HTTPS glue: the server's TLS stream factory and the client's TLS
+// connect, both over lionet::SslStream (ssl/). The only http/ file that includes ssl/ headers.
+#include <utility>
 
-namespace lionet::http::detail {
-Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>&, Socket&&, const std::string&,
-                                                  TimePoint) {
-  return errno_error(EPROTONOSUPPORT);
+#include "lionet/http/detail/client_tls.h"
+#include "lionet/http/server.h"
+#include "lionet/ssl/ssl_context.h"
+#include "lionet/ssl/ssl_stream.h"
+
+namespace lionet::http {
+
+StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx) {
+  return [ctx = std::move(ctx)](SocketStream& s) -> std::unique_ptr<Stream> {
+    auto tls = std::make_unique<SslStream>(ctx, s.socket());
+    if (!tls->handshake()) return nullptr;  // bounded by the context's handshake_timeout
+    return tls;
+  };
 }
-}  // namespace lionet::http::detail
+
+void Server::enable_tls(std::shared_ptr<SslContext> ctx) { set_stream_factory(tls_stream_factory(std::move(ctx))); }
+
+namespace detail {
+Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,
+                                                  const std::string& host, TimePoint deadline) {
+  if (!ctx) return errno_error(EPROTONOSUPPORT);
+  auto tls = std::make_unique<SslStream>(ctx, std::move(s));
+  tls->set_server_name(host);
+  Duration left = deadline - now();
+  if (left <= Duration::zero()) return errno_error(ETIMEDOUT);
+  tls->set_timeouts(left, left);
+  if (auto r = tls->handshake(); !r) return r.error();
+  return std::unique_ptr<Stream>(std::move(tls));
+}
+}  // namespace detail
+}  // namespace lionet::http

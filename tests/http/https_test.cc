@@ -1,0 +1,140 @@
+// HTTPS tests: the same Server over lionet::SslStream (Server::enable_tls), checked with curl
+// --cacert and with the project's Client (verifying the certificate): memory, chunked writer
+// and sendfile (the TLS path) bodies, keep-alive reuse, and a plain-TCP client refused.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "http_test_util.h"
+#include "lionet/http/client.h"
+#include "lionet/http/router.h"
+#include "lionet/http/server.h"
+#include "lionet/ssl/ssl_context.h"
+
+namespace lionet::http {
+namespace {
+using test::TestServer;
+
+// A self-signed certificate for localhost / 127.0.0.1, made once per test binary.
+struct Cert {
+  std::string dir, cert, key;
+  bool ok = false;
+  Cert() {
+    char tmpl[] = "/tmp/lionet-https-XXXXXX";
+    dir = mkdtemp(tmpl);
+    cert = dir + "/cert.pem";
+    key = dir + "/key.pem";
+    int st = -1;
+    test::shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
+                    " -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
+                &st);
+    ok = st == 0;
+  }
+  ~Cert() { test::shell("rm -rf " + dir); }
+};
+
+const Cert& cert() {
+  static Cert c;
+  return c;
+}
+
+std::string pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('A' + (i * 13 + i / 97) % 26);
+  return s;
+}
+
+class HttpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cert().ok) GTEST_SKIP() << "openssl could not make a certificate";
+    data_ = pattern(1 << 20);
+    char tmpl[] = "/tmp/lionet-https-file-XXXXXX";
+    int fd = mkstemp(tmpl);
+    file_ = tmpl;
+    ASSERT_EQ(::write(fd, data_.data(), data_.size()), static_cast<ssize_t>(data_.size()));
+    ::close(fd);
+    router_.get("/hello", [](Request&, Response& s) { s.reply(200, "hello tls"); });
+    router_.get("/stream", [](Request&, Response& s) {
+      s.set_body_writer([](BodyWriter& w) -> Result<void> {
+        for (int i = 0; i < 10; ++i)
+          if (auto r = w.write(std::string(1000, static_cast<char>('0' + i))); !r) return r;
+        return {};
+      });
+    });
+    router_.get("/file", [this](Request&, Response& s) {
+      int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
+      auto keep = std::shared_ptr<int>(new int(fd), [](int* p) {
+        ::close(*p);
+        delete p;
+      });
+      s.set_file(fd, 0, data_.size(), keep);
+    });
+    SslOptions so;
+    so.certificates = {{cert().cert, cert().key}};
+    so.alpn = {"http/1.1"};
+    server_ = std::make_unique<TestServer>(router_.handler());
+    server_->server().enable_tls(SslContext::server(so));
+    server_->start();
+  }
+  void TearDown() override {
+    server_.reset();
+    if (!file_.empty()) ::unlink(file_.c_str());
+  }
+  std::string url(const std::string& path) {
+    return "https://localhost:" + std::to_string(server_->port()) + path;
+  }
+
+  Router router_;
+  std::unique_ptr<TestServer> server_;
+  std::string data_, file_;
+};
+
+TEST_F(HttpsTest, CurlWithCaCert) {
+  if (!test::have_curl()) GTEST_SKIP() << "curl not installed";
+  std::string base = "curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" +
+                     std::to_string(server_->port()) + ":127.0.0.1 ";
+  int st = -1;
+  EXPECT_EQ(test::shell(base + url("/hello"), &st), "hello tls");
+  EXPECT_EQ(st, 0);
+  EXPECT_EQ(test::shell(base + url("/stream")).size(), 10000u);
+  std::string got = test::shell(base + url("/file"));
+  EXPECT_TRUE(got == data_) << got.size();
+  std::string connects =
+      test::shell(base + "-o /dev/null -o /dev/null -w '%{num_connects}\\n' " + url("/hello") + " " + url("/hello"));
+  EXPECT_EQ(connects, "1\n0\n");
+  // Without the CA, curl refuses the self-signed certificate.
+  test::shell("curl -s --http1.1 --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 " +
+                  url("/hello"),
+              &st);
+  EXPECT_NE(st, 0);
+}
+
+TEST_F(HttpsTest, ClientVerifiesAndReusesConnections) {
+  server_->run([&] {
+    ClientOptions co;
+    SslOptions so;
+    so.ca_file = cert().cert;
+    so.verify_peer = true;
+    co.tls = SslContext::client(so);
+    Client c(co);
+    auto r = c.get(url("/hello"));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->body, "hello tls");
+    r = c.get(url("/stream"));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->chunked);
+    EXPECT_EQ(r->body.size(), 10000u);
+    EXPECT_TRUE(r->reused_connection);
+    r = c.get(url("/file"));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->body == data_);
+    // A client without TLS configured cannot reach https URLs.
+    Client plain;
+    EXPECT_EQ(plain.get(url("/hello")).error(), std::errc::protocol_not_supported);
+  });
+}
+}  // namespace
+}  // namespace lionet::http
