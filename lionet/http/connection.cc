@@ -39,12 +39,13 @@ void append_content_length(std::string& out, uint64_t n) {
 }  // namespace
 
 Connection::Connection(Stream& stream, const Handler& handler, const ServerOptions& options,
-                       const std::atomic<bool>* stopping, ServerStats* stats)
+                       const std::atomic<bool>* stopping, ServerStats* stats, const ConnectionInfo* info)
     : stream_(stream),
       handler_(handler),
       options_(options),
       stopping_(stopping),
       stats_(stats),
+      info_(info),
       cap_(std::max<size_t>(options.input_buffer, 1024)),
       parser_(options.limits),
       write_timeout_(options.write_timeout) {
@@ -345,6 +346,7 @@ bool Connection::handle_request() {
   start_body();
   const RequestHead& h = parser_.head();
   request_.reset(&h, this);
+  request_.set_connection_info(info_);
   response_.reset();
   try {
     handler_(request_, response_);

@@ -24,7 +24,9 @@
 #include <string_view>
 
 #include "lionet/http/request_parser.h"
+#include "lionet/net/address.h"
 #include "lionet/net/result.h"
+#include "lionet/net/socket.h"
 
 namespace lionet::http {
 
@@ -39,6 +41,13 @@ class BodySource {
   ~BodySource() = default;
 };
 }  // namespace detail
+
+// What the server knows of the connection a request came on (serve_connection's caller fills
+// it; all fields optional).
+struct ConnectionInfo {
+  Socket* socket = nullptr;  // the TCP/Unix socket under the stream (addresses are read lazily)
+  bool tls = false;          // the stream is TLS
+};
 
 class Request {
  public:
@@ -101,6 +110,20 @@ class Request {
   // The pattern of the route that matched ("" before routing or when none did).
   std::string_view route_pattern() const noexcept { return route_pattern_; }
 
+  // The client's address (getpeername on first use; ENOTCONN when the server was not told
+  // the socket, e.g. serve_connection over a bare Stream), this side's address, and whether
+  // the connection is TLS.
+  Result<Address> peer_address() const {
+    if (!conn_ || !conn_->socket) return errno_error(ENOTCONN);
+    return conn_->socket->peer_address();
+  }
+  Result<Address> local_address() const {
+    if (!conn_ || !conn_->socket) return errno_error(ENOTCONN);
+    return conn_->socket->local_address();
+  }
+  bool is_tls() const noexcept { return conn_ && conn_->tls; }
+  void set_connection_info(const ConnectionInfo* info) noexcept { conn_ = info; }
+
   // For the Router.
   bool add_param(std::string_view name, std::string_view value) noexcept {
     if (nparams_ == kMaxParams) return false;
@@ -113,6 +136,7 @@ class Request {
  private:
   const RequestHead* head_ = nullptr;
   detail::BodySource* body_ = nullptr;
+  const ConnectionInfo* conn_ = nullptr;
   std::array<Param, kMaxParams> params_{};
   size_t nparams_ = 0;
   std::string_view route_pattern_;

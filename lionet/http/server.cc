@@ -8,8 +8,8 @@
 namespace lionet::http {
 
 void serve_connection(Stream& stream, const Handler& handler, const ServerOptions& options,
-                      const std::atomic<bool>* stopping, ServerStats* stats) {
-  detail::Connection conn(stream, handler, options, stopping, stats);
+                      const std::atomic<bool>* stopping, ServerStats* stats, const ConnectionInfo* info) {
+  detail::Connection conn(stream, handler, options, stopping, stats, info);
   conn.run();
 }
 
@@ -22,7 +22,10 @@ Server::Server(IOManager& io, Handler handler, ServerOptions options)
         return t;
       }()) {}
 
-void Server::set_stream_factory(StreamFactory f) { factory_ = std::move(f); }
+void Server::set_stream_factory(StreamFactory f) {
+  factory_ = std::move(f);
+  tls_ = false;
+}
 
 void Server::listen(const Address& local) { tcp_.listen(local); }
 
@@ -34,13 +37,15 @@ bool Server::stop(Duration drain) {
 }
 
 void Server::serve(SocketStream& s) {
+  ConnectionInfo info{&s.socket(), false};
   if (!factory_) {
-    serve_connection(s, handler_, options_, &stopping_, &stats_);
+    serve_connection(s, handler_, options_, &stopping_, &stats_, &info);
     return;
   }
   std::unique_ptr<Stream> wrapped = factory_(s);
   if (!wrapped) return;
-  serve_connection(*wrapped, handler_, options_, &stopping_, &stats_);
+  info.tls = tls_;
+  serve_connection(*wrapped, handler_, options_, &stopping_, &stats_, &info);
   wrapped->close();
 }
 }  // namespace lionet::http

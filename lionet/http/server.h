@@ -99,9 +99,11 @@ struct ServerStats {
 };
 
 // Serves one connection until it ends (see the loop above). `stopping`, if given, makes every
-// response after it becomes true carry Connection: close. `stats` may be null.
+// response after it becomes true carry Connection: close. `stats` and `info` may be null
+// (info feeds Request::peer_address() / is_tls()).
 void serve_connection(Stream& stream, const Handler& handler, const ServerOptions& options,
-                      const std::atomic<bool>* stopping = nullptr, ServerStats* stats = nullptr);
+                      const std::atomic<bool>* stopping = nullptr, ServerStats* stats = nullptr,
+                      const ConnectionInfo* info = nullptr);
 
 // Wraps an accepted connection's stream (e.g. in TLS, including the handshake). Runs in the
 // connection's fiber. Returns the stream to serve, or nullptr to drop the connection.
@@ -142,6 +144,7 @@ class Server {
   const ServerOptions options_;
   Handler handler_;
   StreamFactory factory_;
+  bool tls_ = false;  // factory_ is the TLS one (Request::is_tls)
   std::atomic<bool> stopping_{false};  // release by stop(), acquire by connections
   ServerStats stats_;
   TcpServer tcp_;  // last: its fibers use the members above until stop()/destruction

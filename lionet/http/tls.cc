@@ -17,7 +17,10 @@ StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx) {
   };
 }
 
-void Server::enable_tls(std::shared_ptr<SslContext> ctx) { set_stream_factory(tls_stream_factory(std::move(ctx))); }
+void Server::enable_tls(std::shared_ptr<SslContext> ctx) {
+  set_stream_factory(tls_stream_factory(std::move(ctx)));
+  tls_ = true;
+}
 
 namespace detail {
 Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,

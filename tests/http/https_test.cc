@@ -56,7 +56,7 @@ class HttpsTest : public ::testing::Test {
     file_ = tmpl;
     ASSERT_EQ(::write(fd, data_.data(), data_.size()), static_cast<ssize_t>(data_.size()));
     ::close(fd);
-    router_.get("/hello", [](Request&, Response& s) { s.reply(200, "hello tls"); });
+    router_.get("/hello", [](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls" : "not tls"); });
     router_.get("/stream", [](Request&, Response& s) {
       s.set_body_writer([](BodyWriter& w) -> Result<void> {
         for (int i = 0; i < 10; ++i)

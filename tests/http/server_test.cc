@@ -87,6 +87,11 @@ class ServerTest : public ::testing::Test {
       s.set_content_type("application/octet-stream");
       s.set_file(fd, 3, file_size_ - 3, keep);  // a region: offset 3 to the end
     });
+    router_.get("/peer", [](Request& q, Response& s) {
+      auto peer = q.peer_address();
+      auto local = q.local_address();
+      s.reply(200, (peer ? peer->to_string() : "?") + " " + (local ? local->to_string() : "?") + (q.is_tls() ? " tls" : " tcp"));
+    });
     router_.get("/throw", [](Request&, Response&) { throw std::runtime_error("boom"); });
   }
 
@@ -142,6 +147,10 @@ TEST_F(ServerTest, ClientGetPostStreamFileAndKeepAlive) {
     r = c.get(ts->url("/missing"));
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 404);
+    r = c.get(ts->url("/peer"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body.substr(0, 10), "127.0.0.1:");
+    EXPECT_NE(r->body.find(" 127.0.0.1:" + std::to_string(ts->port()) + " tcp"), std::string::npos) << r->body;
     r = c.get(ts->url("/throw"));
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 500);

@@ -25,7 +25,7 @@ namespace lionet::http::detail {
 class Connection final : public BodySource {
  public:
   Connection(Stream& stream, const Handler& handler, const ServerOptions& options, const std::atomic<bool>* stopping,
-             ServerStats* stats);
+             ServerStats* stats, const ConnectionInfo* info);
   void run() noexcept;
 
   // BodySource
@@ -60,6 +60,7 @@ class Connection final : public BodySource {
   const ServerOptions& options_;
   const std::atomic<bool>* stopping_;
   ServerStats* stats_;
+  const ConnectionInfo* info_;
 
   std::unique_ptr<char[]> buf_;
   size_t cap_ = 0, r_ = 0, w_ = 0;
