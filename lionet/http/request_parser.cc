@@ -30,23 +30,6 @@ bool valid_authority(std::string_view a) noexcept {
 }
 }  // namespace
 
-bool has_token(std::string_view value, std::string_view token) noexcept {
-  while (!value.empty()) {
-    size_t comma = value.find(',');
-    std::string_view elem = trim_ows(value.substr(0, comma));
-    if (iequals(elem, token)) return true;
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 RequestParser::RequestParser(ParserLimits limits) : limits_(limits) {
   fields_.reserve(32);
   head_.headers.reserve(32);
