@@ -25,6 +25,9 @@
 //   poll, select       -> one fd: IOManager wait; several fds: a private epoll set holding them
 //                         all, which the fiber waits on as one fd (poll_hooks.cc).
 //   close, dup2, dup3  -> IOManager::cancel(fd) first (waiters wake with ECANCELED -> EBADF).
+//   open, openat (and *64, creat, __open_2) -> plain libc, then the fd-table entry of the new
+//                         number is forgotten (a stale socket/pipe entry left by a close behind
+//                         the hooks' back would misroute the file's reads).
 //   fcntl(F_GETFL/F_SETFL), ioctl(FIONBIO) -> track and report the user's O_NONBLOCK while the
 //                         kernel fd stays non-blocking. fcntl(F_DUPFD*), dup* copy the entry.
 //   setsockopt(SO_RCVTIMEO/SO_SNDTIMEO) -> recorded in the fd table (and passed on).

@@ -1,11 +1,12 @@
 // lionet/hook/io_hooks.cc: hooks that create, transfer on and close fds: socket, socketpair,
-// pipe, pipe2, accept, accept4, connect, the read/write families (including pread/pwrite/
+// pipe, pipe2, accept, accept4, connect, open/openat (only to forget stale entries), the read/write families (including pread/pwrite/
 // preadv/pwritev for regular files), sendfile, close, shutdown, dup, dup2, dup3. Behaviour is
 // described in hook.h.
 //
 // The one rule every function here follows: errno is read with get_errno() and written with
 // set_errno(), and only after the last call that may switch fibers (wait_fd).
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -311,6 +312,64 @@ LIONET_HOOK_API int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 LIONET_HOOK_API int connect(int fd, const sockaddr* addr, socklen_t len) {
   return connect_impl(fd, addr, len);
 }
+
+// ---- opening files ----
+// open/openat are hooked only to forget a stale fd-table entry: the number may have belonged to
+// a socket or pipe closed behind the hooks' back (raw close, fclose), and a stale kSocket/kPipe
+// entry would send this file's reads down the socket path (made O_NONBLOCK, never offloaded).
+// The new fd is classified on its first hooked use. Behaviour is otherwise plain libc.
+namespace {
+mode_t open_mode(int flags, va_list ap) noexcept {
+  // The mode argument exists only with O_CREAT or O_TMPFILE (promoted to int through "...").
+  return ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+}
+int opened(int fd) noexcept {
+  if (fd >= 0) {
+    if (FdEntry* e = fd_table().find(fd)) e->reset();
+  }
+  return fd;
+}
+}  // namespace
+
+LIONET_HOOK_API int open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return opened(LIONET_REAL(open)(path, flags, mode));
+}
+
+LIONET_HOOK_API int open64(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return opened(LIONET_REAL(open64)(path, flags, mode));
+}
+
+LIONET_HOOK_API int openat(int dirfd, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return opened(LIONET_REAL(openat)(dirfd, path, flags, mode));
+}
+
+LIONET_HOOK_API int openat64(int dirfd, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return opened(LIONET_REAL(openat64)(dirfd, path, flags, mode));
+}
+
+LIONET_HOOK_API int creat(const char* path, mode_t mode) { return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
+LIONET_HOOK_API int creat64(const char* path, mode_t mode) { return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
+// _FORTIFY_SOURCE entry points (used when the flags are not known at compile time).
+LIONET_HOOK_API int __open_2(const char* path, int flags) { return open(path, flags); }
+LIONET_HOOK_API int __open64_2(const char* path, int flags) { return open(path, flags); }
+LIONET_HOOK_API int __openat_2(int dirfd, const char* path, int flags) { return openat(dirfd, path, flags); }
+LIONET_HOOK_API int __openat64_2(int dirfd, const char* path, int flags) { return openat(dirfd, path, flags); }
 
 // ---- transfers ----
 

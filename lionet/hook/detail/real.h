@@ -38,6 +38,10 @@
   X(write, ssize_t (*)(int, const void*, size_t))                                            \
   X(writev, ssize_t (*)(int, const iovec*, int))                                             \
   X(pread, ssize_t (*)(int, void*, size_t, off_t))                                           \
+  X(open, int (*)(const char*, int, ...))                                                    \
+  X(open64, int (*)(const char*, int, ...))                                                  \
+  X(openat, int (*)(int, const char*, int, ...))                                             \
+  X(openat64, int (*)(int, const char*, int, ...))                                           \
   X(pwrite, ssize_t (*)(int, const void*, size_t, off_t))                                    \
   X(preadv, ssize_t (*)(int, const iovec*, int, off_t))                                      \
   X(pwritev, ssize_t (*)(int, const iovec*, int, off_t))                                     \
