@@ -159,7 +159,7 @@ class UringEngine final : public ReapedEngineBase {
       int r = io_uring_submit(ctx->ring());
       // Whoever submits accounts for what the kernel took (a fiber that ran on this thread
       // while we slept may have flushed our SQEs with its own).
-      if (r > 0) ctx->started(r);
+      if (r > 0) ctx->started_reap_inline(r);
       if (io_uring_sq_ready(ctx->ring()) == 0) return;
       if (r == -EINTR || r > 0) continue;
       counters_.queue_full.fetch_add(1, std::memory_order_relaxed);

@@ -48,18 +48,38 @@ void ReapedContext::started(int k) noexcept {
   }
 }
 
-void ReapedContext::reaper_main() noexcept {
+void ReapedContext::started_reap_inline(int k) noexcept {
+  if (k <= 0) return;
+  inflight_.fetch_add(k, std::memory_order_seq_cst);  // (1), as in started()
+  if (reaper_active_.exchange(true, std::memory_order_seq_cst)) return;  // a reaper will see them
+  drain();
+  release_reaper_role();
+}
+
+void ReapedContext::release_reaper_role() noexcept {
+  reaper_active_.store(false, std::memory_order_seq_cst);  // (2), pairs with (1)
+  if (inflight_.load(std::memory_order_seq_cst) <= 0) return;
+  if (!reaper_active_.exchange(true, std::memory_order_seq_cst)) {
+    Scheduler::current()->spawn_detached([this] { reaper_main(); }, {.name = "file-reaper"});
+  }
+}
+
+void ReapedContext::drain() noexcept {
   auto* eng = static_cast<ReapedEngineBase*>(engine_);
   const int batch = static_cast<int>(eng->options().reap_batch ? eng->options().reap_batch : 64);
   for (;;) {
-    // Drain everything finished.
-    for (;;) {
-      int n = reap(batch);
-      if (n <= 0) break;
-      eng->note_reaped(static_cast<uint64_t>(n));
-      inflight_.fetch_sub(n, std::memory_order_seq_cst);
-      if (n < batch) break;
-    }
+    int n = reap(batch);
+    if (n <= 0) return;
+    eng->note_reaped(static_cast<uint64_t>(n));
+    inflight_.fetch_sub(n, std::memory_order_seq_cst);
+    if (n < batch) return;
+  }
+}
+
+void ReapedContext::reaper_main() noexcept {
+  auto* eng = static_cast<ReapedEngineBase*>(engine_);
+  for (;;) {
+    drain();
     if (inflight_.load(std::memory_order_seq_cst) <= 0) {
       reaper_active_.store(false, std::memory_order_seq_cst);  // (2), pairs with (1)
       if (inflight_.load(std::memory_order_seq_cst) <= 0) return;

@@ -82,6 +82,12 @@ class ReapedContext {
 
   // Protocol step 2. Call from the submitting fiber after k requests were accepted.
   void started(int k) noexcept;
+  // Step 2 for contexts where looking for completions costs no system call (io_uring's CQ is
+  // shared memory): if no reaper runs, the submitter takes the reaper's role for one sweep
+  // first, so completions that arrived during the submit call (the kernel runs completion
+  // work when io_uring_enter returns) cost no reaper fiber and no eventfd wake-up; a reaper is
+  // spawned only if requests remain in flight. Same handshake as the reaper's exit.
+  void started_reap_inline(int k) noexcept;
   int64_t inflight() const noexcept { return inflight_.load(std::memory_order_relaxed); }
   int eventfd() const noexcept { return efd_; }
 
@@ -93,6 +99,8 @@ class ReapedContext {
 
  private:
   void reaper_main() noexcept;
+  void drain() noexcept;        // reaps until nothing is left (reaper role held)
+  void release_reaper_role() noexcept;  // the exit handshake; spawns a reaper if needed
   const int efd_;
   IOManager* const iom_;
   FileEngine* const engine_;
