@@ -2,6 +2,7 @@
 #include "lionet/ssl/ssl_context.h"
 
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
@@ -132,8 +133,14 @@ void SslContext::load_certificate(SSL_CTX* ctx, const SslCertificate& c) const {
   check_readable("private key", c.key_file);
   if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_chain_file.c_str()) != 1)
     fail("certificate " + c.cert_chain_file + " is not a valid PEM certificate chain");
-  if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+  if (SSL_CTX_use_PrivateKey_file(ctx, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL compares the key with the certificate already here.
+    unsigned long e = ERR_peek_last_error();
+    if (ERR_GET_LIB(e) == ERR_LIB_X509 &&
+        (ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH || ERR_GET_REASON(e) == X509_R_KEY_TYPE_MISMATCH))
+      fail("private key " + c.key_file + " does not match certificate " + c.cert_chain_file);
     fail("private key " + c.key_file + " is not a valid PEM private key");
+  }
   if (SSL_CTX_check_private_key(ctx) != 1)
     fail("private key " + c.key_file + " does not match certificate " + c.cert_chain_file);
 }
