@@ -407,10 +407,10 @@ TEST_F(ServerTest, SlowlorisTimeoutBoundsTheWholeHead) {
   auto ts = start(o);
   RawClient c(ts->port());
   TimePoint t0 = now();
-  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\n"));
+  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nX-Slow: "));
   bool closed = false;
-  for (int i = 0; i < 200 && !closed; ++i) {
-    if (!c.send("X: 1\r\n")) {
+  for (int i = 0; i < 1000 && !closed; ++i) {  // one byte of a long value every 10 ms
+    if (!c.send("a")) {
       closed = true;
       break;
     }
