@@ -1,0 +1,469 @@
+// lionet/http/static_files.cc: StaticFiles (see static_files.h): path checks, resolution
+// beneath the root, conditional/range logic, and the three body paths.
+#include "lionet/http/static_files.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "lionet/http/headers.h"
+#include "lionet/http/mime.h"
+#include "lionet/http/url.h"
+
+namespace lionet::http {
+
+std::optional<FileMode> parse_file_mode(std::string_view s) {
+  if (s == "memory") return FileMode::kMemory;
+  if (s == "chunk") return FileMode::kChunk;
+  if (s == "sendfile") return FileMode::kSendfile;
+  if (s == "auto") return FileMode::kAuto;
+  return std::nullopt;
+}
+
+std::string_view file_mode_name(FileMode m) noexcept {
+  switch (m) {
+    case FileMode::kMemory: return "memory";
+    case FileMode::kChunk: return "chunk";
+    case FileMode::kSendfile: return "sendfile";
+    case FileMode::kAuto: return "auto";
+  }
+  return "?";
+}
+
+namespace {
+
+// Owns an fd; the shared_ptr handed to Response keeps it open until the bytes are out.
+struct FdOwner {
+  int fd;
+  explicit FdOwner(int f) noexcept : fd(f) {}
+  ~FdOwner() {
+    if (fd >= 0) ::close(fd);
+  }
+  FdOwner(const FdOwner&) = delete;
+  FdOwner& operator=(const FdOwner&) = delete;
+};
+
+struct CacheEntry {
+  std::string data;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  ino_t ino = 0;
+  dev_t dev = 0;
+};
+
+int64_t mtime_ns_of(const struct stat& st) noexcept {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+void append_hex(std::string& out, uint64_t v) {
+  char buf[20];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out.append(buf, r.ptr);
+}
+
+// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), locale independent.
+std::string http_date(time_t t) {
+  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", kDays[tm.tm_wday], tm.tm_mday,
+                kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+// Parses IMF-fixdate only (what every client sends); nullopt otherwise (the header is ignored).
+std::optional<time_t> parse_http_date(std::string_view s) {
+  static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  // "Sun, 06 Nov 1994 08:49:37 GMT"
+  if (s.size() != 29 || s[3] != ',' || s.substr(26) != "GMT") return std::nullopt;
+  auto num = [&](size_t pos, size_t len, int& out) {
+    auto r = std::from_chars(s.data() + pos, s.data() + pos + len, out);
+    return r.ec == std::errc() && r.ptr == s.data() + pos + len;
+  };
+  struct tm tm {};
+  int year;
+  size_t m = kMonths.find(s.substr(8, 3));
+  if (m == std::string_view::npos || m % 3 != 0) return std::nullopt;
+  if (!num(5, 2, tm.tm_mday) || !num(12, 4, year) || !num(17, 2, tm.tm_hour) || !num(20, 2, tm.tm_min) ||
+      !num(23, 2, tm.tm_sec))
+    return std::nullopt;
+  tm.tm_mon = static_cast<int>(m / 3);
+  tm.tm_year = year - 1900;
+  return timegm(&tm);
+}
+
+// True if the If-None-Match list names etag (weak comparison, as RFC 9110 asks for GET) or "*".
+bool etag_matches(std::string_view list, std::string_view etag) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = trim_ows(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item == "*") return true;
+    if (item.size() > 2 && (item[0] == 'W' || item[0] == 'w') && item[1] == '/') item.remove_prefix(2);
+    if (item == etag) return true;
+  }
+  return false;
+}
+
+enum class RangeResult { kNone, kOk, kUnsatisfiable };
+
+// A single "bytes=a-b" / "a-" / "-n" range. kNone for several ranges or a malformed header
+// (the full body is sent, as RFC 9110 allows).
+RangeResult parse_range(std::string_view h, uint64_t size, uint64_t& off, uint64_t& len) {
+  h = trim_ows(h);
+  if (h.size() < 6 || !iequals(h.substr(0, 6), "bytes=")) return RangeResult::kNone;
+  std::string_view spec = trim_ows(h.substr(6));
+  if (spec.empty() || spec.find(',') != std::string_view::npos) return RangeResult::kNone;
+  size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return RangeResult::kNone;
+  std::string_view a = spec.substr(0, dash), b = spec.substr(dash + 1);
+  auto parse = [](std::string_view t, uint64_t& v) {
+    if (t.empty() || t.size() > 19) return false;
+    auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
+  uint64_t first = 0, last = 0;
+  if (a.empty()) {  // suffix: the last n bytes
+    if (!parse(b, last)) return RangeResult::kNone;
+    if (last == 0 || size == 0) return RangeResult::kUnsatisfiable;
+    len = std::min(last, size);
+    off = size - len;
+    return RangeResult::kOk;
+  }
+  if (!parse(a, first)) return RangeResult::kNone;
+  if (b.empty()) {
+    last = size ? size - 1 : 0;
+  } else {
+    if (!parse(b, last) || last < first) return RangeResult::kNone;
+    if (size && last >= size) last = size - 1;
+  }
+  if (first >= size) return RangeResult::kUnsatisfiable;
+  off = first;
+  len = last - first + 1;
+  return RangeResult::kOk;
+}
+
+// Checks the decoded relative path: segments separated by '/', none empty (except a
+// trailing '/'), ".", "..", and no NUL or backslash. Returns false to answer 404.
+bool safe_relative(std::string_view p) {
+  if (p.find('\0') != std::string_view::npos || p.find('\\') != std::string_view::npos) return false;
+  if (!p.empty() && p.back() == '/') p.remove_suffix(1);
+  if (p.empty()) return true;  // the root itself
+  size_t start = 0;
+  for (;;) {
+    size_t slash = p.find('/', start);
+    std::string_view seg = p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
+bool contains_encoded_separator(std::string_view raw) {
+  for (size_t i = 0; i + 2 < raw.size(); ++i) {
+    if (raw[i] != '%') continue;
+    char h = raw[i + 1], l = static_cast<char>(raw[i + 2] | 0x20);
+    if ((h == '2' && l == 'f') || (h == '5' && l == 'c')) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+struct StaticFiles::Impl {
+  StaticOptions opt;
+  int root_fd = -1;
+  std::string root_real;  // realpath of the root, for the fallback check
+  std::atomic<bool> use_openat2{true};  // relaxed: a one-way latch to the fallback
+
+  std::mutex mu;  // guards lru and map; never held across I/O
+  std::list<std::string> lru;  // most recent first
+  struct Slot {
+    std::shared_ptr<const CacheEntry> entry;
+    std::list<std::string>::iterator pos;
+  };
+  std::unordered_map<std::string, Slot> map;
+  size_t cached_bytes = 0;
+
+  std::atomic<uint64_t> memory_hits{0}, memory_misses{0}, files_served{0}, bytes_sent{0};
+
+  ~Impl() {
+    if (root_fd >= 0) ::close(root_fd);
+  }
+
+  // Opens rel (decoded, checked) beneath dirfd. -1 with errno on failure.
+  int open_beneath(int dirfd, const char* rel) {
+    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    if (use_openat2.load(std::memory_order_relaxed)) {
+      struct open_how how {};
+      how.flags = static_cast<uint64_t>(flags);
+      how.resolve = RESOLVE_NO_MAGICLINKS | (opt.follow_symlinks_outside_root ? 0 : RESOLVE_BENEATH);
+      long fd = ::syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+      if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+      use_openat2.store(false, std::memory_order_relaxed);  // benign race: every thread reaches the same conclusion
+    }
+    int fd = ::openat(dirfd, rel, flags);
+    if (fd < 0 || opt.follow_symlinks_outside_root) return fd;
+    char link[64], real[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = ::readlink(link, real, sizeof real);
+    std::string_view r(real, n > 0 ? static_cast<size_t>(n) : 0);
+    bool inside = n > 0 && static_cast<size_t>(n) < sizeof real &&
+                  (r == root_real || (r.size() > root_real.size() && r.substr(0, root_real.size()) == root_real &&
+                                      (root_real == "/" || r[root_real.size()] == '/')));
+    if (!inside) {
+      ::close(fd);
+      errno = EXDEV;
+      return -1;
+    }
+    return fd;
+  }
+
+  std::shared_ptr<const CacheEntry> cache_find(const std::string& key, const struct stat& st) {
+    std::lock_guard lk(mu);
+    auto it = map.find(key);
+    if (it == map.end()) return nullptr;
+    const CacheEntry& e = *it->second.entry;
+    if (e.size != static_cast<uint64_t>(st.st_size) || e.mtime_ns != mtime_ns_of(st) || e.ino != st.st_ino ||
+        e.dev != st.st_dev) {
+      cached_bytes -= e.size;
+      lru.erase(it->second.pos);
+      map.erase(it);
+      return nullptr;
+    }
+    lru.splice(lru.begin(), lru, it->second.pos);
+    return it->second.entry;
+  }
+
+  void cache_put(const std::string& key, std::shared_ptr<const CacheEntry> e) {
+    if (e->size > opt.cache_bytes) return;  // never cached: served from a fresh read
+    std::lock_guard lk(mu);
+    if (auto it = map.find(key); it != map.end()) {
+      cached_bytes -= it->second.entry->size;
+      lru.erase(it->second.pos);
+      map.erase(it);
+    }
+    while (cached_bytes + e->size > opt.cache_bytes && !lru.empty()) {
+      auto victim = map.find(lru.back());
+      cached_bytes -= victim->second.entry->size;
+      map.erase(victim);
+      lru.pop_back();
+    }
+    lru.push_front(key);
+    cached_bytes += e->size;
+    map.emplace(key, Slot{std::move(e), lru.begin()});
+  }
+
+  void serve(Request& req, Response& res, std::string_view rel_raw);
+};
+
+namespace {
+void not_found(Response& res) { res.reply(404, "not found\n"); }
+void forbidden(Response& res) { res.reply(403, "forbidden\n"); }
+
+// Reads exactly len bytes at off (pread: the hooks run regular-file reads safely in fibers).
+bool read_exact(int fd, char* dst, uint64_t len, uint64_t off) {
+  while (len > 0) {
+    ssize_t n = ::pread(fd, dst, len, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    dst += n;
+    len -= static_cast<uint64_t>(n);
+    off += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
+void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_raw) {
+  std::string_view method = req.method();
+  if (method != "GET" && method != "HEAD") {
+    res.set_header("Allow", "GET, HEAD");
+    res.reply(405, "method not allowed\n");
+    return;
+  }
+  if (contains_encoded_separator(rel_raw)) return not_found(res);
+  std::optional<std::string> decoded = percent_decode(rel_raw);
+  if (!decoded || !safe_relative(*decoded)) return not_found(res);
+  std::string& rel = *decoded;
+  bool trailing_slash = rel.empty() || rel.back() == '/';
+
+  int fd = open_beneath(root_fd, rel.empty() ? "." : rel.c_str());
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
+  auto owner = std::make_shared<FdOwner>(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return forbidden(res);
+  if (S_ISDIR(st.st_mode)) {
+    if (!trailing_slash) {
+      std::string loc(req.path());
+      loc += '/';
+      if (!req.query().empty()) loc.append("?").append(req.query());
+      if (!res.set_header("Location", loc)) return not_found(res);
+      res.reply(301, "moved permanently\n");
+      return;
+    }
+    int ifd = open_beneath(fd, opt.index.c_str());
+    if (ifd < 0) return errno == ENOENT ? not_found(res) : forbidden(res);
+    owner = std::make_shared<FdOwner>(ifd);
+    fd = ifd;
+    if (::fstat(fd, &st) != 0) return forbidden(res);
+    rel += opt.index;
+  }
+  if (!S_ISREG(st.st_mode)) return forbidden(res);
+
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const int64_t mtime = mtime_ns_of(st);
+  std::string etag = "\"";
+  append_hex(etag, size);
+  etag += '-';
+  append_hex(etag, static_cast<uint64_t>(mtime));
+  etag += '"';
+  std::string last_modified = http_date(st.st_mtim.tv_sec);
+  res.set_header("ETag", etag);
+  res.set_header("Last-Modified", last_modified);
+  res.set_header("Accept-Ranges", "bytes");
+
+  // Conditional GET: If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2).
+  std::string_view inm = req.header("If-None-Match");
+  bool not_modified = false;
+  if (!inm.empty()) {
+    not_modified = etag_matches(inm, etag);
+  } else if (std::string_view ims = req.header("If-Modified-Since"); !ims.empty()) {
+    if (auto t = parse_http_date(trim_ows(ims))) not_modified = st.st_mtim.tv_sec <= *t;
+  }
+  if (not_modified) {
+    res.set_status(304);
+    res.set_body(std::string_view());
+    return;
+  }
+
+  res.set_content_type(mime_type_for(rel));
+  uint64_t off = 0, len = size;
+  int status = 200;
+  if (std::string_view range = req.header("Range"); !range.empty()) {
+    std::string_view if_range = trim_ows(req.header("If-Range"));
+    bool range_applies = if_range.empty() || if_range == etag || if_range == last_modified;
+    if (range_applies) {
+      switch (parse_range(range, size, off, len)) {
+        case RangeResult::kNone:
+          off = 0;
+          len = size;
+          break;
+        case RangeResult::kUnsatisfiable: {
+          std::string cr = "bytes */" + std::to_string(size);
+          res.set_header("Content-Range", cr);
+          res.reply(416, "range not satisfiable\n");
+          return;
+        }
+        case RangeResult::kOk: {
+          status = 206;
+          std::string cr = "bytes " + std::to_string(off) + "-" + std::to_string(off + len - 1) + "/" +
+                           std::to_string(size);
+          res.set_header("Content-Range", cr);
+          break;
+        }
+      }
+    }
+  }
+  res.set_status(status);
+  files_served.fetch_add(1, std::memory_order_relaxed);
+  if (!req.is_head()) bytes_sent.fetch_add(len, std::memory_order_relaxed);
+
+  FileMode mode = opt.mode;
+  if (mode == FileMode::kAuto)
+    mode = size < opt.memory_max ? FileMode::kMemory : size >= opt.sendfile_min ? FileMode::kSendfile : FileMode::kChunk;
+
+  switch (mode) {
+    case FileMode::kMemory: {
+      std::shared_ptr<const CacheEntry> e = cache_find(rel, st);
+      if (e) {
+        memory_hits.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        memory_misses.fetch_add(1, std::memory_order_relaxed);
+        auto fresh = std::make_shared<CacheEntry>();
+        fresh->data.resize(size);
+        if (!read_exact(fd, fresh->data.data(), size, 0)) {
+          res.reply(500, "read error\n");
+          return;
+        }
+        fresh->size = size;
+        fresh->mtime_ns = mtime;
+        fresh->ino = st.st_ino;
+        fresh->dev = st.st_dev;
+        cache_put(rel, fresh);
+        e = std::move(fresh);
+      }
+      std::string_view all(e->data);
+      res.set_body_view(all.substr(off, len), std::move(e));
+      return;
+    }
+    case FileMode::kChunk: {
+      size_t chunk = opt.chunk_size ? opt.chunk_size : 64 * 1024;
+      res.set_body_writer([owner = std::move(owner), off, len, chunk](BodyWriter& w) -> Result<void> {
+        std::unique_ptr<char[]> buf(new char[std::min<uint64_t>(chunk, std::max<uint64_t>(len, 1))]);
+        uint64_t pos = off, left = len;
+        while (left > 0) {
+          uint64_t want = std::min<uint64_t>(chunk, left);
+          if (!read_exact(owner->fd, buf.get(), want, pos)) return errno_error(errno ? errno : EIO);
+          if (auto r = w.write(std::string_view(buf.get(), want)); !r) return r;
+          pos += want;
+          left -= want;
+        }
+        return {};
+      });
+      return;
+    }
+    case FileMode::kSendfile:
+    case FileMode::kAuto: {
+      int f = owner->fd;
+      res.set_file(f, static_cast<off_t>(off), len, std::move(owner));
+      return;
+    }
+  }
+}
+
+StaticFiles::StaticFiles(StaticOptions o) : impl_(std::make_shared<Impl>()) {
+  impl_->opt = std::move(o);
+  const std::string& root = impl_->opt.root;
+  auto fail = [&](const std::string& why) { throw std::runtime_error("static root '" + root + "': " + why); };
+  if (root.empty()) fail("empty path");
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail(std::strerror(errno));
+  impl_->root_fd = fd;
+  char real[4096];
+  if (!::realpath(root.c_str(), real)) fail(std::strerror(errno));
+  impl_->root_real = real;
+  if (::faccessat(fd, ".", R_OK | X_OK, 0) != 0) fail(std::strerror(errno));
+  impl_->use_openat2.store(!impl_->opt.force_realpath_check);
+  if (impl_->opt.index.empty() || impl_->opt.index.find('/') != std::string::npos) fail("bad index name");
+}
+
+StaticFiles::~StaticFiles() = default;
+
+void StaticFiles::serve(Request& req, Response& res, std::string_view rel_path) { impl_->serve(req, res, rel_path); }
+
+Handler StaticFiles::handler() {
+  return [impl = impl_](Request& q, Response& s) { impl->serve(q, s, q.param("**")); };
+}
+
+StaticFiles::Stats StaticFiles::stats() const {
+  return {impl_->memory_hits.load(std::memory_order_relaxed), impl_->memory_misses.load(std::memory_order_relaxed),
+          impl_->files_served.load(std::memory_order_relaxed), impl_->bytes_sent.load(std::memory_order_relaxed)};
+}
+
+const StaticOptions& StaticFiles::options() const noexcept { return impl_->opt; }
+
+}  // namespace lionet::http

@@ -1,0 +1,92 @@
+// lionet/http/static_files.h: lionet::http::StaticFiles, a handler serving one directory tree
+// over HTTP with four body modes:
+//   MEMORY   file bytes cached in memory (LRU bounded by cache_bytes), revalidated on every
+//            request against the open file's size / mtime / inode (so a changed file is re-read);
+//   CHUNK    read with pread in chunk_size pieces and sent Transfer-Encoding: chunked;
+//   SENDFILE Response::set_file: kernel sendfile on TCP, the TLS path under TLS;
+//   AUTO     MEMORY below memory_max, SENDFILE at or above sendfile_min, CHUNK in between.
+// Also: MIME type by extension, index file for directories (and 301 "/dir" -> "/dir/"), ETag
+// ("<size hex>-<mtime ns hex>") and Last-Modified with 304 on If-None-Match / If-Modified-Since,
+// a single byte Range (206, 416 with "Content-Range: bytes */size"; several ranges or a
+// malformed Range header: the full 200 body), If-Range, HEAD; other methods 405 (Allow: GET, HEAD).
+//
+// Security (why each check): the path is percent-decoded exactly once; a raw "%2f"/"%5c" (a
+// slash hidden in a segment), a NUL byte, a backslash, an empty, "." or ".." segment after
+// decoding is answered 404 before touching the file system. The file is then opened relative
+// to the root directory's fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no
+// symlink, ".." or absolute component can leave the root in the kernel's own resolution
+// (RESOLVE_BENEATH is dropped only when follow_symlinks_outside_root). Kernels without
+// openat2 fall back to openat + a realpath (/proc/self/fd) prefix check. Only regular files
+// are served (a FIFO or device under the root is 403; opened O_NONBLOCK so a FIFO cannot block).
+//
+// Owns: the root directory fd, the memory cache and counters. Must not: hold the cache lock
+// while reading a file or sending, or serve any byte of a file resolved outside the root.
+// Thread-safe: serve() runs concurrently in many connection fibers.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "lionet/http/request.h"
+#include "lionet/http/response.h"
+#include "lionet/http/server.h"
+
+namespace lionet::http {
+
+enum class FileMode { kMemory, kChunk, kSendfile, kAuto };
+
+// "memory" | "chunk" | "sendfile" | "auto" (lower case); nullopt otherwise.
+std::optional<FileMode> parse_file_mode(std::string_view s);
+std::string_view file_mode_name(FileMode m) noexcept;
+
+struct StaticOptions {
+  std::string root;                              // directory served          YAML: <route>.root
+  FileMode mode = FileMode::kAuto;               //                           YAML: <route>.mode
+  std::size_t memory_max = 64 * 1024;            // AUTO: below -> MEMORY     YAML: <route>.memory_max
+  std::size_t sendfile_min = 1024 * 1024;        // AUTO: at/above -> SENDFILE, between -> CHUNK
+                                                 //                           YAML: <route>.sendfile_min
+  std::size_t chunk_size = 64 * 1024;            // CHUNK bytes per read/chunk YAML: <route>.chunk_size
+  // MEMORY cache bound in bytes of file data: LRU eviction; a single file larger than the
+  // bound is served from a fresh read per request and not cached.   YAML: <route>.cache_bytes
+  std::size_t cache_bytes = 64 * 1024 * 1024;
+  std::string index = "index.html";              // served for "dir/"          YAML: <route>.index
+  bool follow_symlinks_outside_root = false;     //                YAML: <route>.follow_symlinks_outside_root
+  // Tests only: use the openat + realpath fallback even when openat2 exists.
+  bool force_realpath_check = false;
+};
+
+class StaticFiles {
+ public:
+  // Throws std::runtime_error("static root '<root>': <reason>") if root is not a readable
+  // directory.
+  explicit StaticFiles(StaticOptions o);
+  ~StaticFiles();
+  StaticFiles(const StaticFiles&) = delete;
+  StaticFiles& operator=(const StaticFiles&) = delete;
+
+  // Serves rel_path (already stripped of the route prefix; raw, percent-encoded) from root.
+  void serve(Request& req, Response& res, std::string_view rel_path);
+
+  // A handler for Router::prefix(...): uses req.param("**") as rel_path. The handler shares
+  // ownership of the state, so it stays valid even if this object is destroyed first.
+  Handler handler();
+
+  struct Stats {
+    uint64_t memory_hits, memory_misses, files_served, bytes_sent_hint;
+  };
+  Stats stats() const;
+
+  const StaticOptions& options() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lionet::http
