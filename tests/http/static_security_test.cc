@@ -2,8 +2,8 @@
 // slashes and backslashes, NUL bytes, overlong UTF-8, double encoding, empty segments,
 // absolute-form, symlinks to outside the root, to /etc, through /proc magic links, a FIFO),
 // sent as raw bytes (no client normalisation) to a server using openat2 and to one using the
-// realpath fallback. Each must be refused by StaticFiles itself (403/404; the parser could answer 400 where it already
-// rejects the bytes; none does today) and the secret file just outside the root must never appear in a body.
+// realpath fallback. Each must be refused by StaticFiles itself (403/404: none of them is left
+// to the request parser's 400) and the secret file just outside the root must never appear.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
