@@ -125,17 +125,39 @@ TEST_P(FileEngineTest, CompletionArrivesThroughTheReactor) {
   write_pattern(path, 1 << 20);
   Runtime rt;
   const FileEngineStats before = stats();
-  rt.run([&] {
-    auto f = File::open(path, O_RDONLY | O_DIRECT, 0, opts);
-    ASSERT_TRUE(f);
-    AlignedBuffer buf(1 << 20);
-    // A completion that is already there when the reaper first looks needs no eventfd wait;
-    // a 1 MiB direct read from disk is slower than that, and a few tries make it certain.
-    for (int i = 0; i < 50 && stats().eventfd_waits == before.eventfd_waits; ++i) {
-      ASSERT_EQ(f->pread(buf.span(), 0).value(), buf.size());
-    }
-    EXPECT_TRUE(matches_pattern(buf.data(), buf.size(), 0));
-  });
+  if (engine == "io_uring") {
+    // Deterministic: a FIFO read cannot complete before the writer writes, and the writer
+    // writes only once the reaper parked on the eventfd (bounded: 5 s, then the test fails).
+    const std::string fifo = dir.file("reactor-fifo");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    rt.run([&] {
+      auto f = File::open(fifo, O_RDWR, 0, opts);
+      ASSERT_TRUE(f);
+      auto writer = Scheduler::current()->spawn([&] {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (stats().eventfd_waits == before.eventfd_waits && std::chrono::steady_clock::now() < give_up)
+          this_fiber::yield();
+        char c = 'r';
+        EXPECT_EQ(::syscall(SYS_write, f->fd(), &c, 1), 1);
+      });
+      char c = 0;
+      EXPECT_EQ(f->pread(&c, 1, 0).value_or(0), 1u);
+      EXPECT_EQ(c, 'r');
+      writer.join();
+    });
+  } else {
+    rt.run([&] {
+      auto f = File::open(path, O_RDONLY | O_DIRECT, 0, opts);
+      ASSERT_TRUE(f);
+      AlignedBuffer buf(1 << 20);
+      // A completion that is already there when the reaper first looks needs no eventfd wait;
+      // a 1 MiB direct read from disk is slower than that, and a few tries make it certain.
+      for (int i = 0; i < 50 && stats().eventfd_waits == before.eventfd_waits; ++i) {
+        ASSERT_EQ(f->pread(buf.span(), 0).value(), buf.size());
+      }
+      EXPECT_TRUE(matches_pattern(buf.data(), buf.size(), 0));
+    });
+  }
   const FileEngineStats after = stats();
   EXPECT_GT(after.eventfd_waits, before.eventfd_waits) << "the reaper never waited on the eventfd in the IOManager";
   EXPECT_GT(after.reap_passes, before.reap_passes);
