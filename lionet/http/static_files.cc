@@ -279,6 +279,7 @@ bool read_exact(int fd, char* dst, uint64_t len, uint64_t off) {
   while (len > 0) {
     ssize_t n = ::pread(fd, dst, len, static_cast<off_t>(off));
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = EIO;  // the file ended early (truncated under us)
     if (n <= 0) return false;
     dst += n;
     len -= static_cast<uint64_t>(n);
@@ -299,7 +300,9 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
   std::optional<std::string> decoded = percent_decode(rel_raw);
   if (!decoded || !safe_relative(*decoded)) return not_found(res);
   std::string& rel = *decoded;
-  bool trailing_slash = rel.empty() || rel.back() == '/';
+  // The redirect decision uses the URL as sent: "/static" mounted at "/static" must become
+  // "/static/" too, or relative links in its index would resolve against the parent.
+  bool trailing_slash = req.path().empty() ? (rel.empty() || rel.back() == '/') : req.path().back() == '/';
 
   int fd = open_beneath(root_fd, rel.empty() ? "." : rel.c_str());
   if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
@@ -417,7 +420,7 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
         uint64_t pos = off, left = len;
         while (left > 0) {
           uint64_t want = std::min<uint64_t>(chunk, left);
-          if (!read_exact(owner->fd, buf.get(), want, pos)) return errno_error(errno ? errno : EIO);
+          if (!read_exact(owner->fd, buf.get(), want, pos)) return errno_error(errno);
           if (auto r = w.write(std::string_view(buf.get(), want)); !r) return r;
           pos += want;
           left -= want;

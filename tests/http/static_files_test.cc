@@ -283,6 +283,9 @@ TEST(StaticFiles, DirectoriesIndexRedirectAndMethods) {
     EXPECT_EQ(r->header("Location"), "/auto/dir/");
     r = c.get(s.url("/auto/dir?x=1"));
     EXPECT_EQ(r->header("Location"), "/auto/dir/?x=1");
+    r = c.get(s.url("/auto"));  // the mount point itself is a directory too
+    EXPECT_EQ(r->status, 301);
+    EXPECT_EQ(r->header("Location"), "/auto/");
     r = c.get(s.url("/auto/dir/"));
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body, "<h1>index</h1>");
