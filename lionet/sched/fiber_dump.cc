@@ -151,6 +151,7 @@ void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDu
   appendf(out, "scheduler \"%s\": %d workers, %zu live fibers listed", impl.opts.name.c_str(), st.threads,
           fibers.size());
   if (fibers.size() >= options.max_fibers) appendf(out, " (capped at %zu)", options.max_fibers);
+  if (!impl.opts.fiber_registry) out += " (SchedulerOptions::fiber_registry is off: none are listed)";
   appendf(out,
           "\n  alive=%" PRIu64 " created=%" PRIu64 " finished=%" PRIu64 " switches=%" PRIu64 " steals=%" PRIu64
           " parks=%" PRIu64 " unparks=%" PRIu64 " worker_sleeps=%" PRIu64 "\n\n",

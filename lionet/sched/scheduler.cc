@@ -513,7 +513,7 @@ void SchedulerImpl::submit(Fiber* f) {
   if (w && w->sched == this) {
     w->spawned.inc();
     f->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
-    w->registry.insert(f);  // before it is queued: the queue publishes the links to others
+    if (opts.fiber_registry) w->registry.insert(f);  // before it is queued: the queue publishes the links
     w->schedule_local(f, /*lifo=*/false, /*notify=*/true);
     return;
   }
@@ -524,7 +524,7 @@ void SchedulerImpl::submit(Fiber* f) {
     throw std::logic_error("lionet::Scheduler::spawn after stop() began, from outside the scheduler");
   }
   f->state_since_ns_.store(coarse_monotonic_ns(), std::memory_order_relaxed);
-  outside_registry.insert(f);
+  if (opts.fiber_registry) outside_registry.insert(f);
   schedule_woken(f);
 }
 
