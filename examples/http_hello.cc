@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {  // port taken: one clear line, exit 1
     std::fprintf(stderr, "http_hello: %s\n", e.what());
+    sched.stop();  // before the IOManager is destroyed (see io_manager.h)
     return 1;
   }
   server.start();

@@ -530,4 +530,124 @@ TEST(LogStore, AppendsReadsBackAndContinuesAfterARestart) {
   EXPECT_FALSE(fs::exists(tmp)) << tmp;
 }
 
+// The body of a response in Transfer-Encoding: chunked, decoded ("" on a framing error).
+std::string dechunk(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  for (;;) {
+    size_t eol = body.find("\r\n", pos);
+    if (eol == std::string::npos) return "";
+    const size_t n = std::strtoul(body.substr(pos, eol - pos).c_str(), nullptr, 16);
+    if (n == 0) return out;
+    if (eol + 2 + n + 2 > body.size()) return "";
+    out.append(body, eol + 2, n);
+    pos = eol + 2 + n + 2;
+  }
+}
+
+// Files of 100 B, 20 KB and 300 KB under each of the four mode prefixes: every body arrives
+// intact, framed as the mode says (AUTO: memory / chunk / sendfile by size); a second MEMORY
+// hit is served from the cache; Range gives 206; a path leaving the root is 404; SIGTERM exit 0.
+TEST(StaticServer, EveryModeServesEveryFileIntact) {
+  REQUIRE_EXAMPLE(bin, "static_server");
+  char tmpl[] = "/tmp/lionet-examples-static-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { fs::remove_all(d); }
+  } cleanup{tmpl};
+  const fs::path root = fs::path(tmpl) / "www";
+  fs::create_directories(root);
+  std::map<std::string, std::string> content;
+  for (auto [name, size] : {std::pair<const char*, size_t>{"small.txt", 100}, {"mid.bin", 20000}, {"big.bin", 300000}}) {
+    std::string data(size, '\0');
+    for (size_t i = 0; i < size; ++i) data[i] = static_cast<char>((i * 2654435761u) >> 13);
+    FILE* f = std::fopen((root / name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(data.data(), 1, data.size(), f);
+    std::fclose(f);
+    content[name] = data;
+  }
+  { FILE* f = std::fopen((fs::path(tmpl) / "secret.txt").c_str(), "wb"); std::fputs("secret", f); std::fclose(f); }
+
+  Child c(bin, {root.string(), "0"}, 30s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("static_server on http://127.0.0.1:");
+  ASSERT_TRUE(line) << c.output();
+  const uint16_t port = static_cast<uint16_t>(std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str()));
+  ASSERT_GT(port, 0) << *line;
+
+  struct Expect {
+    const char* prefix;
+    bool chunked[3];  // small, mid, big
+  };
+  const char* names[3] = {"small.txt", "mid.bin", "big.bin"};
+  for (const Expect& e : {Expect{"/memory/", {false, false, false}}, Expect{"/chunk/", {true, true, true}},
+                          Expect{"/sendfile/", {false, false, false}}, Expect{"/auto/", {false, true, false}}}) {
+    for (int i = 0; i < 3; ++i) {
+      const std::string target = std::string(e.prefix) + names[i];
+      std::string r = http_exchange(port, "GET", target);
+      ASSERT_EQ(status_of(r), 200) << target << "\n" << r.substr(0, 300);
+      const bool chunked = has_header(r, "Transfer-Encoding", "chunked");
+      EXPECT_EQ(chunked, e.chunked[i]) << target << "\n" << r.substr(0, 300);
+      if (!chunked) {
+        EXPECT_TRUE(has_header(r, "Content-Length", std::to_string(content[names[i]].size()))) << target;
+      }
+      EXPECT_TRUE(chunked ? dechunk(body_of(r)) == content[names[i]] : body_of(r) == content[names[i]])
+          << target << ": body differs";
+    }
+  }
+  EXPECT_EQ(body_of(http_exchange(port, "GET", "/memory/small.txt")), content["small.txt"]);
+  std::string st = body_of(http_exchange(port, "GET", "/stats"));
+  EXPECT_NE(st.find("/memory: memory_hits=1 "), std::string::npos) << st;
+
+  int fd = connect_local(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /sendfile/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1000-1099\r\nConnection: close\r\n\r\n"));
+  std::string r;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) r.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(status_of(r), 206) << r.substr(0, 300);
+  EXPECT_EQ(body_of(r), content["big.bin"].substr(1000, 100));
+
+  for (const char* evil : {"/memory/../secret.txt", "/chunk/%2e%2e/secret.txt", "/auto/..%2fsecret.txt"}) {
+    std::string a = http_exchange(port, "GET", evil);
+    EXPECT_EQ(status_of(a), 404) << evil << "\n" << a.substr(0, 300);
+    EXPECT_EQ(a.find("secret\n"), std::string::npos);
+    EXPECT_EQ(body_of(a).find("secret"), std::string::npos) << evil;
+  }
+
+  c.signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+}
+
+TEST(StaticServer, AMissingRootIsOneClearLineAndExit1) {
+  REQUIRE_EXAMPLE(bin, "static_server");
+  Child c(bin, {"/nonexistent/lionet-static-root", "0"}, 15s);
+  ASSERT_TRUE(c.started());
+  EXPECT_EQ(c.wait_exit(), 1) << c.output();
+  EXPECT_NE(c.output().find("/nonexistent/lionet-static-root"), std::string::npos) << c.output();
+}
+
+// A port already taken: one line naming the address, exit 1, no hang on the way out.
+TEST(HttpHello, APortInUseIsOneClearLineAndExit1) {
+  REQUIRE_EXAMPLE(bin, "http_hello");
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  Child c(bin, {port, "1"}, 15s);
+  ASSERT_TRUE(c.started());
+  EXPECT_EQ(c.wait_exit(), 1) << c.output();
+  EXPECT_NE(c.output().find("127.0.0.1:" + port), std::string::npos) << c.output();
+  ::close(fd);
+}
+
 }  // namespace
