@@ -72,7 +72,11 @@ print("testssl severities: " + ", ".join(f"{k} {c[k]}" for k in ("CRITICAL", "HI
 for i in items:
     if i.get("severity") in ("HIGH", "CRITICAL", "MEDIUM"):
         print(f"- {i['severity']} {i['id']}: {i.get('finding','')}")
-print(f"HIGHCOUNT={c['HIGH'] + c['CRITICAL']}")
+# A self-signed test certificate always fails these two; they say nothing of the TLS setup.
+inherent = {"cert_chain_of_trust", "cert_revocation"}
+n = sum(1 for i in items if i.get("severity") in ("HIGH", "CRITICAL") and i["id"] not in inherent)
+print(f"HIGH/CRITICAL other than the self-signed certificate's chain of trust and revocation: {n}")
+print(f"HIGHCOUNT={n}")
 PYEOF
 fi
 cat "$tmp/testssl.txt"
