@@ -51,6 +51,13 @@
 //    driver without blocking every kDriverPollInterval scheduling points when no one else is.
 //    Bound: a ready fd is noticed at once by an idle poller; with every worker busy, within
 //    kDriverPollInterval fiber slices of any worker that reaches a scheduling point.
+// 8b. Replacing the driver (set_driver, e.g. ~IOManager while workers still run). The setter
+//    stores the new driver (seq_cst), then waits until no worker is inside the old one: while
+//    `polling` is set it calls old->wake() (a poller may be blocked in old->wait()), and it
+//    waits for `driver_wakers` to drop to zero. A worker takes `polling` (seq_cst RMW) and only
+//    then re-reads `driver` (seq_cst); Worker::wake() bumps driver_wakers before reading
+//    `driver`. Dekker pairs both ways: either the worker sees the new driver, or the setter sees
+//    the worker and waits. So the old driver may be destroyed as soon as set_driver returns.
 //
 // 7. Timers (timer.cc) belong to the worker that armed them and are checked every
 //    kTimerCheckInterval ticks and before the worker sleeps; cancel() is thread-safe.
@@ -59,9 +66,11 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -421,17 +430,21 @@ void Worker::wake() noexcept {
   // seq_cst: with in_driver, a Dekker pair (protocol 8). The futex call only if it may sleep.
   if (wake_word.exchange(1, std::memory_order_seq_cst) != 0) return;
   if (in_driver.load(std::memory_order_seq_cst)) {
-    if (Driver* d = sched->driver.load(std::memory_order_acquire)) d->wake();
+    // Protocol 8b: announce ourselves before reading `driver`, so set_driver() waits for us.
+    sched->driver_wakers.fetch_add(1, std::memory_order_seq_cst);
+    if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->wake();
+    sched->driver_wakers.fetch_sub(1, std::memory_order_release);
   } else {
     futex_wake(&wake_word, 1);
   }
 }
 
 void Worker::poll_driver() noexcept {
-  Driver* d = sched->driver.load(std::memory_order_acquire);
-  if (!d || sched->polling.load(std::memory_order_relaxed) || sched->polling.exchange(true, std::memory_order_acquire))
+  if (!sched->driver.load(std::memory_order_relaxed) || sched->polling.load(std::memory_order_relaxed) ||
+      sched->polling.exchange(true, std::memory_order_seq_cst))
     return;
-  d->poll();
+  // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
+  if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->poll();
   sched->polling.store(false, std::memory_order_release);
 }
 
@@ -450,8 +463,13 @@ void Worker::park_idle() noexcept {
   }
   const TimePoint deadline = timers.next_deadline();
   parks.inc();
-  Driver* d = sched->driver.load(std::memory_order_acquire);
-  if (d && !sched->polling.exchange(true, std::memory_order_acquire)) {
+  Driver* d = nullptr;
+  if (sched->driver.load(std::memory_order_relaxed) && !sched->polling.exchange(true, std::memory_order_seq_cst)) {
+    // Protocol 8b: the driver as of after taking `polling` (set_driver may just have removed it).
+    d = sched->driver.load(std::memory_order_seq_cst);
+    if (!d) sched->polling.store(false, std::memory_order_release);
+  }
+  if (d) {
     in_driver.store(true, std::memory_order_seq_cst);
     if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
     in_driver.store(false, std::memory_order_seq_cst);
@@ -654,7 +672,15 @@ void Scheduler::stop() {
 }
 
 void Scheduler::set_driver(Driver* d) noexcept {
-  impl_->driver.store(d, std::memory_order_release);
+  Driver* old = impl_->driver.exchange(d, std::memory_order_seq_cst);
+  if (old && old != d) {
+    // Protocol 8b: no worker may still be inside `old` when we return (its owner is about to
+    // destroy it). A poller blocked in old->wait() is woken; the wait is a few microseconds.
+    while (impl_->polling.load(std::memory_order_seq_cst) || impl_->driver_wakers.load(std::memory_order_seq_cst)) {
+      if (impl_->polling.load(std::memory_order_seq_cst)) old->wake();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
   impl_->notify_all();  // idle workers re-evaluate where to wait
 }
 

@@ -217,8 +217,9 @@ class Scheduler {
 
   // Attaches an event source (the IOManager does this). Idle workers then wait in
   // driver->wait() (one at a time) instead of sleeping, and busy workers poll it every
-  // kDriverPollInterval scheduling points. The driver must outlive the scheduler's use of it:
-  // detach (nullptr) only after stop(), or when no fiber waits on it any more.
+  // kDriverPollInterval scheduling points. Returns only once no worker is inside the previous
+  // driver (a poller blocked in it is woken), so the previous driver may be destroyed then,
+  // even while the scheduler runs; fibers still waiting on its fds are the caller's concern.
   void set_driver(Driver* driver) noexcept;
   Driver* driver() const noexcept;
 

@@ -491,6 +491,30 @@ TEST_P(IoManagerTest, CurrentFindsTheIoManagerOfTheRunningScheduler) {
   EXPECT_EQ(&rig.io.scheduler(), &rig.sched);
 }
 
+// The IOManager destroyed while the scheduler still runs and an idle worker waits inside it
+// (examples and the lionet binary did this and hung in stop(), the worker never woken): the
+// destructor must return, the worker must go back to its futex, and the scheduler must still
+// run fibers, sleep timers and stop.
+TEST_P(IoManagerTest, DestroyedWhileWorkersIdleInsideItThenSchedulerStillRunsAndStops) {
+  for (int round = 0; round < 20; ++round) {
+    lionet::Scheduler sched({.threads = 2});
+    {
+      lionet::IOManager io(sched, {.backend = GetParam()});
+      std::this_thread::sleep_for(2ms);  // both workers idle: one of them waits in the reactor
+    }
+    EXPECT_EQ(sched.driver(), nullptr);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(sched.spawn([] {
+                     lionet::this_fiber::sleep_for(5ms);  // a timer, without any driver
+                     return 7;
+                   })
+                  .join(),
+              7);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    sched.stop();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IoManagerTest, ::testing::ValuesIn(backends()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

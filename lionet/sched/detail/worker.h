@@ -160,6 +160,9 @@ class SchedulerImpl {
   std::atomic<bool> stopping{false};
   std::atomic<Driver*> driver{nullptr};
   std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
+  // Worker::wake() calls inside driver->wake(): set_driver() waits for them to leave before
+  // the old driver may be destroyed (protocol 8b). seq_cst, a Dekker pair with `driver`.
+  std::atomic<uint32_t> driver_wakers{0};
   std::atomic<uint64_t> external_spawned{0};
   // unpark() calls aimed at our fibers from threads that are not our workers. relaxed:
   // a statistic; outside wake-ups already pay an RMW on external_wakers.
