@@ -95,7 +95,7 @@ summary = {}
 for line in open(os.path.join(tmp, "cmp.txt")):
     m = re.match(r"\[(.*?)\]\s+yours=(\S+)\s+reference=(\S+)\s+ratio=(\S+)\s+\(runs: (.*)\)", line)
     if m:
-        out.append(f"| `{m.group(1)}` | {m.group(2)} | {m.group(3)} | {m.group(4)} | {m.group(5)} |")
+        out.append(f"| `{m.group(1)}` | {m.group(2)} | {m.group(3)} | {m.group(4)} | {m.group(5).replace(' | ', ' / ')} |")
     if line.startswith("RESULT"):
         summary.update({k: float(v) for k, v in kv(line).items()})
 out += ["", "### bench_ssl_client (connections x requests x bytes, all connections at once, handshakes included)", "",
