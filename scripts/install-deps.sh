@@ -16,12 +16,13 @@ PACKAGES=(
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
+  wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
 BENCH_PACKAGES=(
-  fio wrk nginx-light   # file IO and HTTP references / load generator
+  fio nginx-light       # file IO and HTTP references
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
   golang-go             # Go peers in ../shared/peers
   gnuplot-nox           # benchmark report charts

@@ -86,7 +86,24 @@ AppConfig define_config(config::Registry& r) {
       "app.shutdown_timeout", std::chrono::milliseconds(10000),
       "On SIGTERM/SIGINT: how long in-flight requests may run after the listeners closed.",
       config::range(std::chrono::milliseconds(0), std::chrono::milliseconds(3600000)));
+  const FiberDumpOptions fd;
+  c.debug_fibers_max_per_group = r.define<std::size_t>(
+      "debug.fibers.max_per_group", fd.max_per_group,
+      "Fiber dump (SIGQUIT, debug_fibers routes): fibers listed per group; the rest are counted.",
+      config::range(std::size_t{1}, std::size_t{1000000}));
+  c.debug_fibers_max_fibers = r.define<std::size_t>(
+      "debug.fibers.max_fibers", fd.max_fibers,
+      "Fiber dump: fibers copied per scheduler at most (bounds the dump's memory and time).",
+      config::range(std::size_t{1}, std::size_t{100000000}));
+  c.storage = define_storage_config(r);
   return c;
+}
+
+FiberDumpOptions fiber_dump_options(const AppConfig& c) {
+  FiberDumpOptions o;
+  o.max_per_group = c.debug_fibers_max_per_group->value();
+  o.max_fibers = c.debug_fibers_max_fibers->value();
+  return o;
 }
 
 std::optional<std::string> check_config(const AppConfig& c) { return check_servers(c.servers->value(), c.workers->value()); }

@@ -8,7 +8,8 @@
 //   fiber.stack_size, fiber.stack_cache_per_worker,
 //   log.loggers, log.async_queue_size,
 //   io.backend, io.uring_entries, io.max_events, offload.threads,
-//   workers (named pools), servers (list), app.shutdown_timeout
+//   workers (named pools), servers (list), app.shutdown_timeout,
+//   debug.fibers.max_per_group, debug.fibers.max_fibers, storage.* (storage_binding.h)
 #pragma once
 
 #include <cstddef>
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "lionet/app/server_config.h"
+#include "lionet/app/storage_binding.h"
 #include "lionet/config/registry.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sync/offload.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/scheduler.h"
 
 namespace lionet::app {
@@ -40,6 +43,9 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
   std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;
+  std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_per_group;
+  std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_fibers;
+  StorageConfig storage;
 };
 
 // Defines every var of the binary on `registry` (once per registry).
@@ -49,6 +55,7 @@ SchedulerOptions scheduler_options(const AppConfig& c);
 log::LogOptions log_options(const AppConfig& c);
 IOManagerOptions io_options(const AppConfig& c);
 OffloadOptions offload_options(const AppConfig& c);
+FiberDumpOptions fiber_dump_options(const AppConfig& c);
 // The options of worker pool `name` ("main" = the scheduler.*/fiber.*/io.* keys; other pools
 // take those as defaults for the fields they leave out).
 SchedulerOptions pool_scheduler_options(const AppConfig& c, const std::string& name);

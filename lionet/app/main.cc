@@ -5,26 +5,35 @@
 //
 // Start-up order (each step only once the previous succeeded):
 //  1. parse the command line (unknown flag -> usage on stderr, exit 2);
-//  2. block SIGINT/SIGTERM/SIGHUP in this thread before any other thread exists, so every
-//     thread inherits the mask and only sigwait() below receives them;
+//  2. block SIGINT/SIGTERM/SIGHUP/SIGQUIT in this thread before any other thread exists, so
+//     every thread inherits the mask and only sigtimedwait() below receives them;
 //  3. load and validate the whole configuration (every *.yml/*.yaml of the directory, then
 //     LIONET_* environment overrides); any error -> message on stderr, exit 1, nothing started;
 //     --print-config prints the effective config, --check says OK; both exit 0 here;
-//  4. configure logging, start the scheduler, log its configuration;
-//  5. wait: SIGHUP reloads the configuration (log changes apply at once; scheduler/fiber
-//     changes are reported as needing a restart; a bad file is logged and ignored),
-//     SIGINT/SIGTERM stop the scheduler (waiting for its fibers) and exit 0.
+//  4. configure logging, build the Runtime (pools, storage, servers: app/runtime.h); a start-up
+//     failure (port in use, bad certificate, unreadable root, storage) -> one line on stderr
+//     naming the server and the cause, exit 1;
+//  5. wait for signals: SIGHUP reloads the configuration and reopens the log files (log changes
+//     apply at once; other changes are reported as needing a restart; a bad file is logged and
+//     ignored); SIGQUIT writes the fiber dump of every scheduler to stderr and goes on;
+//     SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for app.shutdown_timeout,
+//     flush storage, stop the pools) on another thread and exit 0 when it is done; a second
+//     SIGINT/SIGTERM meanwhile exits at once with status 1.
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <string_view>
 
 #include "lionet/app/config_binding.h"
 #include "lionet/app/config_reference.h"
+#include "lionet/app/runtime.h"
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/scheduler.h"
 
 namespace {
@@ -101,6 +110,55 @@ void watch_for_restart(lionet::config::ConfigVarBase& var, const char* what) {
     s->add_listener(warn);
   }
 }
+// Step 5 of the start-up order. Returns the exit status.
+int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& registry, const lionet::app::AppConfig& cfg,
+                  const std::string& conf, const sigset_t& signals) {
+  using namespace lionet;
+  auto lg = log::get("app");
+  std::atomic<bool> stopped{false};
+  std::thread stopper;
+  for (;;) {
+    const timespec tick{0, 100 * 1000 * 1000};
+    siginfo_t info;
+    const int sig = sigtimedwait(&signals, &info, &tick);
+    if (stopped.load(std::memory_order_acquire)) break;
+    if (sig < 0) continue;  // EAGAIN (tick) or EINTR
+    if (sig == SIGQUIT) {
+      const std::string dump = dump_fibers(app::fiber_dump_options(cfg));
+      std::fprintf(stderr, "lionet: SIGQUIT: fiber dump\n%s", dump.c_str());
+      std::fflush(stderr);
+    } else if (sig == SIGHUP) {
+      LIONET_LOG_INFO(lg, "SIGHUP: reloading {}", conf);
+      try {
+        auto r = registry.load_path(conf);
+        LIONET_LOG_INFO(lg, "reloaded: {} key(s) changed", r.changed.size());
+      } catch (const config::ConfigError& e) {
+        LIONET_LOG_ERROR(lg, "reload rejected, keeping the running configuration: {}", e.what());
+      }
+      try {
+        log::reopen(app::log_options(cfg));  // log files moved away by logrotate are created anew
+        LIONET_LOG_INFO(lg, "SIGHUP: log files reopened");
+      } catch (const std::exception& e) {
+        LIONET_LOG_ERROR(lg, "log files not reopened: {}", e.what());
+      }
+    } else if (stopper.joinable()) {
+      LIONET_LOG_WARN(lg, "{} again during shutdown: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      log::shutdown();
+      std::_Exit(1);
+    } else {
+      const auto drain = cfg.shutdown_timeout->value();
+      LIONET_LOG_INFO(lg, "{}: stopping (in-flight requests get {} ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                      drain.count());
+      stopper = std::thread([&runtime, &stopped, drain, lg] {
+        const bool drained = runtime.stop(drain);
+        LIONET_LOG_INFO(lg, "stopped{}", drained ? "" : " (some connections were cut at the deadline)");
+        stopped.store(true, std::memory_order_release);
+      });
+    }
+  }
+  stopper.join();
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +171,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGQUIT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   config::Registry& registry = config::Registry::global();
@@ -171,47 +230,35 @@ int main(int argc, char** argv) {
     watch_for_restart(*registry.find_base(name), "running process");
   }
 
-  const SchedulerOptions so = app::scheduler_options(cfg);
   LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
-  LIONET_LOG_INFO(lg,
-                  "starting scheduler '{}': threads={} stack_size={} stack_cache_per_worker={} "
-                  "local_queue_capacity={}",
-                  so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity);
   int rc = 0;
   try {
     configure_offload(app::offload_options(cfg));
-    Scheduler scheduler(so);
-    IOManager io(scheduler, app::io_options(cfg));
-    scheduler
+    const SchedulerOptions so = app::scheduler_options(cfg);
+    LIONET_LOG_INFO(lg,
+                    "starting scheduler '{}': threads={} stack_size={} stack_cache_per_worker={} "
+                    "local_queue_capacity={}",
+                    so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity);
+    app::Runtime runtime(cfg);
+    runtime.start();
+    for (const auto& line : runtime.describe()) LIONET_LOG_INFO(lg, "server {}", line);
+    Scheduler& main_pool = runtime.main_scheduler();
+    main_pool
         .spawn([&] {
           LIONET_LOG_INFO(lg,
                           "scheduler '{}' running with {} worker(s), io backend {}; SIGINT/SIGTERM stop, SIGHUP "
-                          "reloads {}",
-                          so.name, scheduler.threads(), io.backend(), args.conf);
+                          "reloads {}, SIGQUIT dumps fibers",
+                          so.name, main_pool.threads(), runtime.main_io_backend(), args.conf);
         })
         .join();
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0) continue;
-      if (sig == SIGHUP) {
-        LIONET_LOG_INFO(lg, "SIGHUP: reloading {}", args.conf);
-        try {
-          auto r = registry.load_path(args.conf);
-          LIONET_LOG_INFO(lg, "reloaded: {} key(s) changed", r.changed.size());
-        } catch (const config::ConfigError& e) {
-          LIONET_LOG_ERROR(lg, "reload rejected, keeping the running configuration: {}", e.what());
-        }
-        continue;
-      }
-      LIONET_LOG_INFO(lg, "{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-      break;
-    }
-    scheduler.stop();
-    auto total = scheduler.total_stats();
-    LIONET_LOG_INFO(lg, "stopped: {} fiber(s) finished, {} switches, {} steals, {} parks", total.finished,
-                    total.switches, total.steals, total.parks);
+    rc = serve_signals(runtime, registry, cfg, args.conf, signals);
+  } catch (const app::StartupError& e) {
+    LIONET_LOG_CRITICAL(lg, "cannot start: {}", e.what());
+    std::fprintf(stderr, "lionet: cannot start: %s\n", e.what());
+    rc = 1;
   } catch (const std::exception& e) {
     LIONET_LOG_CRITICAL(lg, "fatal: {}", e.what());
+    std::fprintf(stderr, "lionet: fatal: %s\n", e.what());
     rc = 1;
   }
   log::shutdown();

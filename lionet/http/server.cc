@@ -22,9 +22,9 @@ Server::Server(IOManager& io, Handler handler, ServerOptions options)
         return t;
       }()) {}
 
-void Server::set_stream_factory(StreamFactory f) {
+void Server::set_stream_factory(StreamFactory f, bool tls) {
   factory_ = std::move(f);
-  tls_ = false;
+  tls_ = tls;
 }
 
 void Server::listen(const Address& local) { tcp_.listen(local); }

@@ -118,8 +118,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Before start(): every accepted connection is passed through f.
-  void set_stream_factory(StreamFactory f);
+  // Before start(): every accepted connection is passed through f. `tls`: the streams it
+  // returns are TLS (Request::is_tls), e.g. a wrapper around tls_stream_factory's.
+  void set_stream_factory(StreamFactory f, bool tls = false);
 
   // Before start(): serve HTTPS with this server context (a TLS handshake per connection in
   // its fiber, bounded by the context's handshake_timeout; a failed handshake drops the

@@ -18,8 +18,7 @@ StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx) {
 }
 
 void Server::enable_tls(std::shared_ptr<SslContext> ctx) {
-  set_stream_factory(tls_stream_factory(std::move(ctx)));
-  tls_ = true;
+  set_stream_factory(tls_stream_factory(std::move(ctx)), true);
 }
 
 namespace detail {

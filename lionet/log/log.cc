@@ -298,6 +298,15 @@ void configure(const LogOptions& options) {
   }
 }
 
+void reopen(const LogOptions& options) {
+  {
+    State& st = state();
+    std::lock_guard lock(st.mu);
+    st.files.clear();  // build_sinks then opens each path again; loggers drop the old sinks
+  }
+  configure(options);
+}
+
 std::shared_ptr<spdlog::logger> get(std::string_view name) {
   State& st = state();
   std::lock_guard lock(st.mu);

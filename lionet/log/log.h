@@ -85,6 +85,9 @@ struct LogOptions {
 // for an empty or repeated name or an empty file path, std::runtime_error (spdlog_ex) for a file
 // that cannot be opened; nothing changes then.
 void configure(const LogOptions& options);
+// configure() that opens every file sink anew (by path) instead of reusing the open ones: after
+// logrotate moved the files away (what SIGHUP does in the lionet binary).
+void reopen(const LogOptions& options);
 
 // The logger of that name, created on first use (inheriting root). Never null.
 std::shared_ptr<spdlog::logger> get(std::string_view name);

@@ -41,6 +41,7 @@ struct TopicOptions {
 
   // `base` with this topic's overrides applied.
   LogOptions apply(const LogOptions& base) const;
+  bool operator==(const TopicOptions&) const = default;
 };
 
 struct StoreOptions {

@@ -2,15 +2,18 @@
 // config, bad flags, SIGTERM, SIGHUP reload changing the log at run time), plus the YAML ->
 // Options binding itself.
 //
-// The binding (lionet/app/config_binding.cc) is not part of the library, so it is compiled into
-// this test by including it. The binary is looked up beside the test binary's build tree
-// (<build>/lionet, <build>/bin/lionet, <build>/app/lionet); TEST_LIONET_BINARY overrides (not LIONET_*: those are config overrides).
-#include "lionet/app/config_binding.cc"  // NOLINT: see above
-#include "lionet/app/server_config.cc"   // NOLINT: see above
-#include "lionet/app/config_reference.cc"  // NOLINT: see above
-#include "lionet/app/self_signed.cc"       // NOLINT: see above
+// The binary is looked up beside the test binary's build tree (<build>/lionet, <build>/bin/lionet,
+// <build>/app/lionet); TEST_LIONET_BINARY overrides (not LIONET_*: those are config overrides).
+#include "lionet/app/config_binding.h"
+#include "lionet/app/config_reference.h"
+#include "lionet/app/self_signed.h"
+#include "lionet/app/server_config.h"
+#include "tests/app/app_process.h"
 
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -27,93 +30,8 @@ extern char** environ;
 namespace lionet::app {
 namespace {
 namespace fs = std::filesystem;
+using namespace lionet::app::testing;
 const fs::path kConf = fs::path(LIONET_SOURCE_DIR) / "conf";
-
-fs::path find_binary() {
-  if (const char* env = std::getenv("TEST_LIONET_BINARY")) return env;
-  fs::path build = fs::read_symlink("/proc/self/exe").parent_path().parent_path();
-  for (const auto& p : {build / "lionet", build / "bin" / "lionet", build / "app" / "lionet"}) {
-    if (fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return {};
-}
-
-// A running lionet process with stdout+stderr on one pipe.
-class Process {
- public:
-  explicit Process(std::vector<std::string> args) {
-    binary_ = find_binary();
-    if (binary_.empty()) return;
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    std::vector<char*> argv{const_cast<char*>(binary_.c_str())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, binary_.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(fds[1]);
-    out_ = ::fdopen(fds[0], "r");
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (out_) std::fclose(out_);
-  }
-  bool started() const { return pid_ > 0; }
-  const fs::path& binary() const { return binary_; }
-
-  // Reads output until a line containing `needle` (true) or end of output (false).
-  bool wait_for(const std::string& needle) {
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, out_)) {
-      output_ += buf;
-      if (std::string(buf).find(needle) != std::string::npos) return true;
-    }
-    return false;
-  }
-  void signal(int sig) { ::kill(pid_, sig); }
-  // Reads the rest of the output and returns the exit code (-1 if killed by a signal).
-  int wait() {
-    wait_for("\x01never\x01");
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  const std::string& output() const { return output_; }
-
- private:
-  fs::path binary_;
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-  std::string output_;
-};
-
-#define REQUIRE_BINARY(p) \
-  ASSERT_TRUE((p).started()) << "lionet binary not found near the test binary (build it, or set TEST_LIONET_BINARY)"
-
-class TempConf {
- public:
-  TempConf() {
-    dir_ = fs::temp_directory_path() / ("lionet-app-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~TempConf() { fs::remove_all(dir_); }
-  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
-  std::string path() const { return dir_.string(); }
-
- private:
-  fs::path dir_;
-};
 
 TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
   config::Registry r("LIONET_APPTEST_UNUSED_");
@@ -263,7 +181,7 @@ TEST(AppBinary, CheckAcceptsTheShippedConf) {
   Process p({"-c", kConf.string(), "--check"});
   REQUIRE_BINARY(p);
   EXPECT_EQ(p.wait(), 0) << p.output();
-  EXPECT_NE(p.output().find("configuration OK (2 file(s)"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("configuration OK (3 file(s)"), std::string::npos) << p.output();
 }
 
 TEST(AppBinary, CheckRejectsABadValueNamingFileLineColumnAndKey) {
@@ -299,8 +217,13 @@ TEST(AppBinary, UnknownFlagPrintsUsageAndExits2) {
   EXPECT_NE(p.output().find("usage: lionet -c"), std::string::npos);
 }
 
-TEST(AppBinary, RunsTheSchedulerAndStopsOnSigterm) {
-  Process p({"-c", kConf.string()});
+// The shipped conf/ as `make run` starts it (from a scratch working directory that sees the
+// repository's examples/, so var/ is created there, not in the tree): the page on 8080 links
+// to /metrics, echo answers on 8081, HTTPS on 8443 with a certificate generated on first run.
+TEST(AppBinary, ShippedConfServesThePageEchoAndHttpsAndStopsOnSigterm) {
+  TempConf cwd;
+  fs::create_directory_symlink(fs::path(LIONET_SOURCE_DIR) / "examples", fs::path(cwd.path()) / "examples");
+  Process p({"-c", kConf.string()}, {}, cwd.path());
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("running with 2 worker(s), io backend epoll")) << p.output();
   // The readiness line is logged from a fiber: it carries a nonzero fiber id.
@@ -309,6 +232,22 @@ TEST(AppBinary, RunsTheSchedulerAndStopsOnSigterm) {
                             "local_queue_capacity=256"),
             std::string::npos)
       << p.output();
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    FILE* f = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    for (std::size_t n; f && (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    if (f) ::pclose(f);
+    return out;
+  };
+  const std::string page = run("curl -sS --max-time 10 http://127.0.0.1:8080/");
+  EXPECT_NE(page.find("href=\"/metrics\""), std::string::npos) << page;
+  EXPECT_NE(run("curl -sS --max-time 10 http://127.0.0.1:8080/metrics").find("lionet_fibers_alive"), std::string::npos);
+  const std::string cert = cwd.path() + "/var/tls/cert.pem";
+  EXPECT_TRUE(fs::exists(cert));
+  EXPECT_NE(run("curl -sS --max-time 10 --cacert " + cert + " https://127.0.0.1:8443/").find("href=\"/metrics\""),
+            std::string::npos);
+  EXPECT_EQ(run("printf 'hi there' | timeout 5 nc -q 1 127.0.0.1 8081 2>&1"), "hi there");
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
   EXPECT_NE(p.output().find("SIGTERM: stopping"), std::string::npos) << p.output();

@@ -1,0 +1,82 @@
+// lionet/app/detail/running.h: the objects behind lionet::app::Runtime, shared by runtime.cc
+// (build, start, stop) and routes.cc (routes, instrumentation, /metrics).
+//
+// Owns: Pool, ServerMetrics, Running, Runtime::Impl. Must not be included outside app/.
+// Member order matters: each struct's members are destroyed bottom-up, so a server goes before
+// the router its handler points into, and servers before the store and pools they use.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lionet/app/runtime.h"
+#include "lionet/app/storage_api.h"
+#include "lionet/base/metrics.h"
+#include "lionet/http/router.h"
+#include "lionet/http/server.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/net/tcp_server.h"
+#include "lionet/sched/scheduler.h"
+#include "lionet/storage/store.h"
+
+namespace lionet {
+class SslContext;
+}
+
+namespace lionet::app {
+
+// A named worker pool of `workers:` ("main" = scheduler.*).
+struct Pool {
+  std::string name;
+  std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<IOManager> io;  // after sched: destroyed first
+};
+
+// Per-server counters for /metrics (relaxed: statistics only, see base/metrics.h).
+struct ServerMetrics {
+  Counter status[5];   // responses by class 1xx..5xx, as the handlers set them
+  Histogram latency;   // handler time: head parsed -> handler returned (body writers excluded)
+  Counter bytes_in;    // bytes read from clients (TLS: plaintext)
+  Counter bytes_out;   // bytes written to clients (TLS: plaintext)
+};
+
+struct Running {
+  ServerConfig cfg;
+  Pool* pool = nullptr;
+  ServerMetrics m;
+  bool started = false;
+  std::unique_ptr<http::Router> router;  // http(s); the server below points into it
+  std::unique_ptr<http::Server> http;    // http(s)
+  std::unique_ptr<TcpServer> tcp;        // echo
+  TcpServer& listener() const { return http ? http->tcp() : *tcp; }
+};
+
+struct Runtime::Impl {
+  explicit Impl(const AppConfig& c);
+  ~Impl();
+  Pool& pool(const std::string& name);  // creates it on first use
+  void open_store();
+  bool shutdown(std::chrono::milliseconds drain);
+
+  const AppConfig& config;
+  const std::chrono::steady_clock::time_point started_at;
+  std::vector<std::unique_ptr<Pool>> pools;
+  std::unique_ptr<storage::Store> store;
+  StorageApiStats storage_stats;
+  std::vector<std::unique_ptr<Running>> servers;  // last: destroyed first
+  std::mutex stop_mu;
+  bool stopped = false;  // under stop_mu
+};
+
+// routes.cc
+std::unique_ptr<http::Router> build_router(Runtime::Impl& im, Running& server);
+// Counts responses by class and handler latency into m.
+http::Handler instrument(http::Handler inner, ServerMetrics& m);
+// Wraps every connection (in TLS first when tls is set) in a CountingStream over m.
+http::StreamFactory counting_factory(std::shared_ptr<SslContext> tls, ServerMetrics& m);
+std::string render_metrics(const Runtime::Impl& im);
+}  // namespace lionet::app

@@ -1,0 +1,190 @@
+// lionet/app/routes.cc: the routes of the lionet binary's http(s) servers (static, storage,
+// metrics, health, debug_fibers, hello), the per-server instrumentation, and /metrics.
+//
+// Owns: the mapping RouteConfig -> Router entries, and the Prometheus page's metric names.
+// Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "lionet/app/counting_stream.h"
+#include "lionet/app/detail/running.h"
+#include "lionet/http/static_files.h"
+#include "lionet/sched/fiber_dump.h"
+#include "lionet/ssl/ssl_context.h"
+
+namespace lionet::app {
+namespace {
+
+bool is_loopback(const Address& a) {
+  if (a.family() == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr());
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (a.family() == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr());
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return a.family() == AF_UNIX;
+}
+
+http::StaticOptions static_options(const RouteConfig& r) {
+  http::StaticOptions o;
+  o.root = r.root;
+  o.mode = http::parse_file_mode(r.mode).value_or(http::FileMode::kAuto);  // validated at load
+  o.memory_max = r.memory_max;
+  o.sendfile_min = r.sendfile_min;
+  o.chunk_size = r.chunk_size;
+  o.cache_bytes = r.cache_bytes;
+  o.index = r.index;
+  o.follow_symlinks_outside_root = r.follow_symlinks_outside_root;
+  return o;
+}
+
+void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r) {
+  const std::string where = "server '" + srv.cfg.name + "': route " + r.path + ": ";
+  if (r.type == "static") {
+    try {
+      http::StaticFiles files(static_options(r));
+      router.prefix("GET,HEAD", r.path, files.handler());  // the handler shares the state
+    } catch (const std::exception& e) {
+      throw StartupError(where + e.what());
+    }
+  } else if (r.type == "storage") {
+    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+  } else if (r.type == "metrics") {
+    router.get(r.path, [&im](http::Request&, http::Response& res) {
+      res.reply(200, render_metrics(im), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  } else if (r.type == "health") {
+    router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "ok\n"); });
+  } else if (r.type == "hello") {
+    router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); });
+  } else if (r.type == "debug_fibers") {
+    const bool remote = r.allow_remote;
+    const FiberDumpOptions dump = fiber_dump_options(im.config);
+    router.get(r.path, [remote, dump](http::Request& req, http::Response& res) {
+      if (!remote) {
+        auto peer = req.peer_address();
+        if (!peer.ok() || !is_loopback(peer.value())) {
+          res.reply(403, "the fiber dump is served to loopback clients only (allow_remote: true to change)\n");
+          return;
+        }
+      }
+      res.reply(200, dump_fibers(dump));
+    });
+  } else {
+    throw StartupError(where + "unknown route type '" + r.type + "'");  // rejected at load already
+  }
+}
+
+const char* const kClass[5] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+}  // namespace
+
+std::unique_ptr<http::Router> build_router(Runtime::Impl& im, Running& srv) {
+  auto router = std::make_unique<http::Router>();
+  for (const auto& r : srv.cfg.routes) add_route(im, srv, *router, r);
+  return router;
+}
+
+http::Handler instrument(http::Handler inner, ServerMetrics& m) {
+  return [inner = std::move(inner), &m](http::Request& q, http::Response& s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    inner(q, s);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+    m.latency.observe_ns(static_cast<uint64_t>(ns.count()));
+    const int c = s.status() / 100;
+    if (c >= 1 && c <= 5) m.status[c - 1].add();
+  };
+}
+
+http::StreamFactory counting_factory(std::shared_ptr<SslContext> tls, ServerMetrics& m) {
+  if (!tls) {
+    return [&m](SocketStream& s) -> std::unique_ptr<Stream> {
+      return std::make_unique<CountingStream>(s, m.bytes_in, m.bytes_out);
+    };
+  }
+  return [tls_factory = http::tls_stream_factory(std::move(tls)), &m](SocketStream& s) -> std::unique_ptr<Stream> {
+    std::unique_ptr<Stream> t = tls_factory(s);
+    if (!t) return nullptr;
+    return std::make_unique<CountingStream>(std::move(t), m.bytes_in, m.bytes_out);
+  };
+}
+
+std::string render_metrics(const Runtime::Impl& im) {
+  using L = PrometheusWriter::Labels;
+  PrometheusWriter w;
+  w.family("lionet_uptime_seconds", "gauge", "Seconds since the process started serving.");
+  w.sample("lionet_uptime_seconds", {},
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - im.started_at).count());
+
+  std::vector<std::pair<std::string, SchedulerStats>> pools;
+  for (const auto& p : im.pools)
+    if (p->sched) pools.emplace_back(p->name, p->sched->stats());
+  auto pool_family = [&](const char* name, const char* type, const char* help, auto field) {
+    w.family(name, type, help);
+    for (const auto& [n, s] : pools) w.sample(name, L{{"pool", n}}, static_cast<uint64_t>(field(s)));
+  };
+  pool_family("lionet_worker_threads", "gauge", "Worker threads of the pool.", [](auto& s) { return s.threads; });
+  pool_family("lionet_fibers_alive", "gauge", "Fibers spawned and not yet finished.",
+              [](auto& s) { return s.fibers_alive; });
+  pool_family("lionet_fibers_created_total", "counter", "Fibers spawned.", [](auto& s) { return s.fibers_created; });
+  pool_family("lionet_fiber_switches_total", "counter", "Context switches into fibers.",
+              [](auto& s) { return s.switches; });
+  pool_family("lionet_fiber_steals_total", "counter", "Successful work-steal operations.",
+              [](auto& s) { return s.steals; });
+  pool_family("lionet_fiber_parks_total", "counter", "Fiber waits that switched out (IO, sync, sleep, join).",
+              [](auto& s) { return s.fiber_parks; });
+  pool_family("lionet_worker_sleeps_total", "counter", "Times a worker slept for lack of work.",
+              [](auto& s) { return s.worker_sleeps; });
+
+  auto server_family = [&](const char* name, const char* type, const char* help, auto field, bool http_only) {
+    w.family(name, type, help);
+    for (const auto& s : im.servers) {
+      if (http_only && !s->http) continue;
+      w.sample(name, L{{"server", s->cfg.name}, {"type", s->cfg.type}}, static_cast<uint64_t>(field(*s)));
+    }
+  };
+  server_family("lionet_connections_open", "gauge", "Connections being served.",
+                [](const Running& s) { return s.listener().connections(); }, false);
+  server_family("lionet_connections_accepted_total", "counter", "Connections accepted.",
+                [](const Running& s) { return s.listener().accepted(); }, false);
+  server_family("lionet_connections_rejected_total", "counter", "Connections closed at once: over max_connections.",
+                [](const Running& s) { return s.listener().rejected(); }, false);
+  server_family("lionet_received_bytes_total", "counter", "Bytes read from clients (TLS: decrypted).",
+                [](const Running& s) { return s.m.bytes_in.value(); }, false);
+  server_family("lionet_sent_bytes_total", "counter", "Bytes written to clients (TLS: before encryption).",
+                [](const Running& s) { return s.m.bytes_out.value(); }, false);
+  w.family("lionet_http_requests_total", "counter", "HTTP responses from handlers, by status class.");
+  for (const auto& s : im.servers) {
+    if (!s->http) continue;
+    for (int c = 0; c < 5; ++c)
+      w.sample("lionet_http_requests_total", L{{"server", s->cfg.name}, {"class", kClass[c]}}, s->m.status[c].value());
+  }
+  server_family("lionet_http_protocol_errors_total", "counter",
+                "Requests the server itself refused (malformed, over a limit, timed out).",
+                [](const Running& s) { return s.http->stats().errors.load(std::memory_order_relaxed); }, true);
+  server_family("lionet_http_timeouts_total", "counter", "Requests ended by a header/body timeout.",
+                [](const Running& s) { return s.http->stats().timeouts.load(std::memory_order_relaxed); }, true);
+  w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
+  for (const auto& s : im.servers)
+    if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
+
+  if (im.store) {
+    const StorageApiStats& st = im.storage_stats;
+    auto one = [&](const char* name, const char* help, const Counter& c) {
+      w.family(name, "counter", help);
+      w.sample(name, L{}, c.value());
+    };
+    one("lionet_storage_appends_total", "Acknowledged appends (POSTs).", st.appends);
+    one("lionet_storage_appended_records_total", "Records appended.", st.append_records);
+    one("lionet_storage_appended_bytes_total", "Key and value bytes appended.", st.append_bytes);
+    one("lionet_storage_reads_total", "Record reads (GETs).", st.reads);
+    one("lionet_storage_read_records_total", "Records returned by reads.", st.read_records);
+    one("lionet_storage_read_bytes_total", "Key and value bytes returned by reads.", st.read_bytes);
+    one("lionet_storage_errors_total", "Storage requests answered with an error.", st.errors);
+  }
+  return w.text();
+}
+}  // namespace lionet::app

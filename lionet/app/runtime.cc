@@ -1,0 +1,198 @@
+// lionet/app/runtime.cc: building, starting and stopping what the lionet binary runs (see
+// runtime.h for the start-up and shutdown protocols). Routes and /metrics: app/routes.cc.
+#include "lionet/app/runtime.h"
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "lionet/app/detail/running.h"
+#include "lionet/app/self_signed.h"
+#include "lionet/log/log.h"
+#include "lionet/net/address.h"
+#include "lionet/ssl/ssl_context.h"
+
+namespace lionet::app {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw StartupError(what); }
+
+Address resolve_listen(const std::string& server, const std::string& text) {
+  if (auto a = Address::parse(text)) return a.value();
+  auto r = Address::lookup(text);
+  if (!r || r.value().empty()) fail("server '" + server + "': listen '" + text + "': not an address (host:port, [v6]:port or unix:/path)");
+  return r.value().front();
+}
+
+http::ServerOptions http_options(const ServerConfig& c) {
+  http::ServerOptions o;
+  o.limits.max_request_line = c.max_request_line;
+  o.limits.max_header_bytes = c.max_header_bytes;
+  o.limits.max_headers = c.max_headers;
+  o.limits.max_body_bytes = c.max_body_bytes;
+  o.keepalive_timeout = c.idle_timeout;
+  o.header_timeout = c.header_timeout;
+  o.body_timeout = c.body_timeout;
+  o.tcp.max_connections = c.max_connections;
+  o.tcp.name = c.name;
+  return o;
+}
+
+std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
+  const TlsConfig& t = *c.tls;
+  namespace fs = std::filesystem;
+  if (t.generate_self_signed && !fs::exists(t.cert) && !fs::exists(t.key)) {
+    if (std::string err = ensure_self_signed(t.cert, t.key); !err.empty()) fail("server '" + c.name + "': " + err);
+    LIONET_LOG_INFO(log::get("app"), "server '{}': generated a self-signed certificate {} (key {})", c.name, t.cert, t.key);
+  }
+  SslOptions o;
+  o.certificates = {{t.cert, t.key}};
+  o.min_version = t.min_version;
+  o.alpn = t.alpn;
+  o.handshake_timeout = t.handshake_timeout;
+  try {
+    return SslContext::server(o);
+  } catch (const std::exception& e) {
+    fail("server '" + c.name + "': " + e.what());
+  }
+}
+
+// The echo protocol: bytes back as they come, until the client closes or idles past idle_timeout.
+TcpServer::Handler echo_handler(ServerMetrics& m, Duration idle) {
+  return [&m, idle](SocketStream& s) {
+    s.set_timeouts(idle, idle);
+    char buf[16 * 1024];
+    for (;;) {
+      auto n = s.read(buf, sizeof buf);
+      if (!n.ok() || n.value() == 0) return;
+      m.bytes_in.add(n.value());
+      if (!s.write(buf, n.value()).ok()) return;
+      m.bytes_out.add(n.value());
+    }
+  };
+}
+}  // namespace
+
+Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  Impl& im = *impl_;
+  im.pool("main");
+  const auto servers = config.servers->value();
+  bool want_store = false;
+  for (const auto& s : servers)
+    for (const auto& r : s.routes) want_store |= r.type == "storage";
+  if (want_store) im.open_store();
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    auto run = std::make_unique<Running>();
+    run->cfg = servers[i];
+    if (run->cfg.name.empty()) run->cfg.name = run->cfg.type + "-" + std::to_string(i);
+    const ServerConfig& sc = run->cfg;
+    run->pool = &im.pool(sc.workers);
+    IOManager& io = *run->pool->io;
+    if (sc.type == "echo") {
+      TcpServerOptions o;
+      o.max_connections = sc.max_connections;
+      o.name = sc.name;
+      run->tcp = std::make_unique<TcpServer>(io, echo_handler(run->m, sc.idle_timeout), o);
+    } else {
+      run->router = build_router(im, *run);
+      run->http = std::make_unique<http::Server>(io, instrument(run->router->handler(), run->m), http_options(sc));
+      std::shared_ptr<SslContext> tls = sc.type == "https" ? tls_context(sc) : nullptr;
+      run->http->set_stream_factory(counting_factory(tls, run->m), tls != nullptr);
+    }
+    for (const auto& l : sc.listen) {
+      Address a = resolve_listen(sc.name, l);
+      try {
+        run->listener().listen(a);
+      } catch (const std::exception& e) {
+        fail("server '" + sc.name + "': " + e.what());
+      }
+    }
+    im.servers.push_back(std::move(run));
+  }
+}
+
+Runtime::~Runtime() = default;  // Impl's destructor stops whatever still runs
+
+void Runtime::start() {
+  for (auto& s : impl_->servers) {
+    if (s->http) s->http->start();
+    else s->tcp->start();
+    s->started = true;
+  }
+}
+
+bool Runtime::stop(std::chrono::milliseconds drain) { return impl_->shutdown(drain); }
+
+Scheduler& Runtime::main_scheduler() const { return *impl_->pool("main").sched; }
+const char* Runtime::main_io_backend() const { return impl_->pool("main").io->backend(); }
+
+std::vector<std::string> Runtime::describe() const {
+  std::vector<std::string> out;
+  for (const auto& s : impl_->servers) {
+    std::string line = s->cfg.name + " (" + s->cfg.type + ") on";
+    for (const auto& a : s->listener().addresses()) line += " " + a.to_string();
+    line += ", workers '" + s->cfg.workers + "' (" + std::to_string(s->pool->sched->threads()) + " thread(s), " +
+            s->pool->io->backend() + ")";
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------- Impl
+
+Runtime::Impl::Impl(const AppConfig& c) : config(c), started_at(std::chrono::steady_clock::now()) {}
+
+// Also runs when the constructor threw half-way (members built so far are torn down in order).
+Runtime::Impl::~Impl() { shutdown(std::chrono::milliseconds(0)); }
+
+bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
+  std::lock_guard<std::mutex> lk(stop_mu);
+  if (stopped) return true;
+  stopped = true;
+  auto lg = log::get("app");
+  // 1-2: every server at once, so no listener stays open while another drains.
+  std::vector<std::thread> stoppers;
+  std::atomic<bool> all_drained{true};
+  for (auto& s : servers) {
+    if (!s->started) continue;
+    stoppers.emplace_back([&s = *s, drain, &all_drained] {
+      const bool ok = s.http ? s.http->stop(drain) : s.tcp->stop(drain);
+      if (!ok) all_drained.store(false, std::memory_order_relaxed);
+    });
+  }
+  for (auto& t : stoppers) t.join();
+  if (!all_drained.load()) LIONET_LOG_WARN(lg, "shutdown: connections still open after {} ms were closed", drain.count());
+  servers.clear();
+  // 3: nothing appends any more.
+  if (store) {
+    if (auto r = store->flush(); !r) LIONET_LOG_ERROR(lg, "shutdown: storage flush failed: {}", r.error().message());
+    store.reset();
+  }
+  // 4.
+  for (auto& p : pools) p->sched->stop();
+  for (auto& p : pools) {
+    p->io.reset();
+    p->sched.reset();
+  }
+  pools.clear();
+  return all_drained.load();
+}
+
+Pool& Runtime::Impl::pool(const std::string& name) {
+  for (auto& p : pools)
+    if (p->name == name) return *p;
+  auto p = std::make_unique<Pool>();
+  p->name = name;
+  p->sched = std::make_unique<Scheduler>(pool_scheduler_options(config, name));
+  p->io = std::make_unique<IOManager>(*p->sched, pool_io_options(config, name));
+  pools.push_back(std::move(p));
+  return *pools.back();
+}
+
+void Runtime::Impl::open_store() {
+  const storage::StoreOptions o = store_options(config.storage);
+  auto r = storage::Store::open(o);
+  if (!r) fail("storage: cannot open data_dir '" + o.data_dir + "': " + r.error().message());
+  store = std::move(r.value());
+}
+}  // namespace lionet::app

@@ -1,0 +1,71 @@
+// lionet/app/runtime.h: what the lionet binary runs: the named worker pools (a Scheduler and
+// its IOManager each), the storage Store, and the `servers:` list (http, https, echo) with
+// their routes, counters and the /metrics page.
+//
+// Owns: every running object of the process and the order in which they start and stop.
+// Must not: read configuration files or signals (main.cc does; this takes the loaded AppConfig),
+// or throw after start() returned.
+//
+// Start-up (constructor, then start()): a failure at any step throws StartupError whose what()
+// is one line naming the server and the cause ("server 'web': listen 127.0.0.1:8080: Address
+// already in use", "server 'tls': certificate 'x.pem': ...", "route /: static root 'www': ...");
+// whatever was built so far is torn down again by the destructor.
+//
+// Shutdown (stop(drain)), numbered as it runs:
+//   1. Every server stops accepting at once (all listeners close; each server's stop runs on
+//      its own thread so they drain together); in-flight requests get until `drain` passes;
+//      kept-alive connections end after their current request (Connection: close).
+//   2. Past the deadline, the remaining connections are closed (TcpServer's protocol).
+//   3. The Store is flushed (fdatasync of every partition) and closed: every record that was
+//      acknowledged (under any flush policy) is on disk.
+//   4. Each pool's scheduler stops (waits for its fibers), then its IOManager goes, then the
+//      scheduler object.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lionet/app/config_binding.h"
+
+namespace lionet {
+class Scheduler;
+}
+
+namespace lionet::app {
+
+class StartupError : public std::runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+class Runtime {
+ public:
+  // Builds the pools every server needs ("main" always), opens the Store when a storage route
+  // exists, builds and binds every server. Throws StartupError (see above).
+  explicit Runtime(const AppConfig& config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Starts accepting on every server.
+  void start();
+  // The shutdown protocol above; true if every connection ended within drain. Idempotent.
+  bool stop(std::chrono::milliseconds drain);
+
+  // The Prometheus text of /metrics (any thread).
+  std::string metrics_text() const;
+  // The pool "main" (scheduler.*), e.g. to run a fiber on it.
+  Scheduler& main_scheduler() const;
+  const char* main_io_backend() const;
+  // One line per server: "name type addresses (workers pool)".
+  std::vector<std::string> describe() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+}  // namespace lionet::app

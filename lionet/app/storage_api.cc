@@ -1,0 +1,277 @@
+// lionet/app/storage_api.cc: the storage routes (see storage_api.h for the protocol).
+#include "lionet/app/storage_api.h"
+
+#include <openssl/evp.h>
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "lionet/http/url.h"
+#include "lionet/storage/errors.h"
+#include "lionet/storage/log.h"
+
+namespace lionet::app {
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kNdjson = "application/x-ndjson";
+
+void json_string(std::string& out, std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+// Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* e = p + s.size();
+  while (p < e) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int n;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) n = 1, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0) n = 2, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0) n = 3, cp = c & 0x07;
+    else return false;
+    if (e - p <= n) return false;
+    for (int i = 1; i <= n; ++i) {
+      if ((p[i] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+// "name":"text" or "name_base64":"..." when bytes are not UTF-8.
+void json_bytes_field(std::string& out, std::string_view name, std::string_view bytes) {
+  out += '"';
+  out += name;
+  if (valid_utf8(bytes)) {
+    out += "\":";
+    json_string(out, bytes);
+    return;
+  }
+  out += "_base64\":\"";
+  const std::size_t at = out.size();
+  out.resize(at + 4 * ((bytes.size() + 2) / 3) + 1);
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + at),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(at + static_cast<std::size_t>(n));
+  out += '"';
+}
+
+void fail(http::Response& res, StorageApiStats& st, int status, std::string_view message) {
+  st.errors.add();
+  std::string body = "{\"error\":";
+  json_string(body, message);
+  body += "}\n";
+  res.reply(status, body, kJson);
+}
+
+// The status for a storage/system error.
+int status_of(const std::error_code& ec) {
+  using storage::Errc;
+  if (ec == Errc::kOffsetOutOfRange) return 416;
+  if (ec == Errc::kRecordTooLarge) return 413;
+  if (ec == Errc::kInvalidArgument) return 400;
+  if (ec == Errc::kNotFound) return 404;
+  if (ec == Errc::kLogFailed) return 503;
+  return 500;  // kCorrupt, IO errors
+}
+
+template <class T>
+bool parse_number(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Value of `name` in a query string (percent-decoded); nullopt if absent or malformed.
+std::optional<std::string> query_param(std::string_view query, std::string_view name, bool* malformed) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) != name) continue;
+    auto v = http::percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
+    if (!v) *malformed = true;
+    return v;
+  }
+  return std::nullopt;
+}
+
+// The partition's log from the path parameters, or an answer already written.
+storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st) {
+  const std::string_view topic = req.param("topic");
+  if (!storage::valid_topic_name(topic)) {
+    fail(res, st, 400, "invalid topic name '" + std::string(topic) + "': 1 to 200 of [A-Za-z0-9._-]");
+    return nullptr;
+  }
+  uint32_t p = 0;
+  if (!parse_number(req.param("p"), p)) {
+    fail(res, st, 400, "invalid partition '" + std::string(req.param("p")) + "': expected a number");
+    return nullptr;
+  }
+  auto log = store.log(topic, p);
+  if (!log) {
+    std::string what = "topic '" + std::string(topic) + "' partition " + std::to_string(p) + ": ";
+    if (log.error() == storage::Errc::kNotFound) what += "no such topic";
+    else if (log.error() == storage::Errc::kInvalidArgument) what += "no such partition";
+    else what += log.error().message();
+    fail(res, st, log.error() == storage::Errc::kInvalidArgument ? 404 : status_of(log.error()), what);
+    return nullptr;
+  }
+  return log.value();
+}
+
+void post_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
+                  const StorageApiOptions& opt) {
+  storage::Log* log = find_log(req, res, store, st);
+  if (!log) return;
+  bool bad_query = false;
+  const std::optional<std::string> key = query_param(req.query(), "key", &bad_query);
+  if (bad_query) return fail(res, st, 400, "malformed percent-encoding in the query");
+  std::string body;
+  if (auto r = req.read_body(body); !r) {
+    if (r.error() == std::errc::message_size) return fail(res, st, 413, "request body over the server's max_body_bytes");
+    st.errors.add();
+    return;  // the server answers 400/408 or the connection is gone
+  }
+  if (body.empty()) return fail(res, st, 400, "empty body: nothing to append");
+  std::vector<storage::Record> records;
+  const std::string_view ctype = req.header("Content-Type");
+  if (ctype.substr(0, kNdjson.size()) == kNdjson) {
+    std::string_view rest = body;
+    if (rest.back() == '\n') rest.remove_suffix(1);
+    while (true) {
+      const auto nl = rest.find('\n');
+      records.push_back({{}, rest.substr(0, nl), -1});
+      if (records.size() > opt.max_records_per_post) {
+        return fail(res, st, 413, "more than " + std::to_string(opt.max_records_per_post) + " records in one POST");
+      }
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+  } else {
+    records.push_back({key ? std::string_view(*key) : std::string_view{}, body, -1});
+  }
+  auto first = log->append_batch(records);
+  if (!first) {
+    return fail(res, st, status_of(first.error()), "append to topic '" + std::string(req.param("topic")) +
+                                                       "' partition " + std::string(req.param("p")) + " failed: " +
+                                                       first.error().message());
+  }
+  std::string out = "{\"topic\":";
+  json_string(out, req.param("topic"));
+  out += ",\"partition\":" + std::string(req.param("p")) + ",\"base_offset\":" + std::to_string(first.value()) +
+         ",\"count\":" + std::to_string(records.size()) + ",\"offsets\":[";
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(first.value() + static_cast<int64_t>(i));
+    bytes += records[i].key.size() + records[i].value.size();
+  }
+  out += "]}\n";
+  st.appends.add();
+  st.append_records.add(records.size());
+  st.append_bytes.add(bytes);
+  res.reply(201, out, kJson);
+}
+
+void get_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
+                 const StorageApiOptions& opt) {
+  storage::Log* log = find_log(req, res, store, st);
+  if (!log) return;
+  bool bad = false;
+  int64_t offset = log->start_offset();
+  std::size_t max_bytes = opt.default_read_bytes;
+  if (auto v = query_param(req.query(), "offset", &bad); v && !parse_number(*v, offset)) bad = true;
+  if (auto v = query_param(req.query(), "max_bytes", &bad); v && (!parse_number(*v, max_bytes) || max_bytes == 0))
+    bad = true;
+  if (bad) return fail(res, st, 400, "offset and max_bytes must be non-negative numbers (max_bytes > 0)");
+  max_bytes = std::min(max_bytes, opt.max_read_bytes);
+  storage::ReadResult rr;
+  if (auto r = log->read(offset, max_bytes, rr); !r) {
+    std::string msg = "read at offset " + std::to_string(offset) + ": " + r.error().message();
+    if (r.error() == storage::Errc::kOffsetOutOfRange) {
+      msg += " (valid offsets: " + std::to_string(log->start_offset()) + " to " + std::to_string(log->end_offset()) + ")";
+    }
+    return fail(res, st, status_of(r.error()), msg);
+  }
+  std::string& out = res.body();
+  out.clear();
+  std::size_t bytes = 0;
+  for (const auto& rec : rr.records()) {
+    out += "{\"offset\":" + std::to_string(rec.offset) + ",\"timestamp\":" + std::to_string(rec.timestamp) + ",";
+    json_bytes_field(out, "key", rec.key);
+    out += ',';
+    json_bytes_field(out, "value", rec.value);
+    out += "}\n";
+    bytes += rec.key.size() + rec.value.size();
+  }
+  st.reads.add();
+  st.read_records.add(rr.size());
+  st.read_bytes.add(bytes);
+  res.set_status(200);
+  res.set_content_type(kNdjson);
+  res.set_header("X-Next-Offset", std::to_string(rr.next_offset()));
+}
+
+void list_topics(http::Response& res, storage::Store& store) {
+  std::string out = "{\"topics\":[";
+  bool first = true;
+  for (const auto& name : store.list_topics()) {
+    auto info = store.describe(name);
+    if (!info) continue;
+    if (!first) out += ',';
+    first = false;
+    out += "{\"name\":";
+    json_string(out, name);
+    out += ",\"partitions\":" + std::to_string(info.value().partitions.size()) + "}";
+  }
+  out += "]}\n";
+  res.reply(200, out, kJson);
+}
+}  // namespace
+
+void add_storage_routes(http::Router& router, std::string_view prefix, storage::Store& store, StorageApiStats& stats,
+                        StorageApiOptions options) {
+  std::string base(prefix);
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string records = base + "/{topic}/partitions/{p}/records";
+  router.get(base.empty() ? "/" : base, [&store](http::Request&, http::Response& res) { list_topics(res, store); });
+  router.post(records, [&store, &stats, options](http::Request& q, http::Response& s) {
+    post_records(q, s, store, stats, options);
+  });
+  router.get(records, [&store, &stats, options](http::Request& q, http::Response& s) {
+    get_records(q, s, store, stats, options);
+  });
+}
+}  // namespace lionet::app

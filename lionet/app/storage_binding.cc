@@ -1,0 +1,157 @@
+// lionet/app/storage_binding.cc: storage.* config vars and their mapping onto StoreOptions /
+// StorageApiOptions (see storage_binding.h).
+#include "lionet/app/storage_binding.h"
+
+#include <set>
+
+namespace lionet::app {
+namespace {
+constexpr int64_t kMaxSegmentBytes = int64_t{2} << 30;
+
+std::optional<std::string> check_topics(const std::vector<storage::TopicOptions>& topics) {
+  std::set<std::string> names;
+  for (const auto& t : topics) {
+    if (!names.insert(t.name).second) return "topic '" + t.name + "' is listed twice";
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+StorageConfig define_storage_config(config::Registry& r) {
+  const storage::StoreOptions so;
+  const storage::LogOptions& lo = so.log;
+  const StorageApiOptions ao;
+  StorageConfig c;
+  c.data_dir = r.define<std::string>(
+      "storage.data_dir", so.data_dir, "Directory of the log store (<data_dir>/<topic>-<partition>/); created if missing.",
+      config::check([](const std::string& s) { return !s.empty(); }, "must not be empty"));
+  c.segment_bytes = r.define<uint64_t>("storage.segment_bytes", lo.segment_bytes,
+                                       "A segment rolls when the next batch would take it past this many bytes.",
+                                       config::range(uint64_t{4096}, uint64_t{kMaxSegmentBytes}));
+  c.segment_ms = r.define<int64_t>("storage.segment_ms", lo.segment_ms,
+                                   "Roll the active segment when its first append is this old (ms); 0 = never by age.",
+                                   config::range(int64_t{0}, int64_t{1} << 50));
+  c.index_interval_bytes = r.define<uint32_t>("storage.index_interval_bytes", lo.index_interval_bytes,
+                                              "One sparse index entry per this many bytes of batches.",
+                                              config::range(uint32_t{64}, uint32_t{1} << 30));
+  c.flush_policy = r.define<std::string>(
+      "storage.flush.policy", storage::to_string(lo.flush_policy),
+      "When appends are fdatasync'ed before they are acknowledged: every_batch (survives power loss), messages, ms, none.",
+      config::one_of({"every_batch", "messages", "ms", "none"}));
+  c.flush_messages = r.define<uint64_t>("storage.flush.messages", lo.flush_messages,
+                                        "Policy messages: fdatasync once this many records were appended.",
+                                        config::range(uint64_t{1}, uint64_t{1} << 40));
+  c.flush_ms = r.define<int64_t>("storage.flush.ms", lo.flush_ms,
+                                 "Policy ms: fdatasync at the first append this long (ms) after the last one.",
+                                 config::range(int64_t{1}, int64_t{1} << 40));
+  c.retention_bytes = r.define<int64_t>("storage.retention.bytes", lo.retention_bytes,
+                                        "Delete oldest segments while a partition stays this big without them; -1 = no limit.",
+                                        config::range(int64_t{-1}, int64_t{1} << 60));
+  c.retention_ms = r.define<int64_t>("storage.retention.ms", lo.retention_ms,
+                                     "Delete segments whose newest record is older than this (ms); -1 = forever.",
+                                     config::range(int64_t{-1}, int64_t{1} << 60));
+  c.max_batch_bytes = r.define<uint32_t>("storage.max_batch_bytes", lo.max_batch_bytes,
+                                         "Largest batch accepted (and believed during recovery), bytes.",
+                                         config::range(uint32_t{1024}, uint32_t{1} << 30));
+  c.auto_create_topics = r.define<bool>("storage.auto_create_topics", so.auto_create_topics,
+                                        "Create a topic on its first use, with default_partitions partitions.");
+  c.default_partitions = r.define<uint32_t>("storage.default_partitions", so.default_partitions,
+                                            "Partitions of an auto-created topic.", config::range(1u, 10000u));
+  c.topics = r.define<std::vector<storage::TopicOptions>>(
+      "storage.topics", {},
+      "Topics created at start: name, partitions, and per-topic segment_bytes, segment_ms, index_interval_bytes, "
+      "flush {policy, messages, ms}, retention {bytes, ms}.",
+      check_topics);
+  c.api_max_read_bytes = r.define<std::size_t>("storage.api.max_read_bytes", ao.max_read_bytes,
+                                               "HTTP GET of records: the largest max_bytes honoured.",
+                                               config::range(std::size_t{1024}, std::size_t{1} << 30));
+  c.api_default_read_bytes = r.define<std::size_t>("storage.api.default_read_bytes", ao.default_read_bytes,
+                                                   "HTTP GET of records: max_bytes when the request gives none.",
+                                                   config::range(std::size_t{1}, std::size_t{1} << 30));
+  c.api_max_records_per_post = r.define<std::size_t>("storage.api.max_records_per_post", ao.max_records_per_post,
+                                                     "HTTP POST of an ndjson batch: most records in one request.",
+                                                     config::range(std::size_t{1}, std::size_t{1} << 24));
+  return c;
+}
+
+storage::StoreOptions store_options(const StorageConfig& c) {
+  storage::StoreOptions o;
+  o.data_dir = c.data_dir->value();
+  o.log.segment_bytes = c.segment_bytes->value();
+  o.log.segment_ms = c.segment_ms->value();
+  o.log.index_interval_bytes = c.index_interval_bytes->value();
+  o.log.flush_policy = storage::parse_flush_policy(c.flush_policy->value()).value_or(storage::FlushPolicy::kEveryBatch);
+  o.log.flush_messages = c.flush_messages->value();
+  o.log.flush_ms = c.flush_ms->value();
+  o.log.retention_bytes = c.retention_bytes->value();
+  o.log.retention_ms = c.retention_ms->value();
+  o.log.max_batch_bytes = c.max_batch_bytes->value();
+  o.auto_create_topics = c.auto_create_topics->value();
+  o.default_partitions = c.default_partitions->value();
+  o.topics = c.topics->value();
+  return o;
+}
+
+StorageApiOptions storage_api_options(const StorageConfig& c) {
+  StorageApiOptions o;
+  o.max_read_bytes = c.api_max_read_bytes->value();
+  o.default_read_bytes = std::min(c.api_default_read_bytes->value(), o.max_read_bytes);
+  o.max_records_per_post = c.api_max_records_per_post->value();
+  return o;
+}
+}  // namespace lionet::app
+
+namespace lionet::config {
+namespace {
+[[noreturn]] void topic_field_error(const YAML::Node& n, const char* field, std::string reason) {
+  const YAML::Node f = n[field];
+  ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
+  e.prepend_path(std::string(".") + field);
+  throw e;
+}
+}  // namespace
+
+storage::TopicOptions ConfigTraits<storage::TopicOptions>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"name", "partitions", "segment_bytes", "segment_ms", "index_interval_bytes", "flush", "retention"});
+  storage::TopicOptions t;
+  t.name = required_field<std::string>(n, "name");
+  if (!storage::valid_topic_name(t.name)) topic_field_error(n, "name", "a topic name is 1 to 200 of [A-Za-z0-9._-]");
+  read_field(n, "partitions", t.partitions);
+  if (t.partitions < 1 || t.partitions > 10000) topic_field_error(n, "partitions", "must be in 1..10000");
+  read_field(n, "segment_bytes", t.segment_bytes);
+  read_field(n, "segment_ms", t.segment_ms);
+  read_field(n, "index_interval_bytes", t.index_interval_bytes);
+  if (const YAML::Node f = n["flush"]) {
+    expect_keys(f, {"policy", "messages", "ms"});
+    std::optional<std::string> policy;
+    read_field(f, "policy", policy);
+    if (policy) {
+      t.flush_policy = storage::parse_flush_policy(*policy);
+      if (!t.flush_policy) topic_field_error(f, "policy", "must be every_batch, messages, ms or none, got '" + *policy + "'");
+    }
+    read_field(f, "messages", t.flush_messages);
+    read_field(f, "ms", t.flush_ms);
+  }
+  if (const YAML::Node r = n["retention"]) {
+    expect_keys(r, {"bytes", "ms"});
+    read_field(r, "bytes", t.retention_bytes);
+    read_field(r, "ms", t.retention_ms);
+  }
+  return t;
+}
+
+YAML::Node ConfigTraits<storage::TopicOptions>::to_yaml(const storage::TopicOptions& t) {
+  YAML::Node n;
+  n["name"] = t.name;
+  n["partitions"] = t.partitions;
+  if (t.segment_bytes) n["segment_bytes"] = *t.segment_bytes;
+  if (t.segment_ms) n["segment_ms"] = *t.segment_ms;
+  if (t.index_interval_bytes) n["index_interval_bytes"] = *t.index_interval_bytes;
+  if (t.flush_policy) n["flush"]["policy"] = std::string(storage::to_string(*t.flush_policy));
+  if (t.flush_messages) n["flush"]["messages"] = *t.flush_messages;
+  if (t.flush_ms) n["flush"]["ms"] = *t.flush_ms;
+  if (t.retention_bytes) n["retention"]["bytes"] = *t.retention_bytes;
+  if (t.retention_ms) n["retention"]["ms"] = *t.retention_ms;
+  return n;
+}
+}  // namespace lionet::config

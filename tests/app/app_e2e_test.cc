@@ -1,0 +1,464 @@
+// tests/app/app_e2e_test.cc: the lionet binary end to end, as a user meets it: a temp conf with
+// random ports (http + https + echo + storage), every route hit with curl and with
+// lionet::http::Client, records appended and read back over HTTP, /metrics counters that move,
+// the fiber dump (route and SIGQUIT), SIGTERM during a wrk run (exit 0, no error responses,
+// every acknowledged record readable after a restart), a second signal, start-up failures
+// (port in use, bad certificate, missing root), --check on broken configs, SIGHUP reopening logs.
+// Servers listen on 127.0.0.1 only; every load loop is bounded in count and time.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "lionet/http/client.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/sched/scheduler.h"
+#include "tests/app/app_process.h"
+
+namespace lionet::app {
+namespace {
+namespace fs = std::filesystem;
+using namespace lionet::app::testing;
+using namespace std::chrono_literals;
+
+int free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+// Runs a shell command; returns its stdout, sets *rc to its exit status.
+std::string sh(const std::string& cmd, int* rc = nullptr) {
+  std::string out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = ::pclose(f);
+  if (rc) *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+struct Curl {
+  int status = 0;
+  std::string body;
+};
+// curl with a 10 s bound; the status code is written after the body.
+Curl curl(const std::string& args) {
+  std::string out = sh("curl -sS --max-time 10 -w '\\n%{http_code}' " + args + " 2>&1");
+  Curl c;
+  auto nl = out.rfind('\n');
+  if (nl == std::string::npos) return c;
+  c.status = std::atoi(out.c_str() + nl + 1);
+  c.body = out.substr(0, nl);
+  return c;
+}
+
+// A temp directory with a www/ tree and a conf/ dir for the binary; ports chosen at random.
+class Site {
+ public:
+  Site() : root_(conf_.path()) {
+    http = free_port();
+    https = free_port();
+    echo = free_port();
+    fs::create_directories(root_ / "www" / "sub");
+    std::ofstream(root_ / "www" / "index.html") << "<h1>e2e index</h1>\n";
+    write_file("www/small.txt", 1000);        // AUTO: memory
+    write_file("www/sub/medium.bin", 200000);  // AUTO: chunked
+    write_file("www/large.bin", 3 << 20);      // AUTO: sendfile
+    fs::create_directories(root_ / "conf");
+  }
+  void write_file(const std::string& rel, std::size_t n) {
+    std::string s(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+    std::ofstream(root_ / rel, std::ios::binary) << s;
+  }
+  // The servers section; extra goes at the end of server.yml.
+  void write_conf(const std::string& extra = "", const std::string& shutdown = "5000ms") {
+    const std::string r = root_.string();
+    std::ofstream(root_ / "conf" / "server.yml")
+        << "scheduler: {threads: 2}\n"
+        << "app: {shutdown_timeout: " << shutdown << "}\n"
+        << "workers: {edge: {threads: 1}}\n"
+        << "storage: {data_dir: " << r << "/data, flush: {policy: every_batch}}\n"
+        << "servers:\n"
+        << "  - name: web\n    type: http\n    listen: ['127.0.0.1:" << http << "']\n"
+        << "    routes:\n"
+        << "      - {path: /, type: static, root: " << r << "/www, mode: auto}\n"
+        << "      - {path: /topics, type: storage}\n"
+        << "      - {path: /metrics, type: metrics}\n"
+        << "      - {path: /healthz, type: health}\n"
+        << "      - {path: /debug/fibers, type: debug_fibers}\n"
+        << "  - name: tls\n    type: https\n    listen: ['127.0.0.1:" << https << "']\n"
+        << "    tls: {cert: " << r << "/tls/cert.pem, key: " << r << "/tls/key.pem, generate_self_signed: true}\n"
+        << "    routes:\n"
+        << "      - {path: /, type: static, root: " << r << "/www, mode: auto}\n"
+        << "      - {path: /healthz, type: health}\n"
+        << "  - name: echo\n    type: echo\n    workers: edge\n    listen: ['127.0.0.1:" << echo << "']\n"
+        << extra;
+  }
+  std::string conf() const { return (root_ / "conf").string(); }
+  fs::path root() const { return root_; }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(http) + path; }
+  int http = 0, https = 0, echo = 0;
+
+ private:
+  TempConf conf_;
+  fs::path root_;
+};
+
+constexpr const char* kReady = "scheduler 'lionet' running";
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Uint64 value of the first sample line starting with `prefix` in a Prometheus page (-1: none).
+long long metric(const std::string& page, const std::string& prefix) {
+  std::size_t at = 0;
+  while ((at = page.find(prefix, at)) != std::string::npos) {
+    if (at == 0 || page[at - 1] == '\n') {
+      auto sp = page.find(' ', at + prefix.size());
+      return std::atoll(page.c_str() + sp + 1);
+    }
+    at += prefix.size();
+  }
+  return -1;
+}
+
+std::string echo_roundtrip(int port, const std::string& msg) {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  timeval tv{5, 0};
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(s, msg.data(), msg.size()) > 0) {
+    char buf[256];
+    while (got.size() < msg.size()) {
+      ssize_t n = ::read(s, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(s);
+  return got;
+}
+
+TEST(AppE2E, EveryRouteOverHttpHttpsAndEchoAndMetricsMove) {
+  Site site;
+  site.write_conf();
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+
+  // Static files in each AUTO size class, byte for byte.
+  auto index = curl(site.url("/"));
+  EXPECT_EQ(index.status, 200);
+  EXPECT_NE(index.body.find("e2e index"), std::string::npos);
+  for (const char* f : {"small.txt", "sub/medium.bin", "large.bin"}) {
+    const std::string out = (site.root() / "got").string();
+    int rc = 0;
+    sh("curl -sS --max-time 20 -o " + out + " " + site.url(std::string("/") + f), &rc);
+    EXPECT_EQ(rc, 0) << f;
+    EXPECT_EQ(file_bytes(out), file_bytes(site.root() / "www" / f)) << f;
+  }
+  EXPECT_EQ(curl(site.url("/nope.html")).status, 404);
+  EXPECT_EQ(curl(site.url("/healthz")).body, "ok\n");
+
+  // HTTPS with the certificate the binary generated, verified by curl.
+  const std::string cert = (site.root() / "tls" / "cert.pem").string();
+  auto tls = curl("--cacert " + cert + " https://127.0.0.1:" + std::to_string(site.https) + "/sub/medium.bin");
+  EXPECT_EQ(tls.status, 200) << tls.body;
+  EXPECT_EQ(tls.body, file_bytes(site.root() / "www" / "sub" / "medium.bin"));
+
+  // Storage: one record, a batch, read back, list.
+  std::ofstream(site.root() / "batch.ndjson") << "second\nthird\n";
+  auto one = curl("-X POST --data-binary 'first record' " + site.url("/topics/e2e/partitions/0/records"));
+  EXPECT_EQ(one.status, 201) << one.body;
+  EXPECT_NE(one.body.find("\"base_offset\":0"), std::string::npos) << one.body;
+  auto batch = curl("-X POST -H 'Content-Type: application/x-ndjson' --data-binary @" +
+                    (site.root() / "batch.ndjson").string() + " " + site.url("/topics/e2e/partitions/0/records"));
+  EXPECT_EQ(batch.status, 201) << batch.body;
+  EXPECT_NE(batch.body.find("\"base_offset\":1"), std::string::npos) << batch.body;
+  auto read = curl("'" + site.url("/topics/e2e/partitions/0/records?offset=0") + "'");
+  EXPECT_EQ(read.status, 200);
+  for (const char* v : {"first record", "second", "third"}) EXPECT_NE(read.body.find(v), std::string::npos) << read.body;
+  EXPECT_NE(curl(site.url("/topics")).body.find("e2e"), std::string::npos);
+  auto bad = curl("'" + site.url("/topics/e2e/partitions/0/records?offset=99") + "'");
+  EXPECT_EQ(bad.status, 416) << bad.body;
+  EXPECT_NE(bad.body.find("\"error\""), std::string::npos) << bad.body;
+
+  // The project's own client, from fibers, keep-alive.
+  {
+    Scheduler sched({.threads = 1});
+    IOManager io(sched);
+    sched
+        .spawn([&] {
+          http::Client client;
+          for (int i = 0; i < 5; ++i) {
+            auto r = client.get(site.url("/healthz"));
+            ASSERT_TRUE(r.ok()) << r.error().message();
+            EXPECT_EQ(r.value().status, 200);
+          }
+        })
+        .join();
+    sched.stop();
+  }
+
+  // Echo.
+  EXPECT_EQ(echo_roundtrip(site.echo, "ping over echo"), "ping over echo");
+
+  // The fiber dump names the acceptors' waits, over HTTP and on SIGQUIT.
+  auto dump = curl(site.url("/debug/fibers"));
+  EXPECT_EQ(dump.status, 200);
+  EXPECT_NE(dump.body.find("read"), std::string::npos) << dump.body;
+  EXPECT_NE(dump.body.find("fd "), std::string::npos) << dump.body;
+  const std::size_t before_quit = p.output().size();
+  p.signal(SIGQUIT);
+  EXPECT_TRUE(p.wait_for("fiber dump", 10s, before_quit)) << p.output();
+
+  // Counters moved.
+  auto m = curl(site.url("/metrics"));
+  EXPECT_EQ(m.status, 200);
+  EXPECT_GE(metric(m.body, "lionet_http_requests_total{server=\"web\",class=\"2xx\"}"), 10) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_http_requests_total{server=\"web\",class=\"4xx\"}"), 2) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_connections_accepted_total{server=\"echo\",type=\"echo\"}"), 1) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_received_bytes_total{server=\"echo\",type=\"echo\"}"), 14) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_sent_bytes_total{server=\"web\",type=\"http\"}"), 3 << 20) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_sent_bytes_total{server=\"tls\",type=\"https\"}"), 200000) << m.body;
+  EXPECT_EQ(metric(m.body, "lionet_storage_appended_records_total"), 3) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_storage_reads_total"), 1) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_fibers_created_total{pool=\"main\"}"), 10) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_http_request_duration_seconds_count{server=\"web\"}"), 10) << m.body;
+
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
+// Appends from 8 fibers (lionet::http::Client) and a wrk run on /healthz while SIGTERM arrives:
+// exit 0, no non-2xx answer, and after a restart every acknowledged record reads back.
+TEST(AppE2E, SigtermDuringLoadExitsZeroAndLosesNoAcknowledgedRecord) {
+  if (sh("command -v wrk").empty()) GTEST_FAIL() << "wrk is not installed (scripts/install-deps.sh installs it)";
+  Site site;
+  site.write_conf();
+  std::map<int64_t, std::string> acked;  // offset -> value
+  std::mutex acked_mu;
+  std::atomic<int> non_2xx{0};
+  {
+    Process p({"-c", site.conf()});
+    REQUIRE_BINARY(p);
+    ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+    const std::string wrk_out = (site.root() / "wrk.txt").string();
+    std::thread wrk([&] { sh("wrk -t1 -c16 -d4s --timeout 2s " + site.url("/healthz") + " > " + wrk_out + " 2>&1"); });
+    std::atomic<bool> server_gone{false};
+    std::thread appenders([&] {
+      Scheduler sched({.threads = 1});
+      IOManager io(sched);
+      std::vector<JoinHandle<void>> hs;
+      for (int f = 0; f < 8; ++f) {
+        hs.push_back(sched.spawn([&, f] {
+          http::Client client({.connect_timeout = 2s, .request_timeout = 5s});
+          for (int i = 0; i < 5000 && !server_gone.load(); ++i) {  // bounded; ends when the server is gone
+            const std::string v = "rec-" + std::to_string(f) + "-" + std::to_string(i);
+            auto r = client.post(site.url("/topics/load/partitions/0/records"), v, "text/plain");
+            if (!r.ok()) break;  // connection refused / closed: the listener is gone
+            if (r.value().status != 201) {
+              ++non_2xx;
+              break;
+            }
+            const std::string& b = r.value().body;
+            auto at = b.find("\"base_offset\":");
+            ASSERT_NE(at, std::string::npos) << b;
+            std::lock_guard lk(acked_mu);
+            acked[std::atoll(b.c_str() + at + 14)] = v;
+          }
+        }));
+      }
+      for (auto& h : hs) h.join();
+      sched.stop();
+    });
+    std::this_thread::sleep_for(1500ms);
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait(20s), 0) << p.output();
+    server_gone = true;
+    appenders.join();
+    wrk.join();
+    const std::string w = file_bytes(wrk_out);
+    EXPECT_EQ(w.find("Non-2xx"), std::string::npos) << w;
+    EXPECT_NE(w.find("requests in"), std::string::npos) << w;
+  }
+  EXPECT_EQ(non_2xx.load(), 0);
+  ASSERT_GT(acked.size(), 20u) << "the appenders got too few acknowledgements to mean anything";
+
+  // Restart on the same data and read everything back.
+  Process p2({"-c", site.conf()});
+  ASSERT_TRUE(p2.wait_for(kReady)) << p2.output();
+  std::map<int64_t, std::string> stored;
+  int64_t next = 0;
+  for (int page = 0; page < 10000; ++page) {
+    auto r = curl("-D - '" + site.url("/topics/load/partitions/0/records?offset=" + std::to_string(next) +
+                                      "&max_bytes=65536") + "'");
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto hdr_end = r.body.find("\r\n\r\n");
+    ASSERT_NE(hdr_end, std::string::npos);
+    const std::string body = r.body.substr(hdr_end + 4);
+    if (body.empty()) break;
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+      auto eol = body.find('\n', pos);
+      if (eol == std::string::npos) eol = body.size();
+      const std::string line = body.substr(pos, eol - pos);
+      pos = eol + 1;
+      auto o = line.find("\"offset\":");
+      auto v = line.find("\"value\":\"");
+      if (o == std::string::npos || v == std::string::npos) continue;
+      const int64_t off = std::atoll(line.c_str() + o + 9);
+      stored[off] = line.substr(v + 9, line.find('"', v + 9) - (v + 9));
+      next = off + 1;
+    }
+  }
+  for (const auto& [off, v] : acked) {
+    auto it = stored.find(off);
+    ASSERT_NE(it, stored.end()) << "acknowledged offset " << off << " (" << v << ") missing after restart";
+    EXPECT_EQ(it->second, v) << "offset " << off;
+  }
+  p2.signal(SIGTERM);
+  EXPECT_EQ(p2.wait(), 0) << p2.output();
+}
+
+// A client that does not read a 3 MiB file keeps its response in flight, so the drain waits
+// (shutdown_timeout 30 s); a second SIGTERM then exits at once with status 1.
+TEST(AppE2E, SecondSignalDuringDrainExitsAtOnce) {
+  Site site;
+  site.write_conf("", "30000ms");
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int small = 4096;
+  ::setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(site.http));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req = "GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::write(s, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::this_thread::sleep_for(300ms);  // the response fills the socket buffers and blocks
+  p.signal(SIGTERM);
+  ASSERT_TRUE(p.wait_for("SIGTERM: stopping", 10s)) << p.output();
+  std::this_thread::sleep_for(300ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(10s), 1) << p.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_NE(p.output().find("exiting now"), std::string::npos) << p.output();
+  ::close(s);
+}
+
+TEST(AppE2E, StartupFailuresExitNonZeroWithOneClearLine) {
+  {  // port in use
+    Site site;
+    site.write_conf();
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(site.http));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(s, 1), 0);
+    Process p({"-c", site.conf()});
+    REQUIRE_BINARY(p);
+    EXPECT_EQ(p.wait(20s), 1) << p.output();
+    EXPECT_NE(p.output().find("cannot start: server 'web'"), std::string::npos) << p.output();
+    EXPECT_NE(p.output().find("in use"), std::string::npos) << p.output();
+    ::close(s);
+  }
+  {  // certificate missing and not to be generated
+    Site site;
+    site.write_conf("  - name: bad-tls\n    type: https\n    listen: ['127.0.0.1:" + std::to_string(free_port()) +
+                    "']\n    tls: {cert: /nonexistent/cert.pem, key: /nonexistent/key.pem}\n"
+                    "    routes: [{path: /healthz, type: health}]\n");
+    Process p({"-c", site.conf()});
+    REQUIRE_BINARY(p);
+    EXPECT_EQ(p.wait(20s), 1) << p.output();
+    EXPECT_NE(p.output().find("cannot start: server 'bad-tls'"), std::string::npos) << p.output();
+    EXPECT_NE(p.output().find("/nonexistent/cert.pem"), std::string::npos) << p.output();
+  }
+  {  // static root that does not exist
+    Site site;
+    site.write_conf("  - name: bad-root\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(free_port()) +
+                    "']\n    routes: [{path: /, type: static, root: /nonexistent/www}]\n");
+    Process p({"-c", site.conf()});
+    REQUIRE_BINARY(p);
+    EXPECT_EQ(p.wait(20s), 1) << p.output();
+    EXPECT_NE(p.output().find("cannot start: server 'bad-root': route /"), std::string::npos) << p.output();
+    EXPECT_NE(p.output().find("/nonexistent/www"), std::string::npos) << p.output();
+  }
+}
+
+struct BrokenConf {
+  const char* yaml;
+  const char* expect;  // part of the message
+};
+class AppE2ECheck : public ::testing::TestWithParam<BrokenConf> {};
+
+TEST_P(AppE2ECheck, CheckRejectsNamingTheKey) {
+  TempConf conf;
+  conf.write("server.yml", GetParam().yaml);
+  Process p({"-c", conf.path(), "--check"});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(p.wait(20s), 1) << p.output();
+  EXPECT_NE(p.output().find(GetParam().expect), std::string::npos) << p.output();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Broken, AppE2ECheck,
+    ::testing::Values(
+        BrokenConf{"scheduler: {threads: many}\n", "scheduler.threads"},
+        BrokenConf{"scheduler: {threads: 5000}\n", "scheduler.threads"},
+        BrokenConf{"servers: [{name: a, type: gopher, listen: ['127.0.0.1:1']}]\n", "unknown server type 'gopher'"},
+        BrokenConf{"servers: [{name: a, type: http, listen: ['127.0.0.1:9']}, {name: b, type: echo, listen: "
+                   "['127.0.0.1:9']}]\n",
+                   "servers[1].listen[0]"},
+        BrokenConf{"servers: [{name: a, type: http, listen: ['127.0.0.1:9'], max_connections: 0}]\n", "max_connections"},
+        BrokenConf{"storage: {flush: {policy: sometimes}}\n", "storage.flush.policy"}),
+    [](const ::testing::TestParamInfo<BrokenConf>& i) { return "case" + std::to_string(i.index); });
+
+TEST(AppE2E, SighupReopensTheLogFile) {
+  Site site;
+  const std::string log = (site.root() / "lionet.log").string();
+  site.write_conf();
+  std::ofstream(site.root() / "conf" / "log.yml")
+      << "log:\n  loggers:\n    - name: root\n      level: info\n      flush_level: info\n      sinks:\n"
+      << "        - {type: rotating_file, path: " << log << ", max_size: 10000000, max_files: 2}\n";
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  for (int i = 0; i < 200 && file_bytes(log).find(kReady) == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_NE(file_bytes(log).find(kReady), std::string::npos) << file_bytes(log) << p.output();
+  fs::rename(log, log + ".moved");  // what logrotate does
+  p.signal(SIGHUP);
+  for (int i = 0; i < 200 && file_bytes(log).find("log files reopened") == std::string::npos; ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(file_bytes(log).find("log files reopened"), std::string::npos) << p.output();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+}  // namespace
+}  // namespace lionet::app
