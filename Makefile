@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps build run test test-release test-asan test-tsan test-fuzz bench clean
+.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak bench clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -15,7 +15,7 @@ build: deps
 run: build
 	./build/release/bin/lionet -c $(CONF)
 
-test: test-release test-asan test-tsan test-fuzz
+test: test-release test-asan test-tsan test-fuzz test-soak
 
 test-release: build
 	ctest --preset release -j $(JOBS)
@@ -34,6 +34,12 @@ test-tsan: deps
 FUZZ_SECONDS ?= 60
 test-fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The lionet binary under mixed load (HTTP, HTTPS, echo, storage) for SOAK_MINUTES, watched for
+# client errors, RSS/fd growth and lost records (scripts/soak.sh).
+SOAK_MINUTES ?= 2
+test-soak: build
+	scripts/soak.sh $(SOAK_MINUTES) --no-build
 
 bench: build
 	scripts/bench-fiber.sh --no-build
