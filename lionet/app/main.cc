@@ -22,6 +22,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 #include <cstring>
@@ -173,6 +174,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   sigaddset(&signals, SIGQUIT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A file over RLIMIT_FSIZE must fail the write with EFBIG (answered 507), not kill the
+  // server; a peer gone mid-write must be an EPIPE, not a death.
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::signal(SIGPIPE, SIG_IGN);
 
   config::Registry& registry = config::Registry::global();
   app::AppConfig cfg = app::define_config(registry);

@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 
+#include <cerrno>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -102,6 +103,8 @@ int status_of(const std::error_code& ec) {
   if (ec == Errc::kInvalidArgument) return 400;
   if (ec == Errc::kNotFound) return 404;
   if (ec == Errc::kLogFailed) return 503;
+  // Out of space (disk full, quota, RLIMIT_FSIZE): nothing of the batch was published.
+  if (ec == std::errc::no_space_on_device || ec == std::errc::file_too_large || ec == std::error_code(EDQUOT, std::generic_category())) return 507;
   return 500;  // kCorrupt, IO errors
 }
 

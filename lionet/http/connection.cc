@@ -363,8 +363,12 @@ bool Connection::handle_request() {
   }
   if (stream_failed_) return false;
   if (body_error_status_) {
-    response_.reset();
-    response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + "\n");
+    // A handler that answered the body error with that very status keeps its own body (e.g. a
+    // JSON error); anything else it set is replaced: the request was not read whole.
+    if (response_.status() != body_error_status_ || response_.body_type() != Response::BodyType::kMemory) {
+      response_.reset();
+      response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + "\n");
+    }
     response_.set_close();
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
   }

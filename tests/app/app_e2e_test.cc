@@ -413,6 +413,53 @@ TEST(AppE2E, StartupFailuresExitNonZeroWithOneClearLine) {
   }
 }
 
+// The storage API's answers a client relies on: keys, JSON escaping, bytes that are not UTF-8,
+// paging with X-Next-Offset, and each error status with a JSON message.
+TEST(AppE2E, StorageApiEncodingsPagingAndErrors) {
+  Site site;
+  site.write_conf();
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  const std::string rec = site.url("/topics/api/partitions/0/records");
+  std::ofstream(site.root() / "q.txt") << "say \"hi\"\\ \x01 caf\xc3\xa9";
+  std::ofstream(site.root() / "bin.dat", std::ios::binary) << std::string("\xff\xfe\x00z", 4);
+  EXPECT_EQ(curl("--data-binary @" + (site.root() / "q.txt").string() + " '" + rec + "?key=k%201'").status, 201);
+  EXPECT_EQ(curl("--data-binary @" + (site.root() / "bin.dat").string() + " " + rec).status, 201);
+  auto all = curl("'" + rec + "?offset=0'");
+  ASSERT_EQ(all.status, 200);
+  EXPECT_NE(all.body.find("\"key\":\"k 1\""), std::string::npos) << all.body;
+  EXPECT_NE(all.body.find("\"value\":\"say \\\"hi\\\"\\\\ \\u0001 caf\xc3\xa9\""), std::string::npos) << all.body;
+  EXPECT_NE(all.body.find("\"value_base64\":\"//4Aeg==\""), std::string::npos) << all.body;
+  site.write_file("huge.bin", 9 << 20);  // over max_body_bytes (8 MiB), sent chunked
+  // Paging: max_bytes smaller than one batch still returns that batch and the next offset.
+  auto first = curl("-D - '" + rec + "?offset=0&max_bytes=1'");
+  EXPECT_NE(first.body.find("X-Next-Offset: 1"), std::string::npos) << first.body;
+  struct Case {
+    std::string args;
+    int status;
+    std::string words;
+  };
+  const std::vector<Case> cases = {
+      {"'" + site.url("/topics/b%20d/partitions/0/records") + "'", 400, "invalid topic name"},
+      {"'" + site.url("/topics/api/partitions/x/records") + "'", 400, "invalid partition"},
+      {"'" + site.url("/topics/api/partitions/5/records") + "'", 404, "no such partition"},
+      {"'" + rec + "?offset=-5'", 416, "valid offsets: 0 to 2"},
+      {"'" + rec + "?offset=abc'", 400, "non-negative numbers"},
+      {"-X POST " + rec, 400, "empty body"},
+      {"-X POST -H 'Transfer-Encoding: chunked' --data-binary @" + (site.root() / "huge.bin").string() + " " + rec,
+       413, "max_body_bytes"},
+  };
+  for (const auto& c : cases) {
+    auto r = curl(c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << " -> " << r.body;
+    EXPECT_NE(r.body.find("{\"error\":"), std::string::npos) << c.args << " -> " << r.body;
+    EXPECT_NE(r.body.find(c.words), std::string::npos) << c.args << " -> " << r.body;
+  }
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
 struct BrokenConf {
   const char* yaml;
   const char* expect;  // part of the message
