@@ -10,6 +10,7 @@
 
 #include "lionet/app/config_binding.cc"     // NOLINT: app/ is not part of the library
 #include "lionet/app/server_config.cc"      // NOLINT
+#include "lionet/app/storage_binding.cc"    // NOLINT
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lionet;
