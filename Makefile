@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak bench clean
+.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -15,7 +15,7 @@ build: deps
 run: build
 	./build/release/bin/lionet -c $(CONF)
 
-test: test-release test-asan test-tsan test-fuzz test-soak
+test: test-release test-asan test-tsan test-fuzz test-soak test-abuse
 
 test-release: build
 	ctest --preset release -j $(JOBS)
@@ -40,6 +40,11 @@ test-fuzz: deps
 SOAK_MINUTES ?= 2
 test-soak: build
 	scripts/soak.sh $(SOAK_MINUTES) --no-build
+
+# Connection flood (20,000 against a 10,000 limit) and slowloris (2,000) against the binary,
+# twice each, with a probe client that must keep being served (scripts/abuse.sh).
+test-abuse: build
+	scripts/abuse.sh --no-build
 
 bench: build
 	scripts/bench-fiber.sh --no-build

@@ -20,6 +20,7 @@
 //     flush storage, stop the pools) on another thread and exit 0 when it is done; a second
 //     SIGINT/SIGTERM meanwhile exits at once with status 1.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <csignal>
@@ -178,6 +179,13 @@ int main(int argc, char** argv) {
   // server; a peer gone mid-write must be an EPIPE, not a death.
   std::signal(SIGXFSZ, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
+  // A server holds one fd per connection: take the whole hard limit (Go's runtime does the
+  // same); servers[].max_connections is the limit a user configures.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
 
   config::Registry& registry = config::Registry::global();
   app::AppConfig cfg = app::define_config(registry);
