@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench clean
+.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -50,6 +50,10 @@ bench: build
 	scripts/bench-fiber.sh --no-build
 	scripts/bench-sync.sh --no-build
 	scripts/bench-echo.sh --no-build
+
+# Every benchmark with its references, bench/RESULTS.md and the charts in bench/charts/ (~1 h).
+bench-report: deps
+	scripts/bench-report.sh
 
 clean:
 	rm -rf build
