@@ -2,7 +2,10 @@
 // (a child with stdout+stderr on one pipe, read line by line), TempConf (a scratch conf dir).
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -134,4 +137,17 @@ class TempConf {
  private:
   fs::path dir_;
 };
+
+// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
+inline int free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
 }  // namespace lionet::app::testing
