@@ -242,6 +242,17 @@ int main(int argc, char** argv) {
                            "io.max_events", "offload.threads"}) {
     watch_for_restart(*registry.find_base(name), "running process");
   }
+  // The servers, pools and store are built once at start; app.shutdown_timeout and the log
+  // apply on reload.
+  auto needs_restart = [lg](const char* what) {
+    return [lg, what](auto&&, auto&&) {
+      LIONET_LOG_WARN(lg, "{} changed: the running process applies it after a restart", what);
+    };
+  };
+  cfg.servers->add_listener(needs_restart("servers"));
+  cfg.workers->add_listener(needs_restart("workers"));
+  cfg.storage.topics->add_listener(needs_restart("storage.topics"));
+  cfg.storage.data_dir->add_listener(needs_restart("storage.data_dir"));
 
   LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
   int rc = 0;
