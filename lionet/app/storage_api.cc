@@ -105,6 +105,11 @@ int status_of(const std::error_code& ec) {
   if (ec == Errc::kLogFailed) return 503;
   // Out of space (disk full, quota, RLIMIT_FSIZE): nothing of the batch was published.
   if (ec == std::errc::no_space_on_device || ec == std::errc::file_too_large || ec == std::error_code(EDQUOT, std::generic_category())) return 507;
+  // The data directory became read-only (remount, immutable files, permissions): the store
+  // cannot take appends for now, reads go on.
+  if (ec == std::errc::read_only_file_system || ec == std::errc::permission_denied ||
+      ec == std::errc::operation_not_permitted)
+    return 503;
   return 500;  // kCorrupt, IO errors
 }
 

@@ -17,7 +17,7 @@
 // Errors: JSON {"error": "..."}: 400 bad number / topic name / partition / empty body, 404
 // unknown topic (auto_create_topics off), 413 record or batch too large, 416 offset out of
 // range (the message gives the valid range), 500 corrupt data or IO error, 503 the log refuses
-// appends after a failed fdatasync, 507 no space (ENOSPC, EDQUOT, EFBIG: the batch was not
+// appends after a failed fdatasync or its files are not writable (EROFS, EPERM, EACCES), 507 no space (ENOSPC, EDQUOT, EFBIG: the batch was not
 // appended; earlier records stay readable and later appends succeed once there is room).
 //
 // Owns: request parsing and JSON for these routes. Must not: throw on the request path, or

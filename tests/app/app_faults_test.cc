@@ -147,6 +147,37 @@ TEST(AppFaults, DiskFullWhileAppendingAnswers507AndLosesNothingAcknowledged) {
   EXPECT_EQ(s.proc->wait(20s), 0) << s.proc->output();
 }
 
+// The storage files made immutable after start (chattr +i: what a read-only remount does to
+// writes, and it binds root too): appends answer 503 with a JSON error, reads and everything
+// else go on, and appends work again once the files are writable.
+TEST(AppFaults, StorageMadeReadOnlyAfterStartAnswers503AndKeepsReading) {
+  Server s;
+  ASSERT_TRUE(s.start()) << (s.proc ? s.proc->output() : "");
+  const std::string rec = s.url("/topics/ro/partitions/0/records");
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(curl("--data-binary before-" + std::to_string(i) + " " + rec).first, 201);
+  const std::string data = (s.root / "data").string();
+  struct Unfreeze {
+    std::string dir;
+    ~Unfreeze() { (void)std::system(("chattr -R -i " + dir + " 2>/dev/null").c_str()); }
+  } unfreeze{data};
+  if (std::system(("chattr -R +i " + data + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "chattr +i is not supported on " << data << "'s file system";
+  }
+  auto [code, body] = curl("--data-binary during " + rec);
+  EXPECT_EQ(code, 503) << body;
+  EXPECT_NE(body.find("\"error\""), std::string::npos) << body;
+  auto [rcode, rbody] = curl("'" + rec + "?offset=0'");
+  EXPECT_EQ(rcode, 200);
+  for (int i = 0; i < 5; ++i) EXPECT_NE(rbody.find("before-" + std::to_string(i)), std::string::npos) << rbody;
+  EXPECT_TRUE(s.healthy());
+  ASSERT_EQ(std::system(("chattr -R -i " + data).c_str()), 0);
+  auto [acode, abody] = curl("--data-binary after " + rec);
+  EXPECT_EQ(acode, 201) << abody;
+  EXPECT_NE(abody.find("\"base_offset\":5"), std::string::npos) << abody;
+  s.proc->signal(SIGTERM);
+  EXPECT_EQ(s.proc->wait(20s), 0) << s.proc->output();
+}
+
 TEST(AppFaults, CertificateRemovedAfterStartKeepsHttpsServing) {
   Server s;
   ASSERT_TRUE(s.start()) << (s.proc ? s.proc->output() : "");
