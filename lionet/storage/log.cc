@@ -28,13 +28,16 @@ int64_t wall_ms() {
       .count();
 }
 
-// "00000000000000000042.log" -> 42; -1 for anything else.
+// "00000000000000000042.log" -> 42; -1 for anything else, including 20 digits past INT64_MAX
+// (no offset this log hands out; such a name is not ours and is left alone).
 int64_t parse_segment_name(const std::string& name) {
   if (name.size() != 24 || name.compare(20, 4, ".log") != 0) return -1;
   int64_t v = 0;
   for (int i = 0; i < 20; i++) {
     if (name[i] < '0' || name[i] > '9') return -1;
-    v = v * 10 + (name[i] - '0');
+    const int digit = name[i] - '0';
+    if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return -1;
+    v = v * 10 + digit;
   }
   return v;
 }

@@ -70,8 +70,9 @@ class Log {
   // Whole records from `offset` on, from one segment: always the batch holding `offset` (even
   // if larger than max_bytes, so a reader always progresses), then following batches while the
   // total stays within max_bytes. offset == end_offset(): ok, no records. Outside
-  // [start_offset(), end_offset()]: Errc::kOffsetOutOfRange. A stored batch that fails its
-  // CRC or framing: Errc::kCorrupt. The out-parameter form reuses out's buffers.
+  // [start_offset(), end_offset()]: Errc::kOffsetOutOfRange. The batch holding `offset` fails
+  // its CRC or framing: Errc::kCorrupt (a damaged batch after it only ends the read early).
+  // The out-parameter form reuses out's buffers.
   Result<void> read(int64_t offset, std::size_t max_bytes, ReadResult& out) const;
   Result<ReadResult> read(int64_t offset, std::size_t max_bytes) const;
 

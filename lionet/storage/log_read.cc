@@ -37,6 +37,28 @@ Result<void> Log::read(int64_t offset, std::size_t max_bytes, ReadResult& out) c
   return read_segment(**(it - 1), offset, max_bytes, out);
 }
 
+namespace {
+// Where a walk to `offset` may start: a batch boundary and the offset its batch must begin with.
+struct WalkStart {
+  uint64_t pos;
+  int64_t first;
+};
+
+WalkStart index_start(const Segment& seg, int64_t offset) {
+  const detail::IndexEntry e = seg.lookup_offset(offset);
+  return {e.position, seg.base_offset() + e.rel_offset};
+}
+}  // namespace
+
+// Start points, each a batch boundary whose first offset is known: the read hint (exact), else
+// the sparse index entry at or before `offset`. A sealed segment's index came from files that
+// are not checksummed (open checks their shape and the batches after their last entry only),
+// and a hint may be stale after truncate_to; so a start whose batch header does not begin with
+// the offset it promises is abandoned for the index entry before it, down to entry {0, 0}
+// (position 0 is always a boundary). Good records stay readable whatever happened to the
+// index files: a damaged index costs longer walks, never kCorrupt for sound data. Only the
+// start header is judged this way: once it matches, a broken chain after it is damaged data
+// (kCorrupt), which bounds the fallback to one walk per index entry.
 Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const {
   // next_offset first, then size: the writer stores size before next_offset, so the size we
   // read afterwards covers every offset below the next_offset we saw.
@@ -48,18 +70,10 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     if (offset >= end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
     return make_error_code(Errc::kCorrupt);
   }
-  uint64_t pos = 0;
-  bool from_hint = seg.hint(offset, &pos);
-  bool exact = from_hint;
-  if (!from_hint) {
-    detail::IndexEntry e = seg.lookup_offset(offset);
-    pos = e.position;
-    exact = seg.base_offset() + e.rel_offset == offset;
-  }
-  std::size_t want = std::max(max_bytes, kBatchHeaderBytes + kRecordHeaderBytes);
-  if (!exact) want += opt_.index_interval_bytes + kBatchHeaderBytes;
   std::vector<char>& buf = out.buffer_;
-  std::size_t have = 0;  // bytes of buf holding file bytes [pos, pos + have)
+  uint64_t pos = 0;        // file position of buf[0]
+  std::size_t have = 0;    // bytes of buf holding file bytes [pos, pos + have)
+  std::size_t want = 0;    // bytes one window reads
   auto fill = [&](std::size_t need) -> Result<void> {
     std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(std::max(need, want), limit - pos));
     if (buf.size() < n) buf.resize(n);
@@ -68,14 +82,42 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     have = *r;
     return {};
   };
-  if (auto r = fill(want); !r) return r;
+  auto sane = [&](const BatchHeader& h, uint64_t at) {
+    return h.length >= kBatchHeaderBytes + kRecordHeaderBytes && h.length <= opt_.max_batch_bytes &&
+           h.length <= limit - at;
+  };
+
+  WalkStart start{0, offset};
+  bool from_hint = seg.hint(offset, &start.pos);
+  if (!from_hint) start = index_start(seg, offset);
+  for (;;) {
+    pos = start.pos;
+    want = std::max(max_bytes, kBatchHeaderBytes + kRecordHeaderBytes);
+    if (start.first != offset) want += opt_.index_interval_bytes + kBatchHeaderBytes;
+    if (pos < limit) {  // else a hint or entry past the published bytes: wrong too
+      if (auto r = fill(want); !r) return r;
+      if (have >= kBatchHeaderBytes) {
+        const BatchHeader h = detail::read_header(buf.data());
+        if (h.base_offset == start.first && sane(h, pos)) break;
+      }
+    }
+    if (start.pos == 0 && start.first == seg.base_offset()) return make_error_code(Errc::kCorrupt);
+    // A wrong start: the index entry covering offset (after a hint), else the one before it.
+    if (from_hint) {
+      start = index_start(seg, offset);
+    } else if (start.first > seg.base_offset()) {
+      start = index_start(seg, start.first - 1);  // strictly earlier: the loop ends at {0, base}
+    } else {
+      start = {0, seg.base_offset()};
+    }
+    from_hint = false;
+  }
 
   std::size_t cur = 0;
-  int64_t expected = offset;
+  int64_t expected = start.first;  // the offset the batch at cur must begin with
   bool accepted = false;
-  for (;;) {
-    if (pos + cur >= limit) break;
-    if (have - cur < kBatchHeaderBytes) {
+  while (pos + cur < limit) {
+    if (cur > have || have - cur < kBatchHeaderBytes) {
       if (accepted) break;
       pos += cur;  // nothing accepted yet: slide the window to the batch we are looking at
       cur = 0;
@@ -83,27 +125,16 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
       if (have < kBatchHeaderBytes) return make_error_code(Errc::kCorrupt);
     }
     const BatchHeader h = detail::read_header(buf.data() + cur);
-    if (h.length < kBatchHeaderBytes + kRecordHeaderBytes || h.length > opt_.max_batch_bytes ||
-        pos + cur + h.length > limit) {
+    if (h.base_offset != expected || !sane(h, pos + cur)) {
+      if (accepted) break;  // return the good batches before the damage; reading on from here fails
       return make_error_code(Errc::kCorrupt);
     }
     if (accepted) {
-      if (h.base_offset != expected) return make_error_code(Errc::kCorrupt);
       if (out.bytes_ + h.length > max_bytes || cur + h.length > have) break;
     } else {
-      if (h.base_offset > offset) {
-        if (from_hint) {  // a stale hint (truncate_to rewrote the segment): use the index
-          from_hint = false;
-          detail::IndexEntry e = seg.lookup_offset(offset);
-          pos = e.position;
-          cur = 0;
-          if (auto r = fill(want + opt_.index_interval_bytes); !r) return r;
-          continue;
-        }
-        return make_error_code(Errc::kCorrupt);
-      }
       if (h.next_offset() <= offset) {  // before the offset: skip by the header
         cur += h.length;
+        expected = h.next_offset();
         continue;
       }
       if (cur + h.length > have) {  // the batch holding offset is bigger than what we read
@@ -116,13 +147,14 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     }
     // From here on buf is not resized again, so views into it stay valid.
     const char* p = buf.data() + cur;
-    if (!detail::batch_valid(p, h, opt_.max_batch_bytes)) return make_error_code(Errc::kCorrupt);
     const std::size_t before = out.records_.size();
-    const bool framed = detail::for_each_record(p, h, [&](const RecordView& v) {
-      if (v.offset >= offset) out.records_.push_back(v);
-    });
-    if (!framed) {
+    const bool valid = detail::batch_valid(p, h, opt_.max_batch_bytes) &&
+                       detail::for_each_record(p, h, [&](const RecordView& v) {
+                         if (v.offset >= offset) out.records_.push_back(v);
+                       });
+    if (!valid) {
       out.records_.resize(before);
+      if (accepted) break;
       return make_error_code(Errc::kCorrupt);
     }
     out.bytes_ += h.length;

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
     if (e.is_regular_file()) inputs.push_back(e.path());
   std::sort(inputs.begin(), inputs.end());
   for (const auto& p : inputs) {
+    // Named before it runs: a trap in the target ends the process, and ctest shows this line.
+    std::fprintf(stderr, "replay: %s\n", p.c_str());
     std::ifstream f(p, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());

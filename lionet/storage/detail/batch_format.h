@@ -18,6 +18,7 @@
 // space); recovery stops there without calling it corruption.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -80,11 +81,14 @@ uint32_t batch_crc(const char* batch, std::size_t length);
 bool batch_valid(const char* p, const BatchHeader& h, std::size_t max_len);
 
 // Calls f(RecordView) for every record of a verified batch (views into p). Returns false if the
-// records do not exactly fill the batch or their offset deltas are not 0,1,2,... (a batch
-// whose CRC matched but whose framing is wrong is still corrupt).
+// records do not exactly fill the batch, their offset deltas are not 0,1,2,..., or the header's
+// timestamps are not the records' (first_timestamp is the first record's, max_timestamp their
+// largest: recovery builds the time index from headers alone). A batch whose CRC matched but
+// whose framing is wrong is still corrupt. Timestamps add with wrap-around (no UB on any bytes).
 template <class F>
 bool for_each_record(const char* p, const BatchHeader& h, F&& f) {
   std::size_t pos = kBatchHeaderBytes;
+  int64_t max_ts = 0;
   for (uint32_t i = 0; i < h.record_count; i++) {
     if (h.length - pos < kRecordHeaderBytes) return false;
     const char* r = p + pos;
@@ -94,15 +98,17 @@ bool for_each_record(const char* p, const BatchHeader& h, F&& f) {
     uint32_t value_len = load_le<uint32_t>(r + 16);
     pos += kRecordHeaderBytes;
     if (off_delta != i || uint64_t{key_len} + value_len > h.length - pos) return false;
+    if (i == 0 && ts_delta != 0) return false;
     RecordView v;
     v.offset = h.base_offset + i;
-    v.timestamp = h.first_timestamp + ts_delta;
+    v.timestamp = static_cast<int64_t>(static_cast<uint64_t>(h.first_timestamp) + static_cast<uint64_t>(ts_delta));
+    max_ts = i == 0 ? v.timestamp : std::max(max_ts, v.timestamp);
     v.key = std::string_view(p + pos, key_len);
     v.value = std::string_view(p + pos + key_len, value_len);
     pos += key_len + value_len;
     f(v);
   }
-  return pos == h.length;
+  return pos == h.length && max_ts == h.max_timestamp;
 }
 
 }  // namespace lionet::storage::detail
