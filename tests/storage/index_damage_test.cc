@@ -63,9 +63,10 @@ void expect_all_readable(const Log& log, int64_t end) {
   }
 }
 
-// Found by segment_recovery_fuzz: an index with one entry {0, 0} passes open's shape checks, and
-// a read walked batch headers past the end of its window (heap-buffer-overflow under ASan, stale
-// bytes taken for headers without it).
+// An index with one entry {0, 0} passes open's shape checks, and a read walked batch headers past
+// the end of its window (heap-buffer-overflow under ASan, stale bytes taken for headers without
+// it). Seen in review of the read path while writing segment_recovery_fuzz; its input
+// crash-sealed-record-count (a sealed batch's record count lowered) reaches the same overflow.
 TEST(StorageIndexDamage, SparseButWellFormedIndexStillReadsEveryRecord) {
   TempDir d;
   const auto bases = write_log(d.path());
