@@ -129,15 +129,20 @@ Result<void> BodyWriter::flush_head() {
   return {};
 }
 
-Result<void> BodyWriter::write(std::string_view data) {
+Result<void> BodyWriter::write(std::string_view data, bool last) {
   iovec iov{const_cast<char*>(data.data()), data.size()};
-  return writev(&iov, 1);
+  return writev(&iov, 1, last);
 }
 
-Result<void> BodyWriter::writev(const iovec* iov, int iovcnt) {
+Result<void> BodyWriter::writev(const iovec* iov, int iovcnt, bool last) {
   size_t total = 0;
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
   if (total == 0) return {};
+  // After the chunk's data: its CRLF, plus the last-chunk and the empty trailer when `last`.
+  static constexpr std::string_view kChunkEnd = "\r\n", kChunkEndLast = "\r\n0\r\n\r\n";
+  const std::string_view tail = last ? kChunkEndLast : kChunkEnd;
+  if (finished_) return errno_error(EINVAL);  // written after a `last` write: a framing bug
+  if (chunked_ && last) finished_ = true;
   constexpr int kMaxIov = 16;
   iovec out[kMaxIov + 3];
   int n = 0;
@@ -154,13 +159,13 @@ Result<void> BodyWriter::writev(const iovec* iov, int iovcnt) {
     }
     if (auto r = stream_.writev(iov, iovcnt); !r) return r.error();
     if (chunked_) {
-      if (auto r = stream_.write("\r\n", 2); !r) return r.error();
+      if (auto r = stream_.write(tail.data(), tail.size()); !r) return r.error();
     }
     written_ += total;
     return {};
   }
   for (int i = 0; i < iovcnt; ++i) out[n++] = iov[i];
-  if (chunked_) out[n++] = {const_cast<char*>("\r\n"), 2};
+  if (chunked_) out[n++] = {const_cast<char*>(tail.data()), tail.size()};
   auto r = stream_.writev(out, n);
   pending_head_ = {};
   if (!r) return r.error();
@@ -199,6 +204,7 @@ Result<void> BodyWriter::sendfile(int file_fd, off_t offset, size_t count) {
 
 Result<void> BodyWriter::finish() {
   if (!chunked_) return flush_head();
+  if (finished_) return {};
   if (!pending_head_.empty()) {
     iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()},
                     {const_cast<char*>("0\r\n\r\n"), 5}};

@@ -50,8 +50,11 @@ class BodyWriter {
   BodyWriter& operator=(const BodyWriter&) = delete;
 
   // One chunk (chunked) or raw bytes (Content-Length). An empty write is a no-op.
-  Result<void> write(std::string_view data);
-  Result<void> writev(const iovec* iov, int iovcnt);
+  // last: nothing follows; a chunked body's terminator ("0\r\n\r\n") goes out in the same
+  // writev instead of a separate small write at finish() (which then sends nothing): one
+  // system call and one TCP segment fewer per response for a body written in one piece.
+  Result<void> write(std::string_view data, bool last = false);
+  Result<void> writev(const iovec* iov, int iovcnt, bool last = false);
   // count bytes of file_fd from offset (sendfile when not chunked: one chunk header, then the
   // file, then CRLF when chunked). EIO if the file ended early.
   Result<void> sendfile(int file_fd, off_t offset, size_t count);
@@ -69,6 +72,7 @@ class BodyWriter {
   bool chunked_;
   std::string_view pending_head_;
   uint64_t written_ = 0;
+  bool finished_ = false;  // a `last` write sent the terminator
 };
 
 using BodyWriterFn = std::function<Result<void>(BodyWriter&)>;

@@ -421,7 +421,7 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
         while (left > 0) {
           uint64_t want = std::min<uint64_t>(chunk, left);
           if (!read_exact(owner->fd, buf.get(), want, pos)) return errno_error(errno);
-          if (auto r = w.write(std::string_view(buf.get(), want)); !r) return r;
+          if (auto r = w.write(std::string_view(buf.get(), want), want == left); !r) return r;
           pos += want;
           left -= want;
         }

@@ -77,6 +77,15 @@ class ServerTest : public ::testing::Test {
         return {};
       });
     });
+    router_.get("/stream-last", [](Request&, Response& s) {
+      s.set_body_writer([](BodyWriter& w) -> Result<void> {
+        if (auto r = w.write("abc"); !r) return r;
+        if (auto r = w.write("defg", /*last=*/true); !r) return r;
+        // Nothing may follow a last write: the terminator is already on the wire.
+        if (w.write("x").error() != std::errc::invalid_argument) return errno_error(EPROTO);
+        return {};
+      });
+    });
     router_.get("/file", [this](Request&, Response& s) {
       int fd = ::open(file_path_.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return s.reply(500, "open failed");
@@ -256,6 +265,21 @@ TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
   EXPECT_LT(d, e);
   EXPECT_LT(e, f);
   EXPECT_NE(out.find("Connection: close"), std::string::npos);
+}
+
+// A writer's `last` write carries the terminator: the chunked framing on the wire is exact (one
+// terminator, nothing after it) and the kept-alive connection's next response follows cleanly.
+TEST_F(ServerTest, LastChunkedWriteCarriesTheTerminatorOnce) {
+  auto ts = start();
+  RawClient c(ts->port());
+  ASSERT_TRUE(c.send("GET /stream-last HTTP/1.1\r\nHost: h\r\n\r\n"
+                     "GET /hello HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+  std::string out = c.read_until_closed();
+  const auto body_at = out.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << out;
+  const std::string framed = "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\nHTTP/1.1 200";
+  EXPECT_EQ(out.compare(body_at + 4, framed.size(), framed), 0) << out;
+  EXPECT_NE(out.find("hello world"), std::string::npos) << out;
 }
 
 TEST_F(ServerTest, PipelinedOneByteAtATime) {
