@@ -23,9 +23,11 @@
 // emptied at the start and end of every run.
 //
 // Seeds (tests/corpus/segment_recovery_fuzz/): files of a real log produced by the Log itself
-// (seed_files() below, dumped once by a one-off program): each of the four replaceable files as
+// (seed_log() below, dumped once by a one-off program that includes this file): each of the four replaceable files as
 // it is, the active segment alone, and damaged variants: torn mid-batch, one byte flipped, zero
-// tail, a sparse index; plus whatever crashing inputs fuzzing found (named crash-*).
+// tail, index entries shifted inside their batches; and the inputs that failed on earlier code
+// (crash-*: a large read failing past damage, found by this target in under a minute; a sealed
+// batch's record count lowered, made by hand to reach a read overflow seen in review).
 #include <unistd.h>
 
 #include <algorithm>
