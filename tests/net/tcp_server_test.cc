@@ -1,5 +1,6 @@
 // Tests of lionet/net/tcp_server.h, once per IO backend: echo service, connection limit,
-// graceful stop (drain, then cancel), EMFILE back-off.
+// graceful stop (drain, then cancel), EMFILE back-off, an acceptor that shares its worker
+// during a connection flood.
 #include "lionet/net/tcp_server.h"
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -229,6 +231,60 @@ TEST_P(TcpServerTest, AcceptBacksOffOnEmfileAndRecovers) {
     EXPECT_TRUE(echo_once(c, "after EMFILE"));  // recovered on a later retry
   });
   EXPECT_TRUE(server.stop(5s));
+}
+
+// A full backlog must not keep the acceptor on its worker until the backlog is empty: accept4
+// succeeds without parking, so before TcpServerOptions::accept_batch one fiber accepted (and
+// spawned a handler for) every queued connection in one slice. Found by scripts/abuse.sh: at
+// the start of a 20,000-connection flood a keep-alive probe on the same worker waited 65-115
+// ms. Here `conns` connections wait in the backlog before start(); a fiber on the same (only)
+// worker notes server.accepted() each time it runs: between two of its runs the acceptor may
+// take one batch (twice that allows for the order the first runs happen in; without the yield
+// it took all 1000). Returns the largest gap seen, or -1 if the backend is unavailable or the
+// fd limit too low for the test.
+long longest_accept_run(const char* backend, TcpServerOptions opts, int conns) {
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  r.rlim_cur = r.rlim_max;  // both ends in this process: 2 fds per connection
+  ::setrlimit(RLIMIT_NOFILE, &r);
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < static_cast<rlim_t>(2 * conns + 200)) return -1;
+  Runtime rt(1, backend);
+  if (std::string(rt.io().backend()) != backend) return -1;
+  TcpServer server(rt.io(), echo_handler, opts);
+  server.listen(Address::ipv4_loopback(0));
+  Address addr = server.addresses()[0];
+  std::vector<Socket> clients;  // below SOMAXCONN (4096): the kernel queues them all
+  for (int i = 0; i < conns; ++i) {  // a plain thread: the kernel completes each handshake
+    auto c = Socket::connect_to(addr, Deadline::after(5s));
+    EXPECT_TRUE(c.ok()) << i << ": " << c.error().message();
+    if (!c.ok()) return 0;
+    clients.push_back(std::move(*c));
+  }
+  server.start();
+  uint64_t max_gap = 0, runs = 0;
+  rt.run([&] {
+    uint64_t prev = 0;
+    for (; runs < 1'000'000 && prev < static_cast<uint64_t>(conns); ++runs) {
+      uint64_t a = server.accepted();
+      max_gap = std::max(max_gap, a - prev);
+      prev = a;
+      this_fiber::yield();
+    }
+  });
+  EXPECT_EQ(server.accepted(), static_cast<uint64_t>(conns)) << "after " << runs << " runs";
+  clients.clear();  // the handlers read end of stream and return
+  EXPECT_TRUE(server.stop(5s));
+  return static_cast<long>(max_gap);
+}
+
+TEST_P(TcpServerTest, AcceptorYieldsToOtherFibersWhileTheBacklogIsFull) {
+  ASSERT_GT(TcpServerOptions{}.accept_batch, 0u) << "the default must yield";
+  // 64 fits the local run queue (256) with room, so the yield is seen by a yielding fiber too
+  // (the default, 512, protects fibers woken by IO; see TcpServerOptions::accept_batch).
+  long gap = longest_accept_run(GetParam(), {.accept_batch = 64}, 1000);
+  if (gap < 0) GTEST_SKIP() << GetParam() << " unavailable or RLIMIT_NOFILE too low";
+  RecordProperty("max_accepts_in_a_row", static_cast<int>(gap));
+  EXPECT_LE(gap, 128) << "the acceptor kept the worker for " << gap << " accepts in a row (batch 64)";
 }
 }  // namespace
 }  // namespace lionet
