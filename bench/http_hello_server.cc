@@ -2,9 +2,11 @@
 // lionet::http::Server on 127.0.0.1 with a Router whose GET /hello answers "hello world"
 // (text/plain, Content-Length 11) from memory. Everything else is 404.
 //
-//   http_hello_server PORT [--threads N] [--backend epoll|io_uring]
+//   http_hello_server PORT [--threads N] [--backend epoll|io_uring] [--max-connections N]
+//                     [--header-timeout-ms MS] [--accept-batch N]
 //
-// Defaults: 1 worker, epoll. Runs until SIGINT/SIGTERM, then stops gracefully and prints
+// Defaults: 1 worker, epoll, ServerOptions' connection limit (none) and header timeout; the
+// last two are there for scripts/abuse.sh (flood and slowloris). Runs until SIGINT/SIGTERM, then stops gracefully and prints
 // `RESULT requests=N accepted=N threads=T errors=N` as its last line (errors = requests the
 // server itself answered 4xx/5xx: malformed input, limits, timeouts).
 #include <signal.h>
@@ -20,13 +22,18 @@
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring]\n", argv0);
+  std::fprintf(stderr,
+               "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--max-connections N] "
+               "[--header-timeout-ms MS] [--accept-batch N]\n",
+               argv0);
   std::exit(2);
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   int port = -1, threads = 1;
+  long max_connections = 0, header_timeout_ms = 0;  // 0: ServerOptions' default
+  long accept_batch = -1;                            // -1: TcpServerOptions' default
   std::string backend = "epoll";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -34,13 +41,21 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--backend" && i + 1 < argc) {
       backend = argv[++i];
+    } else if (a == "--max-connections" && i + 1 < argc) {
+      max_connections = std::atol(argv[++i]);
+    } else if (a == "--header-timeout-ms" && i + 1 < argc) {
+      header_timeout_ms = std::atol(argv[++i]);
+    } else if (a == "--accept-batch" && i + 1 < argc) {
+      accept_batch = std::atol(argv[++i]);
     } else if (!a.empty() && a[0] != '-' && port < 0) {
       port = std::atoi(a.c_str());
     } else {
       usage(argv[0]);
     }
   }
-  if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring")) usage(argv[0]);
+  if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring") ||
+      max_connections < 0 || header_timeout_ms < 0)
+    usage(argv[0]);
 
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -57,6 +72,9 @@ int main(int argc, char** argv) {
   });
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;
+  opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
+  if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);
+  if (header_timeout_ms > 0) opts.header_timeout = std::chrono::milliseconds(header_timeout_ms);
   lionet::http::Server server(io, router.handler(), opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
