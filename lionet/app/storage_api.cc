@@ -3,8 +3,11 @@
 
 #include <openssl/evp.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +21,60 @@ namespace {
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kNdjson = "application/x-ndjson";
 
+// Length of the well-formed UTF-8 sequence at p (strict: no overlongs, no surrogates,
+// <= U+10FFFF), or 0 if the bytes there are not one.
+std::size_t utf8_sequence(const unsigned char* p, const unsigned char* e) {
+  const unsigned char c = *p;
+  if (c < 0x80) return 1;
+  std::size_t n;
+  uint32_t cp;
+  if ((c & 0xe0) == 0xc0) n = 1, cp = c & 0x1f;
+  else if ((c & 0xf0) == 0xe0) n = 2, cp = c & 0x0f;
+  else if ((c & 0xf8) == 0xf0) n = 3, cp = c & 0x07;
+  else return 0;
+  if (static_cast<std::size_t>(e - p) <= n) return 0;
+  for (std::size_t i = 1; i <= n; ++i) {
+    if ((p[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n + 1;
+}
+
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* e = p + s.size();
+  while (p < e) {
+    const std::size_t n = utf8_sequence(p, e);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+// s as a JSON string. Control characters and DEL become \u00XX. Bytes that are not UTF-8 must
+// not reach here as data (callers send those as base64); in messages (which may quote a path
+// segment as sent) each such byte becomes U+FFFD, so the answer is still valid JSON.
 void json_string(std::string& out, std::string_view s) {
-  static const char* hex = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
-  for (unsigned char c : s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* e = p + s.size();
+  while (p < e) {
+    const unsigned char c = *p;
+    if (c >= 0x80) {
+      const std::size_t n = utf8_sequence(p, e);
+      if (n == 0) {
+        out += "\\ufffd";
+        ++p;
+      } else {
+        out.append(reinterpret_cast<const char*>(p), n);
+        p += n;
+      }
+      continue;
+    }
+    ++p;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -31,8 +84,8 @@ void json_string(std::string& out, std::string_view s) {
       default:
         if (c < 0x20 || c == 0x7f) {
           out += "\\u00";
-          out += hex[c >> 4];
-          out += hex[c & 15];
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
         } else {
           out += static_cast<char>(c);
         }
@@ -41,32 +94,11 @@ void json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-// Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* e = p + s.size();
-  while (p < e) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int n;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) n = 1, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0) n = 2, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0) n = 3, cp = c & 0x07;
-    else return false;
-    if (e - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    p += n + 1;
-  }
-  return true;
+// Appends the decimal form of v (no temporary string).
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
 }
 
 // "name":"text" or "name_base64":"..." when bytes are not UTF-8.
@@ -85,6 +117,17 @@ void json_bytes_field(std::string& out, std::string_view name, std::string_view 
                                 reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
   out.resize(at + static_cast<std::size_t>(n));
   out += '"';
+}
+
+// Content-Type names the ndjson media type (case-insensitive, parameters allowed).
+bool is_ndjson(std::string_view ctype) {
+  const std::size_t end = ctype.find_first_of("; \t");
+  const std::string_view type = ctype.substr(0, end);
+  if (type.size() != kNdjson.size()) return false;
+  for (std::size_t i = 0; i < type.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(type[i])) != kNdjson[i]) return false;
+  }
+  return true;
 }
 
 void fail(http::Response& res, StorageApiStats& st, int status, std::string_view message) {
@@ -136,7 +179,8 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
 }
 
 // The partition's log from the path parameters, or an answer already written.
-storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st) {
+storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
+                       uint32_t* partition) {
   const std::string_view topic = req.param("topic");
   if (!storage::valid_topic_name(topic)) {
     fail(res, st, 400, "invalid topic name '" + std::string(topic) + "': 1 to 200 of [A-Za-z0-9._-]");
@@ -147,6 +191,7 @@ storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& 
     fail(res, st, 400, "invalid partition '" + std::string(req.param("p")) + "': expected a number");
     return nullptr;
   }
+  *partition = p;
   auto log = store.log(topic, p);
   if (!log) {
     std::string what = "topic '" + std::string(topic) + "' partition " + std::to_string(p) + ": ";
@@ -161,11 +206,13 @@ storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& 
 
 void post_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
                   const StorageApiOptions& opt) {
-  storage::Log* log = find_log(req, res, store, st);
+  uint32_t partition = 0;
+  storage::Log* log = find_log(req, res, store, st, &partition);
   if (!log) return;
   bool bad_query = false;
   const std::optional<std::string> key = query_param(req.query(), "key", &bad_query);
   if (bad_query) return fail(res, st, 400, "malformed percent-encoding in the query");
+  const std::string_view key_view = key ? std::string_view(*key) : std::string_view{};
   std::string body;
   if (auto r = req.read_body(body); !r) {
     if (r.error() == std::errc::message_size) return fail(res, st, 413, "request body over the server's max_body_bytes");
@@ -174,57 +221,78 @@ void post_records(http::Request& req, http::Response& res, storage::Store& store
   }
   if (body.empty()) return fail(res, st, 400, "empty body: nothing to append");
   std::vector<storage::Record> records;
-  const std::string_view ctype = req.header("Content-Type");
-  if (ctype.substr(0, kNdjson.size()) == kNdjson) {
+  if (is_ndjson(req.header("Content-Type"))) {
+    // Each line is one record's value, as bytes (not parsed as JSON). The final newline ends
+    // the last line rather than starting an empty one; a CR before a newline is part of the
+    // line end (ndjson allows CRLF), so "a\r\nb" is "a" and "b". ?key= keys every record.
     std::string_view rest = body;
     if (rest.back() == '\n') rest.remove_suffix(1);
     while (true) {
       const auto nl = rest.find('\n');
-      records.push_back({{}, rest.substr(0, nl), -1});
-      if (records.size() > opt.max_records_per_post) {
+      std::string_view line = rest.substr(0, nl);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (records.size() == opt.max_records_per_post) {
         return fail(res, st, 413, "more than " + std::to_string(opt.max_records_per_post) + " records in one POST");
       }
+      records.push_back({key_view, line, -1});
       if (nl == std::string_view::npos) break;
       rest.remove_prefix(nl + 1);
     }
   } else {
-    records.push_back({key ? std::string_view(*key) : std::string_view{}, body, -1});
+    records.push_back({key_view, body, -1});
   }
   auto first = log->append_batch(records);
   if (!first) {
-    return fail(res, st, status_of(first.error()), "append to topic '" + std::string(req.param("topic")) +
-                                                       "' partition " + std::string(req.param("p")) + " failed: " +
-                                                       first.error().message());
+    std::string msg = "append to topic '" + std::string(req.param("topic")) + "' partition " +
+                      std::to_string(partition) + " failed: " + first.error().message();
+    if (first.error() == storage::Errc::kRecordTooLarge) {
+      msg += " (" + std::to_string(log->options().max_batch_bytes) + " bytes)";
+    }
+    return fail(res, st, status_of(first.error()), msg);
   }
-  std::string out = "{\"topic\":";
+  // Acknowledged: append_batch returned, so the flush policy is met.
+  std::string out;
+  out.reserve(96 + req.param("topic").size() + records.size() * 8);
+  out += "{\"topic\":";
   json_string(out, req.param("topic"));
-  out += ",\"partition\":" + std::string(req.param("p")) + ",\"base_offset\":" + std::to_string(first.value()) +
-         ",\"count\":" + std::to_string(records.size()) + ",\"offsets\":[";
+  out += ",\"partition\":";
+  append_int(out, partition);
+  out += ",\"base_offset\":";
+  append_int(out, first.value());
+  out += ",\"count\":";
+  append_int(out, static_cast<int64_t>(records.size()));
+  out += ",\"offsets\":[";
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
     if (i) out += ',';
-    out += std::to_string(first.value() + static_cast<int64_t>(i));
+    append_int(out, first.value() + static_cast<int64_t>(i));
     bytes += records[i].key.size() + records[i].value.size();
   }
   out += "]}\n";
   st.appends.add();
   st.append_records.add(records.size());
   st.append_bytes.add(bytes);
-  res.reply(201, out, kJson);
+  res.set_status(201);
+  res.set_content_type(kJson);
+  res.set_body(std::move(out));
 }
 
 void get_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
                  const StorageApiOptions& opt) {
-  storage::Log* log = find_log(req, res, store, st);
+  uint32_t partition = 0;
+  storage::Log* log = find_log(req, res, store, st, &partition);
   if (!log) return;
-  bool bad = false;
+  bool malformed = false, bad = false;
   int64_t offset = log->start_offset();
   std::size_t max_bytes = opt.default_read_bytes;
-  if (auto v = query_param(req.query(), "offset", &bad); v && !parse_number(*v, offset)) bad = true;
-  if (auto v = query_param(req.query(), "max_bytes", &bad); v && (!parse_number(*v, max_bytes) || max_bytes == 0))
+  if (auto v = query_param(req.query(), "offset", &malformed); v && !parse_number(*v, offset)) bad = true;
+  if (auto v = query_param(req.query(), "max_bytes", &malformed); v && (!parse_number(*v, max_bytes) || max_bytes == 0))
     bad = true;
+  if (malformed) return fail(res, st, 400, "malformed percent-encoding in the query");
   if (bad) return fail(res, st, 400, "offset and max_bytes must be non-negative numbers (max_bytes > 0)");
   max_bytes = std::min(max_bytes, opt.max_read_bytes);
+  // A negative offset parses (int64) and is answered 416 with the valid range like any other
+  // offset outside it: the client learns where the log starts.
   storage::ReadResult rr;
   if (auto r = log->read(offset, max_bytes, rr); !r) {
     std::string msg = "read at offset " + std::to_string(offset) + ": " + r.error().message();
@@ -235,9 +303,17 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   }
   std::string& out = res.body();
   out.clear();
+  // Stored bytes are the payload plus 20 per record; JSON adds ~60 per record on top. Control
+  // characters (x6) and base64 (x4/3) may still grow it: correctness first, this saves the
+  // usual regrowths.
+  out.reserve(rr.bytes() + rr.size() * 64);
   std::size_t bytes = 0;
   for (const auto& rec : rr.records()) {
-    out += "{\"offset\":" + std::to_string(rec.offset) + ",\"timestamp\":" + std::to_string(rec.timestamp) + ",";
+    out += "{\"offset\":";
+    append_int(out, rec.offset);
+    out += ",\"timestamp\":";
+    append_int(out, rec.timestamp);
+    out += ',';
     json_bytes_field(out, "key", rec.key);
     out += ',';
     json_bytes_field(out, "value", rec.value);
@@ -247,9 +323,11 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   st.reads.add();
   st.read_records.add(rr.size());
   st.read_bytes.add(bytes);
+  char next[24];
+  const auto [next_end, ec] = std::to_chars(next, next + sizeof next, rr.next_offset());
   res.set_status(200);
   res.set_content_type(kNdjson);
-  res.set_header("X-Next-Offset", std::to_string(rr.next_offset()));
+  res.set_header("X-Next-Offset", std::string_view(next, static_cast<std::size_t>(next_end - next)));
 }
 
 void list_topics(http::Response& res, storage::Store& store) {

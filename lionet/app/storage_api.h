@@ -1,9 +1,12 @@
 // lionet/app/storage_api.h: the log store over HTTP (routes of type `storage`).
 //
 //   POST {prefix}/{topic}/partitions/{p}/records[?key=K]
-//        body = one record; with Content-Type: application/x-ndjson each line is one record and
-//        all of them are appended as ONE batch (one write, one CRC, one sync; a final newline
-//        does not make an empty record). Answers 201 {"topic","partition","base_offset","count",
+//        body = one record (K, percent-decoded, is its key); with Content-Type:
+//        application/x-ndjson (any letter case, parameters allowed) each line is one record's
+//        value, stored as the bytes sent (not parsed), and all of them are appended as ONE
+//        batch (one write, one CRC, one sync; a final newline does not make an empty record, a
+//        CR before a newline belongs to the line end, K keys every record; at most
+//        max_records_per_post lines). Answers 201 {"topic","partition","base_offset","count",
 //        "offsets":[...]} only once the append returned, i.e. the flush policy is met: that is
 //        what "acknowledged" means.
 //   GET  {prefix}/{topic}/partitions/{p}/records?offset=N&max_bytes=M
@@ -12,13 +15,24 @@
 //        default_read_bytes, capped at max_read_bytes (the batch holding `offset` is always
 //        returned whole, so a reader always progresses).
 //   GET  {prefix}  {"topics":[{"name","partitions"}]}
-// Keys and values are JSON strings (control characters as \u00XX); a key or value that is not
-// valid UTF-8 is sent as "key_base64"/"value_base64" instead, so every line is valid JSON.
-// Errors: JSON {"error": "..."}: 400 bad number / topic name / partition / empty body, 404
-// unknown topic (auto_create_topics off), 413 record or batch too large, 416 offset out of
-// range (the message gives the valid range), 500 corrupt data or IO error, 503 the log refuses
-// appends after a failed fdatasync or its files are not writable (EROFS, EPERM, EACCES), 507 no space (ENOSPC, EDQUOT, EFBIG: the batch was not
-// appended; earlier records stay readable and later appends succeed once there is room).
+// Keys and values are JSON strings (control characters and DEL as \u00XX); a key or value that
+// is not valid UTF-8 (strict: no overlongs or surrogates) is sent as "key_base64" /
+// "value_base64" (RFC 4648 with padding) instead, so every line is valid JSON and every byte
+// round-trips. An error message quoting request bytes that are not UTF-8 shows each as U+FFFD.
+// Errors: JSON {"error": "..."}:
+//   400 bad number, topic name or partition, empty body, malformed percent-encoding;
+//   404 unknown topic (auto_create_topics off), or a partition past the topic's count;
+//   405 other methods (the Router's answer, plain text, with Allow);
+//   413 record or batch over max_batch_bytes, body over max_body_bytes, too many lines;
+//   416 offset out of range (the message gives the valid range; a negative offset too);
+//   500 corrupt data (the message names the offset) or an IO error (the append whose
+//       fdatasync failed gets this one: EIO);
+//   503 the log refuses appends after a failed fdatasync, or its files are not writable
+//       (EROFS, EPERM, EACCES); reads go on;
+//   507 no space (ENOSPC, EDQUOT, EFBIG): the batch was not appended; earlier records stay
+//       readable and later appends succeed once there is room.
+// With auto_create_topics on, any request naming a valid unknown topic (a GET too) creates it,
+// as Store::log() does; a GET of it then answers 200 with no records.
 //
 // Owns: request parsing and JSON for these routes. Must not: throw on the request path, or
 // answer 201 before the append returned.

@@ -5,9 +5,20 @@
 #include <set>
 
 namespace lionet::app {
-namespace {
-constexpr int64_t kMaxSegmentBytes = int64_t{2} << 30;
+// The bounds of each key, shared by the store-wide vars and the per-topic overrides (a topic's
+// override is checked exactly like the store-wide key it replaces, so storage/ never sees an
+// option it would refuse at open, which could only name the topic, not the file and line).
+namespace limits {
+constexpr uint64_t kSegmentBytesMin = 4096, kSegmentBytesMax = uint64_t{2} << 30;
+constexpr int64_t kSegmentMsMax = int64_t{1} << 50;
+constexpr uint32_t kIndexIntervalMin = 64, kIndexIntervalMax = uint32_t{1} << 30;
+constexpr uint64_t kFlushMessagesMax = uint64_t{1} << 40;
+constexpr int64_t kFlushMsMax = int64_t{1} << 40;
+constexpr int64_t kRetentionMax = int64_t{1} << 60;
+constexpr uint32_t kPartitionsMax = 10000;
+}  // namespace limits
 
+namespace {
 std::optional<std::string> check_topics(const std::vector<storage::TopicOptions>& topics) {
   std::set<std::string> names;
   for (const auto& t : topics) {
@@ -27,36 +38,36 @@ StorageConfig define_storage_config(config::Registry& r) {
       config::check([](const std::string& s) { return !s.empty(); }, "must not be empty"));
   c.segment_bytes = r.define<uint64_t>("storage.segment_bytes", lo.segment_bytes,
                                        "A segment rolls when the next batch would take it past this many bytes.",
-                                       config::range(uint64_t{4096}, uint64_t{kMaxSegmentBytes}));
+                                       config::range(limits::kSegmentBytesMin, limits::kSegmentBytesMax));
   c.segment_ms = r.define<int64_t>("storage.segment_ms", lo.segment_ms,
                                    "Roll the active segment when its first append is this old (ms); 0 = never by age.",
-                                   config::range(int64_t{0}, int64_t{1} << 50));
+                                   config::range(int64_t{0}, limits::kSegmentMsMax));
   c.index_interval_bytes = r.define<uint32_t>("storage.index_interval_bytes", lo.index_interval_bytes,
                                               "One sparse index entry per this many bytes of batches.",
-                                              config::range(uint32_t{64}, uint32_t{1} << 30));
+                                              config::range(limits::kIndexIntervalMin, limits::kIndexIntervalMax));
   c.flush_policy = r.define<std::string>(
       "storage.flush.policy", storage::to_string(lo.flush_policy),
       "When appends are fdatasync'ed before they are acknowledged: every_batch (survives power loss), messages, ms, none.",
       config::one_of({"every_batch", "messages", "ms", "none"}));
   c.flush_messages = r.define<uint64_t>("storage.flush.messages", lo.flush_messages,
                                         "Policy messages: fdatasync once this many records were appended.",
-                                        config::range(uint64_t{1}, uint64_t{1} << 40));
+                                        config::range(uint64_t{1}, limits::kFlushMessagesMax));
   c.flush_ms = r.define<int64_t>("storage.flush.ms", lo.flush_ms,
                                  "Policy ms: fdatasync at the first append this long (ms) after the last one.",
-                                 config::range(int64_t{1}, int64_t{1} << 40));
+                                 config::range(int64_t{1}, limits::kFlushMsMax));
   c.retention_bytes = r.define<int64_t>("storage.retention.bytes", lo.retention_bytes,
                                         "Delete oldest segments while a partition stays this big without them; -1 = no limit.",
-                                        config::range(int64_t{-1}, int64_t{1} << 60));
+                                        config::range(int64_t{-1}, limits::kRetentionMax));
   c.retention_ms = r.define<int64_t>("storage.retention.ms", lo.retention_ms,
                                      "Delete segments whose newest record is older than this (ms); -1 = forever.",
-                                     config::range(int64_t{-1}, int64_t{1} << 60));
+                                     config::range(int64_t{-1}, limits::kRetentionMax));
   c.max_batch_bytes = r.define<uint32_t>("storage.max_batch_bytes", lo.max_batch_bytes,
                                          "Largest batch accepted (and believed during recovery), bytes.",
                                          config::range(uint32_t{1024}, uint32_t{1} << 30));
   c.auto_create_topics = r.define<bool>("storage.auto_create_topics", so.auto_create_topics,
                                         "Create a topic on its first use, with default_partitions partitions.");
   c.default_partitions = r.define<uint32_t>("storage.default_partitions", so.default_partitions,
-                                            "Partitions of an auto-created topic.", config::range(1u, 10000u));
+                                            "Partitions of an auto-created topic.", config::range(1u, limits::kPartitionsMax));
   c.topics = r.define<std::vector<storage::TopicOptions>>(
       "storage.topics", {},
       "Topics created at start: name, partitions, and per-topic segment_bytes, segment_ms, index_interval_bytes, "
@@ -103,11 +114,36 @@ StorageApiOptions storage_api_options(const StorageConfig& c) {
 
 namespace lionet::config {
 namespace {
+namespace limits = app::limits;
+
 [[noreturn]] void topic_field_error(const YAML::Node& n, const char* field, std::string reason) {
   const YAML::Node f = n[field];
   ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
   e.prepend_path(std::string(".") + field);
   throw e;
+}
+
+// read_field plus the same bounds as the store-wide key (error at the field's line).
+template <class T>
+void read_bounded(const YAML::Node& n, const char* field, std::optional<T>& out, T lo, T hi) {
+  read_field(n, field, out);
+  if (out && (*out < lo || *out > hi)) {
+    topic_field_error(n, field, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+}
+
+// Runs parse(n[name]) if present, giving its errors ".name" in their key path (read_field only
+// knows the last segment, so "flush.policy" would otherwise be reported as "policy").
+template <class F>
+void nested(const YAML::Node& n, const char* name, F parse) {
+  const YAML::Node sub = n[name];
+  if (!sub) return;
+  try {
+    parse(sub);
+  } catch (ConversionError& e) {
+    e.prepend_path(std::string(".") + name);
+    throw;
+  }
 }
 }  // namespace
 
@@ -117,11 +153,13 @@ storage::TopicOptions ConfigTraits<storage::TopicOptions>::from_yaml(const YAML:
   t.name = required_field<std::string>(n, "name");
   if (!storage::valid_topic_name(t.name)) topic_field_error(n, "name", "a topic name is 1 to 200 of [A-Za-z0-9._-]");
   read_field(n, "partitions", t.partitions);
-  if (t.partitions < 1 || t.partitions > 10000) topic_field_error(n, "partitions", "must be in 1..10000");
-  read_field(n, "segment_bytes", t.segment_bytes);
-  read_field(n, "segment_ms", t.segment_ms);
-  read_field(n, "index_interval_bytes", t.index_interval_bytes);
-  if (const YAML::Node f = n["flush"]) {
+  if (t.partitions < 1 || t.partitions > limits::kPartitionsMax) {
+    topic_field_error(n, "partitions", "must be in 1.." + std::to_string(limits::kPartitionsMax));
+  }
+  read_bounded(n, "segment_bytes", t.segment_bytes, limits::kSegmentBytesMin, limits::kSegmentBytesMax);
+  read_bounded(n, "segment_ms", t.segment_ms, int64_t{0}, limits::kSegmentMsMax);
+  read_bounded(n, "index_interval_bytes", t.index_interval_bytes, limits::kIndexIntervalMin, limits::kIndexIntervalMax);
+  nested(n, "flush", [&](const YAML::Node& f) {
     expect_keys(f, {"policy", "messages", "ms"});
     std::optional<std::string> policy;
     read_field(f, "policy", policy);
@@ -129,14 +167,14 @@ storage::TopicOptions ConfigTraits<storage::TopicOptions>::from_yaml(const YAML:
       t.flush_policy = storage::parse_flush_policy(*policy);
       if (!t.flush_policy) topic_field_error(f, "policy", "must be every_batch, messages, ms or none, got '" + *policy + "'");
     }
-    read_field(f, "messages", t.flush_messages);
-    read_field(f, "ms", t.flush_ms);
-  }
-  if (const YAML::Node r = n["retention"]) {
+    read_bounded(f, "messages", t.flush_messages, uint64_t{1}, limits::kFlushMessagesMax);
+    read_bounded(f, "ms", t.flush_ms, int64_t{1}, limits::kFlushMsMax);
+  });
+  nested(n, "retention", [&](const YAML::Node& r) {
     expect_keys(r, {"bytes", "ms"});
-    read_field(r, "bytes", t.retention_bytes);
-    read_field(r, "ms", t.retention_ms);
-  }
+    read_bounded(r, "bytes", t.retention_bytes, int64_t{-1}, limits::kRetentionMax);
+    read_bounded(r, "ms", t.retention_ms, int64_t{-1}, limits::kRetentionMax);
+  });
   return t;
 }
 
