@@ -283,10 +283,11 @@ TEST_P(TcpServerTest, AcceptorYieldsToOtherFibersWhileTheBacklogIsFull) {
   long gap = longest_accept_run(GetParam(), {.accept_batch = 64}, 1000);
   if (gap < 0) GTEST_SKIP() << GetParam() << " unavailable or RLIMIT_NOFILE too low";
   RecordProperty("max_accepts_in_a_row", static_cast<int>(gap));
-  // Bound: a few batches (the yielding fiber may queue behind the batch's new connection fibers
-  // and, under ASan or load, run after two or three more batches: 192 was seen), far below the
-  // 1000 in a row without the yield.
-  EXPECT_LE(gap, 4 * 64) << "the acceptor kept the worker for " << gap << " accepts in a row (batch 64)";
+  // Bound: a few batches. The yielding fiber may queue behind the batch's new connection fibers
+  // (and, spilled to the inject queue, be looked at only every 61 ticks): 192 and 256 were seen
+  // under ASan with ctest -j2. Without the yield it is all 1000 in one run, so half of that
+  // still tells the two apart without failing on a slow machine.
+  EXPECT_LT(gap, 500) << "the acceptor kept the worker for " << gap << " accepts in a row (batch 64)";
 }
 }  // namespace
 }  // namespace lionet
