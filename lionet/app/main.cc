@@ -99,19 +99,14 @@ std::string describe_unknown(const std::vector<lionet::config::UnknownKey>& keys
   return s;
 }
 
-void watch_for_restart(lionet::config::ConfigVarBase& var, const char* what) {
-  auto* typed = dynamic_cast<lionet::config::ConfigVar<std::size_t>*>(&var);
-  auto warn = [name = var.name(), what](auto&&, auto&&) {
-    LIONET_LOG_WARN(lionet::log::get("app"), "{} changed: the {} applies it after a restart", name, what);
-  };
-  if (typed) {
-    typed->add_listener(warn);
-  } else if (auto* i = dynamic_cast<lionet::config::ConfigVar<int>*>(&var)) {
-    i->add_listener(warn);
-  } else if (auto* s = dynamic_cast<lionet::config::ConfigVar<std::string>*>(&var)) {
-    s->add_listener(warn);
-  }
+// SIGHUP's reload found `var` changed; the running process applies it only after a restart.
+template <class T>
+void warn_needs_restart(lionet::config::ConfigVar<T>& var) {
+  var.add_listener([name = var.name()](auto&&, auto&&) {
+    LIONET_LOG_WARN(lionet::log::get("app"), "{} changed: the running process applies it after a restart", name);
+  });
 }
+
 // Step 5 of the start-up order. Returns the exit status.
 int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& registry, const lionet::app::AppConfig& cfg,
                   const std::string& conf, const sigset_t& signals) {
@@ -237,22 +232,21 @@ int main(int argc, char** argv) {
   };
   cfg.log_loggers->add_listener(reconfigure_log);
   cfg.log_async_queue_size->add_listener(reconfigure_log);
-  for (const char* name : {"scheduler.threads", "scheduler.name", "scheduler.local_queue_capacity",
-                           "fiber.stack_size", "fiber.stack_cache_per_worker", "io.backend", "io.uring_entries",
-                           "io.max_events", "offload.threads"}) {
-    watch_for_restart(*registry.find_base(name), "running process");
-  }
-  // The servers, pools and store are built once at start; app.shutdown_timeout and the log
+  // The pools, servers and store are built once at start; app.shutdown_timeout and the log
   // apply on reload.
-  auto needs_restart = [lg](const char* what) {
-    return [lg, what](auto&&, auto&&) {
-      LIONET_LOG_WARN(lg, "{} changed: the running process applies it after a restart", what);
-    };
-  };
-  cfg.servers->add_listener(needs_restart("servers"));
-  cfg.workers->add_listener(needs_restart("workers"));
-  cfg.storage.topics->add_listener(needs_restart("storage.topics"));
-  cfg.storage.data_dir->add_listener(needs_restart("storage.data_dir"));
+  warn_needs_restart(*cfg.scheduler_threads);
+  warn_needs_restart(*cfg.scheduler_name);
+  warn_needs_restart(*cfg.scheduler_local_queue_capacity);
+  warn_needs_restart(*cfg.fiber_stack_size);
+  warn_needs_restart(*cfg.fiber_stack_cache_per_worker);
+  warn_needs_restart(*cfg.io_backend);
+  warn_needs_restart(*cfg.io_uring_entries);
+  warn_needs_restart(*cfg.io_max_events);
+  warn_needs_restart(*cfg.offload_threads);
+  warn_needs_restart(*cfg.servers);
+  warn_needs_restart(*cfg.workers);
+  warn_needs_restart(*cfg.storage.topics);
+  warn_needs_restart(*cfg.storage.data_dir);
 
   LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
   int rc = 0;

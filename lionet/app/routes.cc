@@ -5,8 +5,6 @@
 // Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
 #include <netinet/in.h>
 
-#include <cstring>
-
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/http/static_files.h"
