@@ -26,34 +26,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-// Runs a shell command; returns its stdout, sets *rc to its exit status.
-std::string sh(const std::string& cmd, int* rc = nullptr) {
-  std::string out;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  const int st = ::pclose(f);
-  if (rc) *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-struct Curl {
-  int status = 0;
-  std::string body;
-};
-// curl with a 10 s bound; the status code is written after the body.
-Curl curl(const std::string& args) {
-  std::string out = sh("curl -sS --max-time 10 -w '\\n%{http_code}' " + args + " 2>&1");
-  Curl c;
-  auto nl = out.rfind('\n');
-  if (nl == std::string::npos) return c;
-  c.status = std::atoi(out.c_str() + nl + 1);
-  c.body = out.substr(0, nl);
-  return c;
-}
-
 // A temp directory with a www/ tree and a conf/ dir for the binary; ports chosen at random.
 class Site {
  public:
@@ -128,15 +100,9 @@ long long metric(const std::string& page, const std::string& prefix) {
 }
 
 std::string echo_roundtrip(int port, const std::string& msg) {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string got;
-  timeval tv{5, 0};
-  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(s, msg.data(), msg.size()) > 0) {
+  const int s = connect_to(port);
+  if (s >= 0 && ::write(s, msg.data(), msg.size()) > 0) {
     char buf[256];
     while (got.size() < msg.size()) {
       ssize_t n = ::read(s, buf, sizeof buf);
@@ -144,7 +110,7 @@ std::string echo_roundtrip(int port, const std::string& msg) {
       got.append(buf, static_cast<std::size_t>(n));
     }
   }
-  ::close(s);
+  if (s >= 0) ::close(s);
   return got;
 }
 

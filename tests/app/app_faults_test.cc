@@ -17,33 +17,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-int connect_to(int port) {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(s);
-    return -1;
-  }
-  return s;
-}
-
-// Status code and body of curl (10 s bound).
-std::pair<int, std::string> curl(const std::string& args) {
-  std::string out;
-  FILE* f = ::popen(("curl -sS --max-time 10 -w '\\n%{http_code}' " + args + " 2>&1").c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; f && (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  if (f) ::pclose(f);
-  auto nl = out.rfind('\n');
-  if (nl == std::string::npos) return {0, out};
-  return {std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
-}
-
 struct Server {
   TempConf conf;
   fs::path root{conf.path()};
@@ -80,7 +53,7 @@ struct Server {
     return proc->started() && proc->wait_for("scheduler 'lionet' running");
   }
   std::string url(const std::string& p) const { return "http://127.0.0.1:" + std::to_string(http) + p; }
-  bool healthy() const { return curl(url("/healthz")).first == 200; }
+  bool healthy() const { return curl(url("/healthz")).status == 200; }
 };
 
 TEST(AppFaults, PeersResettingMidResponseDoNotDisturbOthers) {
@@ -123,7 +96,7 @@ TEST(AppFaults, DiskFullWhileAppendingAnswers507AndLosesNothingAcknowledged) {
   EXPECT_NE(full_body.find("\"error\""), std::string::npos) << full_body;
   EXPECT_GT(acked, 100);
   EXPECT_TRUE(s.healthy());  // the rest keeps serving
-  EXPECT_EQ(curl(s.url("/small.txt")).first, 200);
+  EXPECT_EQ(curl(s.url("/small.txt")).status, 200);
   // Every acknowledged record reads back, before and after a restart.
   auto count_records = [&] {
     int n = 0;
@@ -154,7 +127,7 @@ TEST(AppFaults, StorageMadeReadOnlyAfterStartAnswers503AndKeepsReading) {
   Server s;
   ASSERT_TRUE(s.start()) << (s.proc ? s.proc->output() : "");
   const std::string rec = s.url("/topics/ro/partitions/0/records");
-  for (int i = 0; i < 5; ++i) ASSERT_EQ(curl("--data-binary before-" + std::to_string(i) + " " + rec).first, 201);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(curl("--data-binary before-" + std::to_string(i) + " " + rec).status, 201);
   const std::string data = (s.root / "data").string();
   struct Unfreeze {
     std::string dir;

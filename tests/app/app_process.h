@@ -1,5 +1,6 @@
 // tests/app/app_process.h: test helpers for running the lionet binary: find_binary(), Process
-// (a child with stdout+stderr on one pipe, read line by line), TempConf (a scratch conf dir).
+// (a child with stdout+stderr on one pipe, read line by line), TempConf (a scratch conf dir),
+// free_port(), connect_to(), sh() and curl() (bounded curl: status and body).
 #pragma once
 
 #include <arpa/inet.h>
@@ -149,5 +150,47 @@ inline int free_port() {
   ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(s);
   return ntohs(a.sin_port);
+}
+// Runs a shell command; returns its stdout, sets *rc to its exit status.
+inline std::string sh(const std::string& cmd, int* rc = nullptr) {
+  std::string out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = ::pclose(f);
+  if (rc) *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+struct Curl {
+  int status = 0;
+  std::string body;
+};
+// curl with a 10 s bound; the status code is written after the body.
+inline Curl curl(const std::string& args) {
+  std::string out = sh("curl -sS --max-time 10 -w '\\n%{http_code}' " + args + " 2>&1");
+  Curl c;
+  auto nl = out.rfind('\n');
+  if (nl == std::string::npos) return c;
+  c.status = std::atoi(out.c_str() + nl + 1);
+  c.body = out.substr(0, nl);
+  return c;
+}
+
+inline int connect_to(int port) {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(s);
+    return -1;
+  }
+  return s;
 }
 }  // namespace lionet::app::testing
