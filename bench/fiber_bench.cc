@@ -16,6 +16,8 @@
 //                                  covers spawn, first run, completion and reclaim.
 //   BM_FiberSpawnJoin/N/threads:T  the same, but every fiber is joined through its handle.
 //   BM_FiberSwitch/N/threads:T     N fibers each yield 1000 times; ns per switch.
+//   BM_FiberSwitchCanary/1000/1    the same with canary-protected stacks (fiber.stack_protection:
+//                                  canary): what the canary check adds per switch.
 //   BM_FiberCpuBound/threads:T     1000 fibers x 10 slices of ~2.6 us of arithmetic, a yield
 //                                  after each slice; ns per slice (throughput scaling).
 //   BM_ThreadsCpuBound/threads:T   the same slices on T plain std::threads: what the shared
@@ -111,8 +113,9 @@ void fail(benchmark::State& state, const std::string& why) {
 // queue (the lock-free path) and no per-iteration thread wake-up is timed. The scheduler is
 // built once per benchmark run, outside the timed region.
 template <class Body>
-void run_in_driver_fiber(benchmark::State& state, int threads, Body&& body) {
-  lionet::Scheduler sched(lionet::SchedulerOptions{.threads = threads, .name = "bench"});
+void run_in_driver_fiber(benchmark::State& state, int threads, Body&& body,
+                         lionet::StackProtection protection = lionet::StackProtection::kAuto) {
+  lionet::Scheduler sched(lionet::SchedulerOptions{.threads = threads, .stack_protection = protection, .name = "bench"});
   try {
     sched.spawn([&] { body(sched); }).join();
   } catch (const std::exception& e) {
@@ -160,7 +163,7 @@ void BM_FiberSpawnJoin(benchmark::State& state) {
   set_op_counters(state, n);
 }
 
-void BM_FiberSwitch(benchmark::State& state) {
+void fiber_switch(benchmark::State& state, lionet::StackProtection protection) {
   const int n = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
   run_in_driver_fiber(state, threads, [&](lionet::Scheduler& sched) {
@@ -175,9 +178,14 @@ void BM_FiberSwitch(benchmark::State& state) {
       for (auto& h : handles) h.join();
       handles.clear();
     }
-  });
+  }, protection);
   set_op_counters(state, static_cast<double>(n) * kYieldsPerFiber);
 }
+
+void BM_FiberSwitch(benchmark::State& state) { fiber_switch(state, lionet::StackProtection::kAuto); }
+// The same with every stack protected by a canary, checked at every switch out (the mode used
+// where neither guard regions nor guard pages can be had): the check's cost per switch.
+void BM_FiberSwitchCanary(benchmark::State& state) { fiber_switch(state, lionet::StackProtection::kCanary); }
 
 // A dependent chain the compiler cannot fold: ~2.6 ns per round on this machine.
 uint64_t cpu_work(uint64_t x, int rounds) {
@@ -559,6 +567,7 @@ BENCHMARK(BM_RawCallccRoundTrip)->UseRealTime();
 BENCHMARK(BM_FiberCreation)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSpawnJoin)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSwitch)->Apply(fiber_shapes)->UseRealTime();
+BENCHMARK(BM_FiberSwitchCanary)->Args({1000, 1})->ArgNames({"", "threads"})->UseRealTime();
 BENCHMARK(BM_FiberCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_ThreadsCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_BoostFiberCreation)->Apply(fiber_shapes)->UseManualTime();

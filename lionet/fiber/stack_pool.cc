@@ -1,19 +1,26 @@
-// Stack allocation, caching and guard-page overflow reporting; see stack_pool.h.
+// Stack slabs, protection, caching, trimming and overflow reporting; see stack_pool.h.
 #include "lionet/fiber/stack_pool.h"
 
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <vector>
 
 #include "lionet/fiber/fiber.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13 (include/uapi/asm-generic/mman-common.h)
+#endif
 
 namespace lionet {
 namespace {
@@ -25,74 +32,302 @@ std::size_t round_to_pages(std::size_t n) noexcept {
   const std::size_t p = page_size();
   return (n + p - 1) / p * p;
 }
+
+// Slabs start small (a program with ten fibers reserves 16 stacks, not a thousand) and double up
+// to kMaxSlabStacks: a million 128 KiB stacks then take about a thousand slab mappings.
+constexpr std::size_t kFirstSlabStacks = 16;
+constexpr std::size_t kMaxSlabStacks = 1024;
+// Stacks beyond the warm cache are madvise'd in batches of this many: one sorted pass that
+// coalesces neighbours, so a burst of exits costs a few system calls (and TLB shootdowns),
+// not one each.
+constexpr std::size_t kTrimBatch = 256;
+
+// Whether this kernel has guard regions (MADV_GUARD_INSTALL): -1 not known yet, 0 no, 1 yes.
+// Process-wide, relaxed: the kernel's answer never changes, a race only repeats the probe.
+std::atomic<int> g_guard_regions{-1};
 }  // namespace
 
+const char* to_string(StackGuard g) noexcept {
+  switch (g) {
+    case StackGuard::kNone: return "none";
+    case StackGuard::kRegion: return "guard region";
+    case StackGuard::kPage: return "guard page";
+    case StackGuard::kCanary: return "canary";
+  }
+  return "?";
+}
+
+const char* to_string(StackProtection p) noexcept {
+  switch (p) {
+    case StackProtection::kAuto: return "auto";
+    case StackProtection::kGuardRegion: return "guard_region";
+    case StackProtection::kGuardPage: return "guard_page";
+    case StackProtection::kCanary: return "canary";
+  }
+  return "?";
+}
+
+// Layout of a slab: [slack page][stack][slack page][stack]... Each stack's slack page, just
+// below it, becomes its guard page (kRegion, kPage) or stays untouched address space that an
+// overflow past a canary runs into before it reaches the neighbouring stack.
 struct StackPool::Impl {
-  std::mutex mu;               // protects free
-  std::vector<Stack> free;     // unused mapped stacks
-  std::size_t shared_cache;
-  std::atomic<std::size_t> mapped{0};  // relaxed: a statistic
+  StackPoolOptions opts;
+  std::size_t stride = 0;  // page + stack_size
+
+  std::mutex mu;
+  std::vector<Stack> warm;  // unused, pages kept (LIFO: the hottest first). Guarded by mu.
+  std::vector<Stack> cold;  // unused, pages returned to the kernel. Guarded by mu.
+  std::vector<Stack> trim;  // unused, waiting for the next batch madvise. Guarded by mu.
+  std::vector<std::pair<char*, std::size_t>> slabs;  // guarded by mu
+  std::size_t next_to_carve = 0;  // slabs from this index on are not carved yet; guarded by mu
+  char* carve_next = nullptr;  // its uncarved part, guarded by mu
+  char* carve_end = nullptr;
+  std::size_t next_slab_stacks = kFirstSlabStacks;  // guarded by mu
+  // Guarded by mu: stacks in all slabs; stacks out of the pool (in use or in StackCaches);
+  // reservations not yet turned into stacks. Invariant: capacity >= out + promised (reserve()
+  // maps slabs to keep it), so a reserved fiber always finds a stack when it starts.
+  std::size_t capacity = 0, out = 0, promised = 0;
+
+  // Statistics, relaxed: read by stats() without the lock.
+  std::atomic<std::size_t> carved{0}, free_count{0}, reserved{0}, slab_count{0}, guard_pages{0}, canaries{0};
+
+  void map_slab_locked();  // adds a slab to capacity; throws
+
+  void start_carving_locked(std::size_t slab);
+  bool take_locked(Stack& s);  // a free stack, else a newly carved one; false if none is left
+  void trim_batch(std::vector<Stack>& batch) noexcept;
 };
+
+void StackPool::Impl::map_slab_locked() {
+  std::size_t want = next_slab_stacks;
+  if (const std::size_t cap = opts.max_reserved_bytes) {
+    const std::size_t have = reserved.load(std::memory_order_relaxed);
+    want = std::min(want, have >= cap ? 0 : (cap - have) / stride);
+    if (want == 0)
+      throw std::system_error(ENOMEM, std::generic_category(),
+                              "lionet: fiber stack memory limit reached (" + std::to_string(have) + " of " +
+                                  std::to_string(cap) + " bytes mapped for " + std::to_string(capacity) +
+                                  " stacks; fiber.max_stack_memory)");
+  }
+  for (;;) {
+    // MAP_NORESERVE: pages are committed on first touch, so a 128 KiB stack of which a fiber
+    // uses 4 KiB costs 4 KiB of memory.
+    void* p = mmap(nullptr, want * stride, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p != MAP_FAILED) {
+      slabs.emplace_back(static_cast<char*>(p), want * stride);
+      capacity += want;
+      reserved.fetch_add(want * stride, std::memory_order_relaxed);
+      slab_count.fetch_add(1, std::memory_order_relaxed);
+      next_slab_stacks = std::min(next_slab_stacks * 2, kMaxSlabStacks);
+      return;
+    }
+    const int e = errno;
+    if (want == 1 || e != ENOMEM)
+      throw std::system_error(e, std::generic_category(),
+                              "lionet: cannot map a fiber stack (" + std::to_string(stride) + " bytes, " +
+                                  std::to_string(carved.load(std::memory_order_relaxed)) + " stacks mapped)");
+    want /= 2;  // address space (RLIMIT_AS) or map count short: try a smaller slab
+  }
+}
+
+void StackPool::Impl::start_carving_locked(std::size_t slab) {
+  next_to_carve = slab + 1;
+  carve_next = slabs[slab].first;
+  carve_end = carve_next + slabs[slab].second;
+}
+
+bool StackPool::Impl::take_locked(Stack& s) {
+  if (!warm.empty()) {
+    s = warm.back();
+    warm.pop_back();
+  } else if (!cold.empty()) {
+    s = cold.back();
+    cold.pop_back();
+  } else {
+    if (carve_next == carve_end) {
+      if (next_to_carve >= slabs.size()) return false;
+      start_carving_locked(next_to_carve);
+    }
+    s = Stack{carve_next + page_size(), stride - page_size(), StackGuard::kNone};
+    carve_next += stride;
+    carved.fetch_add(1, std::memory_order_relaxed);
+    ++out;
+    return true;
+  }
+  free_count.fetch_sub(1, std::memory_order_relaxed);
+  ++out;
+  return true;
+}
+
+void StackPool::Impl::trim_batch(std::vector<Stack>& batch) noexcept {
+  std::sort(batch.begin(), batch.end(), [](const Stack& a, const Stack& b) { return a.bottom < b.bottom; });
+  // One madvise per run of neighbours. The slack/guard pages between them are inside the range:
+  // guard regions survive MADV_DONTNEED (only MADV_GUARD_REMOVE or munmap remove them),
+  // mprotect'ed pages hold nothing to drop, and untouched slack pages are not resident.
+  for (std::size_t i = 0; i < batch.size();) {
+    std::size_t j = i + 1;
+    while (j < batch.size() && static_cast<char*>(batch[j].bottom) == static_cast<char*>(batch[j - 1].bottom) + stride)
+      ++j;
+    char* from = static_cast<char*>(batch[i].bottom);
+    char* to = static_cast<char*>(batch[j - 1].bottom) + batch[j - 1].size;
+    (void)madvise(from, static_cast<std::size_t>(to - from), MADV_DONTNEED);  // advice: failure only keeps pages
+    i = j;
+  }
+  for (Stack& s : batch) {
+    if (s.guard == StackGuard::kCanary) {  // its canary page was dropped: protect() writes it again
+      s.guard = StackGuard::kNone;
+      canaries.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
 
 StackPool::StackPool(StackPoolOptions options)
     : impl_(new Impl), stack_size_(round_to_pages(options.stack_size < 16384 ? 16384 : options.stack_size)) {
-  impl_->shared_cache = options.shared_cache;
+  impl_->opts = options;
+  impl_->stride = stack_size_ + page_size();
+
 }
 
 StackPool::~StackPool() {
-  for (Stack s : impl_->free) munmap(static_cast<char*>(s.bottom) - page_size(), s.size + page_size());
+  for (auto [p, n] : impl_->slabs) munmap(p, n);
   delete impl_;
 }
 
+std::size_t StackPool::reserve(std::size_t n) {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  try {
+    while (im.capacity < im.out + im.promised + n) im.map_slab_locked();
+  } catch (...) {
+    // Grant what is left, if anything: a batch request must not fail while one stack exists.
+    if (im.capacity <= im.out + im.promised) throw;
+    n = im.capacity - im.out - im.promised;
+  }
+  im.promised += n;
+  return n;
+}
+
+void StackPool::unreserve(std::size_t n) noexcept {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->promised -= std::min(n, impl_->promised);
+}
+
+std::size_t StackPool::acquire_reserved(Stack* out, std::size_t n) {
+  Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.mu);
+  // The first is the caller's reservation; extras only from what no reservation needs.
+  const std::size_t spare = im.capacity > im.out + im.promised ? im.capacity - im.out - im.promised : 0;
+  n = std::min(n, 1 + spare);
+  std::size_t got = 0;
+  while (got < n && im.take_locked(out[got])) ++got;
+  if (got == 0) {
+    // Unreachable while reservations are honoured (capacity >= out + promised); a caller that
+    // took a stack without one lands here.
+    im.map_slab_locked();
+    if (!im.take_locked(out[0])) throw std::system_error(ENOMEM, std::generic_category(), "lionet: fiber stack pool");
+    got = 1;
+  }
+  return got;
+}
+
 Stack StackPool::acquire() {
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    if (!impl_->free.empty()) {
-      Stack s = impl_->free.back();
-      impl_->free.pop_back();
-      return s;
-    }
+  reserve(1);
+  Stack s;
+  try {
+    acquire_reserved(&s, 1);
+  } catch (...) {
+    unreserve(1);
+    throw;
   }
-  const std::size_t guard = page_size();
-  // MAP_NORESERVE: pages are committed on first touch, so a 128 KiB stack of which a fiber uses
-  // 8 KiB costs 8 KiB of memory.
-  void* p = mmap(nullptr, stack_size_ + guard, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "lionet: mmap of a fiber stack");
-  if (mprotect(p, guard, PROT_NONE) != 0) {
-    int e = errno;
-    munmap(p, stack_size_ + guard);
-    throw std::system_error(e, std::generic_category(), "lionet: mprotect of a fiber stack guard page");
-  }
-  impl_->mapped.fetch_add(1, std::memory_order_relaxed);
-  return Stack{static_cast<char*>(p) + guard, stack_size_};
+  unreserve(1);
+  return s;
 }
 
 void StackPool::release(Stack s) noexcept {
+  Impl& im = *impl_;
+  std::vector<Stack> batch;
   {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    if (impl_->free.size() < impl_->shared_cache) {
-      // Kept as is, touched pages included: an madvise(MADV_DONTNEED) here cost 27% of CPU
-      // time in a 2-thread churn benchmark (TLB shootdowns). Memory held this way is bounded by
-      // shared_cache stacks; beyond it, stacks are unmapped (outside the lock).
-      impl_->free.push_back(s);
+    std::lock_guard<std::mutex> lk(im.mu);
+    im.free_count.fetch_add(1, std::memory_order_relaxed);
+    --im.out;
+    if (im.warm.size() < im.opts.shared_cache) {
+      // Kept as is, touched pages included: an madvise(MADV_DONTNEED) per release cost 27% of
+      // CPU time in a 2-thread churn benchmark (TLB shootdowns).
+      im.warm.push_back(s);
       return;
     }
+    im.trim.push_back(s);
+    if (im.trim.size() < kTrimBatch) return;
+    batch.swap(im.trim);
   }
-  munmap(static_cast<char*>(s.bottom) - page_size(), s.size + page_size());
-  impl_->mapped.fetch_sub(1, std::memory_order_relaxed);
+  im.trim_batch(batch);  // outside the lock: other threads keep acquiring warm stacks meanwhile
+  std::lock_guard<std::mutex> lk(im.mu);
+  im.cold.insert(im.cold.end(), batch.begin(), batch.end());
 }
 
-std::size_t StackPool::mapped() const noexcept { return impl_->mapped.load(std::memory_order_relaxed); }
+void StackPool::protect(Stack& s) noexcept {
+  Impl& im = *impl_;
+  const StackProtection mode = im.opts.protection;
+  char* guard = static_cast<char*>(s.bottom) - page_size();
+  if ((mode == StackProtection::kAuto || mode == StackProtection::kGuardRegion) &&
+      g_guard_regions.load(std::memory_order_relaxed) != 0) {
+    if (madvise(guard, page_size(), MADV_GUARD_INSTALL) == 0) {
+      g_guard_regions.store(1, std::memory_order_relaxed);
+      s.guard = StackGuard::kRegion;
+      return;
+    }
+    if (errno == EINVAL) g_guard_regions.store(0, std::memory_order_relaxed);  // kernel < 6.13
+    // ENOMEM (no memory for the page table): a guard page or a canary below.
+  }
+  if (mode != StackProtection::kCanary) {
+    if (im.guard_pages.fetch_add(1, std::memory_order_relaxed) < im.opts.guard_page_budget) {
+      if (mprotect(guard, page_size(), PROT_NONE) == 0) {
+        s.guard = StackGuard::kPage;
+        return;
+      }
+    }
+    im.guard_pages.fetch_sub(1, std::memory_order_relaxed);
+  }
+  *static_cast<volatile uint64_t*>(s.bottom) = stack_canary_value(s.bottom);
+  s.guard = StackGuard::kCanary;
+  im.canaries.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t StackPool::mapped() const noexcept { return impl_->carved.load(std::memory_order_relaxed); }
+
+StackPoolStats StackPool::stats() const noexcept {
+  const Impl& im = *impl_;
+  StackPoolStats st;
+  st.mapped = im.carved.load(std::memory_order_relaxed);
+  st.cached = im.free_count.load(std::memory_order_relaxed);
+  st.reserved_bytes = im.reserved.load(std::memory_order_relaxed);
+  st.slabs = im.slab_count.load(std::memory_order_relaxed);
+  st.guard_pages = std::min(im.guard_pages.load(std::memory_order_relaxed), im.opts.guard_page_budget);
+  st.canaries = im.canaries.load(std::memory_order_relaxed);
+  return st;
+}
 
 StackCache::~StackCache() {
-  while (count_) pool_.release(cache_[--count_]);
+  for (std::size_t n = cached(); n;) pool_.release(cache_[--n]);
   delete[] cache_;
 }
 
-void StackCache::spill() noexcept {
+std::size_t StackCache::refill() noexcept {
+  try {
+    return pool_.acquire_reserved(cache_, std::max<std::size_t>(1, capacity_ / 2));
+  } catch (const std::exception& e) {
+    // Only a caller without a reservation gets here (see acquire_reserved).
+    std::fprintf(stderr, "lionet: cannot take a reserved fiber stack: %s\n", e.what());
+    std::abort();
+  }
+}
+
+std::size_t StackCache::spill() noexcept {
   const std::size_t keep = capacity_ / 2;
-  while (count_ > keep) pool_.release(cache_[--count_]);
+  for (std::size_t n = cached(); n > keep;) pool_.release(cache_[--n]);
+  return keep;
 }
 
 // ---- Stack overflow reporting ----
@@ -122,21 +357,8 @@ void on_segv(int sig, siginfo_t* info, void* uctx) {
   if (f && f->stack_.bottom) {
     const char* bottom = static_cast<const char*>(f->stack_.bottom);
     // The guard page, plus slack for a frame large enough to jump over it.
-    if (addr < bottom && addr >= bottom - 64 * 1024) {
-      char buf[512];
-      char* p = buf;
-      char* end = buf + sizeof buf - 1;
-      p = put_str(p, end, "lionet: fiber stack overflow: fiber id ");
-      p = put_u64(p, end, f->id());
-      p = put_str(p, end, " name \"");
-      p = put_str(p, end, f->name().c_str());
-      p = put_str(p, end, "\" overflowed its ");
-      p = put_u64(p, end, f->stack_.size);
-      p = put_str(p, end, "-byte stack (raise fiber.stack_size)\n");
-      (void)!write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
-      signal(SIGABRT, SIG_DFL);
-      abort();
-    }
+    if (addr < bottom && addr >= bottom - 64 * 1024)
+      die_of_stack_overflow(f->id(), f->name().c_str(), f->stack_.size, "guard page");
   }
   // Not ours: hand over to whoever was installed before, or die the default way.
   if (g_previous_segv.sa_flags & SA_SIGINFO) {
@@ -147,6 +369,24 @@ void on_segv(int sig, siginfo_t* info, void* uctx) {
   signal(SIGSEGV, SIG_DFL);  // returning re-executes the faulting access, which now kills us
 }
 }  // namespace
+
+void die_of_stack_overflow(uint64_t fiber_id, const char* name, std::size_t size, const char* how) noexcept {
+  char buf[512];
+  char* p = buf;
+  char* end = buf + sizeof buf - 1;
+  p = put_str(p, end, "lionet: fiber stack overflow: fiber id ");
+  p = put_u64(p, end, fiber_id);
+  p = put_str(p, end, " name \"");
+  p = put_str(p, end, name);
+  p = put_str(p, end, "\" overflowed its ");
+  p = put_u64(p, end, size);
+  p = put_str(p, end, "-byte stack (caught by its ");
+  p = put_str(p, end, how);
+  p = put_str(p, end, "; raise fiber.stack_size)\n");
+  (void)!write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}
 
 void install_stack_overflow_handler() {
   // Each thread needs its own alternate stack: the faulting stack has no room left.

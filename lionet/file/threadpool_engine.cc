@@ -42,10 +42,15 @@ class ThreadpoolEngine final : public FileEngine {
         auto part = reqs.subspan(first, std::min(per, reqs.size() - first));
         wg.add(1);
         // The helper fiber only touches `part` and `wg`, both alive until wg.wait() returns.
-        go([part, &wg, run_chunk] {
+        try {
+          go([part, &wg, run_chunk] {
+            run_chunk(part);
+            wg.done();
+          });
+        } catch (...) {  // no fiber to be had (stack budget): run this part here
           run_chunk(part);
           wg.done();
-        });
+        }
       }
       run_chunk(reqs.first(per));
       wg.wait();

@@ -154,9 +154,15 @@ void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDu
   if (!impl.opts.fiber_registry) out += " (SchedulerOptions::fiber_registry is off: none are listed)";
   appendf(out,
           "\n  alive=%" PRIu64 " created=%" PRIu64 " finished=%" PRIu64 " switches=%" PRIu64 " steals=%" PRIu64
-          " parks=%" PRIu64 " unparks=%" PRIu64 " worker_sleeps=%" PRIu64 "\n\n",
+          " parks=%" PRIu64 " unparks=%" PRIu64 " worker_sleeps=%" PRIu64 "\n",
           st.fibers_alive, st.fibers_created, st.fibers_finished, st.switches, st.steals, st.fiber_parks,
           st.fiber_unparks, st.worker_sleeps);
+  const StackPoolStats ss = impl.owner->stack_stats();
+  appendf(out,
+          "  stacks: mapped=%zu cached=%zu reserved_bytes=%zu stack_size=%zu slabs=%zu guard_pages=%zu"
+          " canaries=%zu\n\n",
+          ss.mapped, ss.cached, ss.reserved_bytes, impl.stack_pool.stack_size(), ss.slabs, ss.guard_pages,
+          ss.canaries);
   out += format_fiber_groups(std::move(fibers), options, now_coarse, now_fine);
 }
 }  // namespace

@@ -64,12 +64,14 @@
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -94,6 +96,13 @@ constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
 
 uint32_t searching_of(uint32_t s) { return s >> 16; }
 uint32_t unparked_of(uint32_t s) { return s & kUnparkedMask; }
+
+// A kCanary stack's canary is checked whenever its fiber switches out (guard pages need no check:
+// the kernel reports those). One byte compare for the others: measured in fiber_bench.
+inline void check_stack(Fiber* self) noexcept {
+  if (LIONET_UNLIKELY(self->stack_.guard == StackGuard::kCanary) && !stack_canary_intact(self->stack_))
+    die_of_stack_overflow(self->id(), self->name().c_str(), self->stack_.size, "canary, at a switch");
+}
 
 void set_state(Fiber* f, FiberState s) noexcept {
   // Plain store: only the worker that owns f's current transition writes here; an unpark
@@ -184,6 +193,22 @@ std::string thread_name(const std::string& base, int index) {
 }
 }  // namespace
 
+std::size_t stack_stride(const SchedulerOptions& o) noexcept {
+  StackPool probe({.stack_size = o.stack_size});  // maps nothing until used
+  return probe.stack_size() + static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// max_stack_memory counts live fibers' stacks (checked in submit()); the mappings may go beyond
+// it by what the workers' caches hold and what reservation batches keep ahead, so that stacks
+// idle in one worker's cache never make a spawn fail.
+std::size_t stack_mapping_cap(const SchedulerOptions& o) noexcept {
+  if (!o.max_stack_memory) return 0;
+  const std::size_t threads =
+      o.threads > 0 ? static_cast<std::size_t>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t slack = threads * (o.stack_cache_per_worker + 2 * Worker::kStackCreditBatch);
+  return (o.max_stack_memory / stack_stride(o) + slack) * stack_stride(o);
+}
+
 [[gnu::noinline]] Worker* current_worker() noexcept {
   asm volatile("" ::: "memory");  // not `pure`: a fiber may resume on another thread
   return t_worker;
@@ -199,7 +224,7 @@ Worker::Worker(SchedulerImpl* s, int i, StackPool& pool)
       stacks(pool, s->opts.stack_cache_per_worker),
       rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)) {}
 
-Worker::~Worker() = default;
+Worker::~Worker() { sched->stack_pool.unreserve(stack_credits + stacks_started); }
 
 void Worker::run() {
   t_worker = this;
@@ -232,14 +257,12 @@ void Worker::run() {
 }
 
 void Worker::prepare_to_run(Fiber* f) noexcept {
-  if (LIONET_UNLIKELY(!f->stack_)) {
-    try {
-      f->stack_ = stacks.acquire();
-    } catch (const std::exception& e) {
-      // Out of address space or map count: nothing sensible can continue.
-      std::fprintf(stderr, "lionet: cannot allocate a fiber stack: %s\n", e.what());
-      std::abort();
-    }
+  if (LIONET_UNLIKELY(!f->ctx_.fctx)) {
+    // First run: take the stack reserved at spawn (submit) and set up its guard here, on the
+    // worker that runs it, so that a million spawns spread those system calls over the workers.
+    f->stack_ = stacks.acquire_reserved();
+    if (++stacks_started == kStackCreditBatch) sched->stack_pool.unreserve(std::exchange(stacks_started, 0));
+    if (f->stack_.guard == StackGuard::kNone) sched->stack_pool.protect(f->stack_);
     make_context(f->ctx_, f->stack_.bottom, f->stack_.size, fiber_entry);
   }
   // relaxed: both are read by others only after an acquire of state_ (unpark) or for display.
@@ -259,6 +282,7 @@ void Worker::run_fiber(Fiber* f) noexcept {
 }
 
 void Worker::switch_away(Fiber* self, AfterSwitch action) noexcept {
+  check_stack(self);
   SwitchMsg m{self, action};
   Fiber* next = next_runnable();
   Transfer t;
@@ -277,6 +301,7 @@ bool Worker::yield_current(Fiber* self) noexcept {
   Fiber* next = next_runnable();
   if (!next && !sched->inject.empty()) next = take_inject();
   if (!next) return false;  // nothing else to run: keep going without a switch
+  check_stack(self);
   SwitchMsg m{self, AfterSwitch::kRequeue};
   prepare_to_run(next);
   Transfer t = jump(self->ctx_, next->ctx_, &m);
@@ -287,6 +312,7 @@ bool Worker::yield_current(Fiber* self) noexcept {
 void Worker::finish_current(Fiber* self) noexcept {
   // The message lives on self's stack, which stays mapped until the resumed side (on_resumed,
   // kFinish) has read it and released the stack.
+  check_stack(self);
   SwitchMsg m{self, AfterSwitch::kFinish};
   Fiber* next = next_runnable();
   if (next) {
@@ -492,7 +518,11 @@ void Worker::park_idle() noexcept {
 SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
     : owner(o),
       opts(std::move(options)),
-      stack_pool(StackPoolOptions{.stack_size = opts.stack_size}),
+      stack_pool(StackPoolOptions{.stack_size = opts.stack_size,
+                                  .protection = opts.stack_protection,
+                                  .guard_page_budget = opts.stack_guard_page_budget,
+                                  .max_reserved_bytes = stack_mapping_cap(opts)}),
+      stack_budget(opts.max_stack_memory ? std::max<std::size_t>(1, opts.max_stack_memory / stack_stride(opts)) : 0),
       idle_state(0) {
   int n = opts.threads;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -525,10 +555,33 @@ void SchedulerImpl::stop() {
   stopped = true;
 }
 
+void SchedulerImpl::throw_stack_budget() const {
+  throw std::system_error(ENOMEM, std::generic_category(),
+                          "lionet: fiber stack memory limit reached: " + std::to_string(stack_budget) + " live fibers x " +
+                              std::to_string(stack_pool.stack_size()) + "-byte stacks fill max_stack_memory " +
+                              std::to_string(opts.max_stack_memory) + " (fiber.max_stack_memory)");
+}
+
 void SchedulerImpl::submit(Fiber* f) {
-  f->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_relaxed);
   Worker* w = current_worker();
-  if (w && w->sched == this) {
+  if (w && w->sched != this) w = nullptr;
+  try {
+    // A stack is reserved at the spawn site, so that running out of stacks (max_stack_memory,
+    // address space) is an exception for the spawner, never an abort on a worker; the stack
+    // itself is taken at first run (prepare_to_run). Workers reserve in batches.
+    if (stack_budget && alive() >= stack_budget) throw_stack_budget();
+    if (w) {
+      if (w->stack_credits == 0) w->stack_credits = stack_pool.reserve(Worker::kStackCreditBatch);
+      --w->stack_credits;
+    } else {
+      stack_pool.reserve(1);
+    }
+  } catch (...) {
+    f->release();  // the scheduler's reference; the caller's handle drops the other
+    throw;
+  }
+  f->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_relaxed);
+  if (w) {
     w->spawned.inc();
     f->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
     if (opts.fiber_registry) w->registry.insert(f);  // before it is queued: the queue publishes the links
@@ -538,6 +591,7 @@ void SchedulerImpl::submit(Fiber* f) {
   external_spawned.fetch_add(1, std::memory_order_seq_cst);
   if (stopping.load(std::memory_order_seq_cst)) {
     external_spawned.fetch_sub(1, std::memory_order_seq_cst);
+    stack_pool.unreserve(1);
     f->release();  // the scheduler's reference; the caller's handle drops the other
     throw std::logic_error("lionet::Scheduler::spawn after stop() began, from outside the scheduler");
   }
@@ -730,7 +784,17 @@ SchedulerStats Scheduler::stats() const noexcept {
   s.fiber_parks = t.fiber_parks;
   s.fiber_unparks = t.fiber_unparks + impl_->external_unparks.load(std::memory_order_relaxed);
   s.worker_sleeps = t.parks;
+  const StackPoolStats st = stack_stats();
+  s.stacks_mapped = st.mapped;
+  s.stacks_cached = st.cached;
+  s.stack_bytes_reserved = st.reserved_bytes;
   return s;
+}
+
+StackPoolStats Scheduler::stack_stats() const noexcept {
+  StackPoolStats st = impl_->stack_pool.stats();
+  for (const auto& w : impl_->workers) st.cached += w->stacks.cached();
+  return st;
 }
 
 PinGuard::PinGuard() noexcept {

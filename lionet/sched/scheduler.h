@@ -26,8 +26,19 @@ struct SchedulerOptions {
   // Worker threads. 0 = std::thread::hardware_concurrency(). Each costs one OS thread.
   int threads = 1;
   // Usable stack per fiber (rounded up to pages; a guard page is added). Virtual memory only
-  // until touched. YAML: fiber.stack_size.
+  // until touched: a parked fiber costs the pages it touched (usually one). YAML: fiber.stack_size.
   std::size_t stack_size = 128 * 1024;
+  // How a stack overflow is caught (fiber/stack_pool.h): kAuto = a guard page per stack without
+  // a kernel mapping each (Linux >= 6.13), else mprotect'ed guard pages for the first
+  // stack_guard_page_budget stacks and a canary checked at every switch beyond.
+  // YAML: fiber.stack_protection.
+  StackProtection stack_protection = StackProtection::kAuto;
+  // mprotect'ed guard pages at most (each costs 2 of vm.max_map_count's 65,530 mappings); only
+  // used where guard regions are not available. YAML: fiber.guard_page_budget.
+  std::size_t stack_guard_page_budget = 4096;
+  // Address space reserved for stacks at most (bytes; 0 = no limit). Past it spawn() throws
+  // std::system_error at the spawn site. YAML: fiber.max_stack_memory.
+  std::size_t max_stack_memory = 0;
   // Stacks each worker keeps cached for reuse (beyond this they go back to the shared pool).
   std::size_t stack_cache_per_worker = 64;
   // Used in thread names ("<name>-w<i>") and logs.
@@ -78,6 +89,10 @@ struct SchedulerStats {
   // wake-up came before the fiber had switched out (they returned without a switch).
   uint64_t fiber_unparks = 0;
   uint64_t worker_sleeps = 0;    // times a worker slept for lack of work (WorkerStats::parks)
+  // Stack memory (fiber/stack_pool.h StackPoolStats).
+  uint64_t stacks_mapped = 0;         // carved from slabs: in use or cached
+  uint64_t stacks_cached = 0;         // of those, unused
+  uint64_t stack_bytes_reserved = 0;  // address space of the slabs (virtual)
 };
 
 class Scheduler;
@@ -175,8 +190,9 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Creates a fiber running fn() and makes it runnable. From a worker of this scheduler it goes
-  // to that worker's local queue (no lock); from elsewhere through the inject queue.
-  // Throws std::logic_error after stop() has begun.
+  // to that worker's local queue (no lock); from elsewhere through the inject queue. The stack
+  // is taken here: throws std::system_error (ENOMEM) if no stack can be had (max_stack_memory,
+  // address space), and std::logic_error after stop() has begun; fn is destroyed then.
   template <class F>
   auto spawn(F&& fn, SpawnOptions opts = {}) -> JoinHandle<std::invoke_result_t<std::decay_t<F>&>> {
     using R = std::invoke_result_t<std::decay_t<F>&>;
@@ -212,6 +228,8 @@ class Scheduler {
   WorkerStats total_stats() const noexcept;
   // Everything /metrics shows for this scheduler (see SchedulerStats). Any thread.
   SchedulerStats stats() const noexcept;
+  // The stack pool's figures (mappings, guard pages, canaries). Any thread.
+  StackPoolStats stack_stats() const noexcept;
   // Fibers spawned and not yet finished (approximate while running).
   uint64_t alive() const noexcept;
 

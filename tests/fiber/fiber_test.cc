@@ -93,7 +93,9 @@ TEST(StackPool, CacheBatchesThroughThePool) {
   {
     lionet::StackCache cache(pool, 4);
     std::vector<lionet::Stack> out;
-    for (int i = 0; i < 10; ++i) out.push_back(cache.acquire());
+    ASSERT_EQ(pool.reserve(10), 10u);
+    for (int i = 0; i < 10; ++i) out.push_back(cache.acquire_reserved());
+    pool.unreserve(10);
     for (auto& st : out) cache.release(st);
     EXPECT_LE(cache.cached(), 4u);
     EXPECT_EQ(pool.mapped(), 10u);

@@ -452,6 +452,14 @@ TEST(SchedulerStats, CountersMoveAsFibersRunYieldAndWait) {
   EXPECT_GE(after.fiber_unparks, after.fiber_parks) << "every park consumed one unpark";
   EXPECT_EQ(after.fibers_alive, 0u);
   EXPECT_EQ(after.fibers_created, static_cast<uint64_t>(kFibers + 1));
+  // Stack memory: the stacks those fibers ran on stay mapped and cached for reuse (worker caches
+  // refill in batches of half their capacity, so a few more are carved than ever ran).
+  EXPECT_GE(after.stacks_mapped, 1u);
+  EXPECT_LE(after.stacks_mapped, kFibers + 1 + 2 * s.options().stack_cache_per_worker);
+  EXPECT_EQ(after.stacks_cached, after.stacks_mapped) << "no fiber is alive: every stack is unused";
+  EXPECT_GE(after.stack_bytes_reserved, after.stacks_mapped * s.options().stack_size);
+  const std::string dump = lionet::dump_fibers(s);
+  EXPECT_NE(dump.find("stacks: mapped=" + std::to_string(after.stacks_mapped) + " cached="), std::string::npos) << dump;
 }
 }  // namespace
 

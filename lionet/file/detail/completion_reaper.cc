@@ -37,15 +37,22 @@ ReapedContext::~ReapedContext() {
   if (efd_ >= 0) ::syscall(SYS_close, efd_);  // raw: not through the hooked close()
 }
 
+void ReapedContext::spawn_reaper() noexcept {
+  try {
+    Scheduler::current()->spawn_detached([this] { reaper_main(); }, {.name = "file-reaper"});
+  } catch (...) {
+    // No fiber to be had (the stack budget is exhausted): this fiber, which holds the reaper
+    // role, reaps until nothing is in flight. Slower for it, but no completion is lost.
+    reaper_main();
+  }
+}
+
 void ReapedContext::started(int k) noexcept {
   if (k <= 0) return;
   // seq_cst pair (1): the add is ordered before the exchange below, and the reaper's
   // store(false) before its load of inflight_ (2): at least one side sees the other.
   inflight_.fetch_add(k, std::memory_order_seq_cst);
-  if (!reaper_active_.exchange(true, std::memory_order_seq_cst)) {
-    Scheduler* s = Scheduler::current();
-    s->spawn_detached([this] { reaper_main(); }, {.name = "file-reaper"});
-  }
+  if (!reaper_active_.exchange(true, std::memory_order_seq_cst)) spawn_reaper();
 }
 
 void ReapedContext::started_reap_inline(int k) noexcept {
@@ -59,9 +66,7 @@ void ReapedContext::started_reap_inline(int k) noexcept {
 void ReapedContext::release_reaper_role() noexcept {
   reaper_active_.store(false, std::memory_order_seq_cst);  // (2), pairs with (1)
   if (inflight_.load(std::memory_order_seq_cst) <= 0) return;
-  if (!reaper_active_.exchange(true, std::memory_order_seq_cst)) {
-    Scheduler::current()->spawn_detached([this] { reaper_main(); }, {.name = "file-reaper"});
-  }
+  if (!reaper_active_.exchange(true, std::memory_order_seq_cst)) spawn_reaper();
 }
 
 void ReapedContext::drain() noexcept {

@@ -99,6 +99,7 @@ class ReapedContext {
 
  private:
   void reaper_main() noexcept;
+  void spawn_reaper() noexcept;  // holds the reaper role; reaps inline if no fiber can be had
   void drain() noexcept;        // reaps until nothing is left (reaper role held)
   void release_reaper_role() noexcept;  // the exit handshake; spawns a reaper if needed
   const int efd_;

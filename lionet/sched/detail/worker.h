@@ -87,6 +87,11 @@ class alignas(kCacheLine) Worker {
   bool searching = false;         // counted in SchedulerImpl::idle_state_ searching
   ExecutionContext main_ctx;      // this thread's own stack
   StackCache stacks;
+  // Stack reservations (StackPool::reserve), taken in batches of kStackCreditBatch for spawns
+  // here (stack_credits: not used yet); fibers that took their stacks here, not yet given back
+  // to the pool (given back in batches).
+  static constexpr std::size_t kStackCreditBatch = 32;
+  std::size_t stack_credits = 0, stacks_started = 0;
   TimerQueue timers;
   uint64_t rng;
 
@@ -154,6 +159,9 @@ class SchedulerImpl {
   Scheduler* const owner;
   const SchedulerOptions opts;
   StackPool stack_pool;
+  // max_stack_memory in stacks (0: no limit): submit() refuses a spawn while alive() >= it.
+  const std::size_t stack_budget;
+  [[noreturn]] void throw_stack_budget() const;
   std::vector<std::unique_ptr<Worker>> workers;
   InjectQueue inject;
   alignas(kCacheLine) std::atomic<uint32_t> idle_state;
