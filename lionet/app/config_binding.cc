@@ -9,6 +9,14 @@ namespace lionet::app {
 namespace {
 bool power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// The var's one_of() check has already limited the spellings.
+StackProtection parse_stack_protection(const std::string& s) {
+  if (s == "guard_region") return StackProtection::kGuardRegion;
+  if (s == "guard_page") return StackProtection::kGuardPage;
+  if (s == "canary") return StackProtection::kCanary;
+  return StackProtection::kAuto;
+}
+
 std::optional<std::string> check_loggers(const std::vector<log::LoggerOptions>& loggers) {
   std::set<std::string> names;
   for (const auto& l : loggers) {
@@ -51,6 +59,21 @@ AppConfig define_config(config::Registry& r) {
       "fiber.stack_cache_per_worker", sd.stack_cache_per_worker,
       "Fiber stacks each worker keeps for reuse before returning them to the shared pool.",
       config::range(std::size_t{0}, std::size_t{1} << 16));
+  c.fiber_max_stack_memory = r.define<std::size_t>(
+      "fiber.max_stack_memory", sd.max_stack_memory,
+      "Address space reserved for fiber stacks at most, per pool (bytes, virtual; 0 = no limit). Past it a "
+      "new connection's fiber cannot start and the connection is closed (logged once per second).",
+      config::check([](std::size_t v) { return v == 0 || v >= 64 * 1024; }, "must be 0 (no limit) or at least 65536"));
+  c.fiber_stack_protection = r.define<std::string>(
+      "fiber.stack_protection", to_string(sd.stack_protection),
+      "How stack overflow is caught: auto (guard pages without a mapping each on Linux >= 6.13, else guard "
+      "pages up to fiber.guard_page_budget and canaries beyond), guard_region, guard_page, canary.",
+      config::one_of({"auto", "guard_region", "guard_page", "canary"}));
+  c.fiber_guard_page_budget = r.define<std::size_t>(
+      "fiber.guard_page_budget", sd.stack_guard_page_budget,
+      "Stacks given an mprotect'ed guard page (2 kernel mappings each) where guard regions are unavailable; "
+      "later stacks get a canary checked at every switch.",
+      config::range(std::size_t{0}, std::size_t{1} << 20));
   log::LoggerOptions root;
   root.name = "root";
   c.log_loggers = r.define<std::vector<log::LoggerOptions>>(
@@ -76,7 +99,8 @@ AppConfig define_config(config::Registry& r) {
                                     config::range(1, 1024));
   c.workers = r.define<std::map<std::string, WorkerPoolConfig>>(
       "workers", {},
-      "Named worker pools (schedulers) besides 'main': threads, stack_size, io_backend; servers pick one by name.",
+      "Named worker pools (schedulers) besides 'main': threads, stack_size, max_stack_memory, io_backend; "
+      "servers pick one by name.",
       config::check([](const std::map<std::string, WorkerPoolConfig>& m) { return !m.contains("main"); },
                     "'main' is the scheduler.* pool; give other pools other names"));
   c.servers = r.define<std::vector<ServerConfig>>(
@@ -116,6 +140,7 @@ SchedulerOptions pool_scheduler_options(const AppConfig& c, const std::string& n
   if (it == pools.end()) return o;
   if (it->second.threads) o.threads = *it->second.threads;
   if (it->second.stack_size) o.stack_size = *it->second.stack_size;
+  if (it->second.max_stack_memory) o.max_stack_memory = *it->second.max_stack_memory;
   o.name = name.substr(0, 12);
   return o;
 }
@@ -148,6 +173,9 @@ SchedulerOptions scheduler_options(const AppConfig& c) {
   o.local_queue_capacity = c.scheduler_local_queue_capacity->value();
   o.stack_size = c.fiber_stack_size->value();
   o.stack_cache_per_worker = c.fiber_stack_cache_per_worker->value();
+  o.max_stack_memory = c.fiber_max_stack_memory->value();
+  o.stack_protection = parse_stack_protection(c.fiber_stack_protection->value());
+  o.stack_guard_page_budget = c.fiber_guard_page_budget->value();
   return o;
 }
 

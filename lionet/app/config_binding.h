@@ -5,7 +5,8 @@
 //
 // Keys (see conf/server.yml and conf/log.yml for the commented reference):
 //   scheduler.threads, scheduler.name, scheduler.local_queue_capacity,
-//   fiber.stack_size, fiber.stack_cache_per_worker,
+//   fiber.stack_size, fiber.stack_cache_per_worker, fiber.max_stack_memory,
+//   fiber.stack_protection, fiber.guard_page_budget,
 //   log.loggers, log.async_queue_size,
 //   io.backend, io.uring_entries, io.max_events, offload.threads,
 //   workers (named pools), servers (list), app.shutdown_timeout,
@@ -34,6 +35,9 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<std::size_t>> scheduler_local_queue_capacity;
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_size;
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_cache_per_worker;
+  std::shared_ptr<config::ConfigVar<std::size_t>> fiber_max_stack_memory;
+  std::shared_ptr<config::ConfigVar<std::string>> fiber_stack_protection;
+  std::shared_ptr<config::ConfigVar<std::size_t>> fiber_guard_page_budget;
   std::shared_ptr<config::ConfigVar<std::vector<log::LoggerOptions>>> log_loggers;
   std::shared_ptr<config::ConfigVar<std::size_t>> log_async_queue_size;
   std::shared_ptr<config::ConfigVar<std::string>> io_backend;

@@ -239,6 +239,9 @@ int main(int argc, char** argv) {
   warn_needs_restart(*cfg.scheduler_local_queue_capacity);
   warn_needs_restart(*cfg.fiber_stack_size);
   warn_needs_restart(*cfg.fiber_stack_cache_per_worker);
+  warn_needs_restart(*cfg.fiber_max_stack_memory);
+  warn_needs_restart(*cfg.fiber_stack_protection);
+  warn_needs_restart(*cfg.fiber_guard_page_budget);
   warn_needs_restart(*cfg.io_backend);
   warn_needs_restart(*cfg.io_uring_entries);
   warn_needs_restart(*cfg.io_max_events);
@@ -255,8 +258,9 @@ int main(int argc, char** argv) {
     const SchedulerOptions so = app::scheduler_options(cfg);
     LIONET_LOG_INFO(lg,
                     "starting scheduler '{}': threads={} stack_size={} stack_cache_per_worker={} "
-                    "local_queue_capacity={}",
-                    so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity);
+                    "local_queue_capacity={} stack_protection={} max_stack_memory={}",
+                    so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity,
+                    to_string(so.stack_protection), so.max_stack_memory);
     app::Runtime runtime(cfg);
     runtime.start();
     for (const auto& line : runtime.describe()) LIONET_LOG_INFO(lg, "server {}", line);

@@ -136,6 +136,13 @@ std::string render_metrics(const Runtime::Impl& im) {
               [](auto& s) { return s.fiber_parks; });
   pool_family("lionet_worker_sleeps_total", "counter", "Times a worker slept for lack of work.",
               [](auto& s) { return s.worker_sleeps; });
+  pool_family("lionet_fiber_stacks_mapped", "gauge", "Fiber stacks carved from slab mappings: in use or cached.",
+              [](auto& s) { return s.stacks_mapped; });
+  pool_family("lionet_fiber_stacks_cached", "gauge", "Fiber stacks mapped but unused, kept for reuse.",
+              [](auto& s) { return s.stacks_cached; });
+  pool_family("lionet_fiber_stack_reserved_bytes", "gauge",
+              "Address space reserved for fiber stacks (virtual; see fiber.max_stack_memory).",
+              [](auto& s) { return s.stack_bytes_reserved; });
 
   auto server_family = [&](const char* name, const char* type, const char* help, auto field, bool http_only) {
     w.family(name, type, help);
@@ -150,6 +157,9 @@ std::string render_metrics(const Runtime::Impl& im) {
                 [](const Running& s) { return s.listener().accepted(); }, false);
   server_family("lionet_connections_rejected_total", "counter", "Connections closed at once: over max_connections.",
                 [](const Running& s) { return s.listener().rejected(); }, false);
+  server_family("lionet_connections_no_fiber_total", "counter",
+                "Connections closed at once: no fiber could be spawned (fiber.max_stack_memory).",
+                [](const Running& s) { return s.listener().spawn_failures(); }, false);
   server_family("lionet_received_bytes_total", "counter", "Bytes read from clients (TLS: decrypted).",
                 [](const Running& s) { return s.m.bytes_in.value(); }, false);
   server_family("lionet_sent_bytes_total", "counter", "Bytes written to clients (TLS: before encryption).",

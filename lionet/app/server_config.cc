@@ -74,10 +74,13 @@ using app::TlsConfig;
 using app::WorkerPoolConfig;
 
 WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"threads", "stack_size", "io_backend"});
+  expect_keys(n, {"threads", "stack_size", "max_stack_memory", "io_backend"});
   WorkerPoolConfig w;
   read_field(n, "threads", w.threads);
   read_field(n, "stack_size", w.stack_size);
+  read_field(n, "max_stack_memory", w.max_stack_memory);
+  if (w.max_stack_memory && *w.max_stack_memory != 0 && *w.max_stack_memory < 64 * 1024)
+    field_error(n, "max_stack_memory", "must be 0 (no limit) or at least 65536");
   read_field(n, "io_backend", w.io_backend);
   if (w.threads && (*w.threads < 0 || *w.threads > 1024)) field_error(n, "threads", "must be in 0..1024");
   if (w.stack_size && (*w.stack_size < 16 * 1024 || *w.stack_size > 64 * 1024 * 1024)) {
@@ -92,6 +95,7 @@ YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
   YAML::Node n(YAML::NodeType::Map);
   if (w.threads) n["threads"] = *w.threads;
   if (w.stack_size) n["stack_size"] = *w.stack_size;
+  if (w.max_stack_memory) n["max_stack_memory"] = *w.max_stack_memory;
   if (w.io_backend) n["io_backend"] = *w.io_backend;
   return n;
 }

@@ -36,6 +36,7 @@ namespace lionet::app {
 struct WorkerPoolConfig {
   std::optional<int> threads;              // worker threads; 0 = one per CPU
   std::optional<std::size_t> stack_size;   // usable stack bytes per fiber
+  std::optional<std::size_t> max_stack_memory;  // stack address space at most (0 = no limit)
   std::optional<std::string> io_backend;   // epoll | io_uring
   bool operator==(const WorkerPoolConfig&) const = default;
 };

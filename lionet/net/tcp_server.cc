@@ -85,14 +85,20 @@ void TcpServer::accept_loop(Listener* l) noexcept {
   }
 }
 
-void TcpServer::log_accept_error(int err) noexcept {
+bool TcpServer::LogLimiter::admit(uint64_t& more) noexcept {
   int64_t t = monotonic_ns();
-  int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
-  if (t - last < 1'000'000'000 || !last_error_log_ns_.compare_exchange_strong(last, t)) {
-    suppressed_errors_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  int64_t last = last_ns.load(std::memory_order_relaxed);
+  if (t - last < 1'000'000'000 || !last_ns.compare_exchange_strong(last, t)) {
+    suppressed.fetch_add(1, std::memory_order_relaxed);
+    return false;
   }
-  uint64_t more = suppressed_errors_.exchange(0, std::memory_order_relaxed);
+  more = suppressed.exchange(0, std::memory_order_relaxed);
+  return true;
+}
+
+void TcpServer::log_accept_error(int err) noexcept {
+  uint64_t more = 0;
+  if (!accept_log_.admit(more)) return;
   LIONET_LOG_WARN(net_log(), "{}: accept failed: {} ({} more since the last line); backing off {} ms",
                   options_.name, std::strerror(err), more,
                   std::chrono::duration_cast<std::chrono::milliseconds>(options_.accept_backoff).count());
@@ -128,15 +134,30 @@ void TcpServer::admit(Socket s) noexcept {
     }
   }
   try {
-    io_.scheduler().spawn([this, c] { serve(c); }).detach();
-  } catch (...) {  // spawn refused (the scheduler is stopping): drop the connection
+    io_.scheduler().spawn_detached([this, c] { serve(c); });
+    return;
+  } catch (const std::system_error& e) {
+    // No fiber stack to be had (fiber.max_stack_memory, address space): this connection is
+    // closed, the ones being served go on.
+    log_spawn_failure(e);
+  } catch (...) {  // spawn refused (the scheduler is stopping)
+  }
+  {  // drop the connection: the client reads end of stream
     std::lock_guard<std::mutex> g(mu_);
     if (c->prev) c->prev->next = c->next; else head_ = c->next;
     if (c->next) c->next->prev = c->prev;
-    delete c;
-    live_.fetch_sub(1, std::memory_order_relaxed);
-    handlers_.done();
   }
+  delete c;
+  live_.fetch_sub(1, std::memory_order_relaxed);
+  handlers_.done();
+}
+
+void TcpServer::log_spawn_failure(const std::system_error& e) noexcept {
+  spawn_failures_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t more = 0;
+  if (!spawn_log_.admit(more)) return;
+  LIONET_LOG_WARN(net_log(), "{}: no fiber for a new connection, closed it: {} ({} more closed since the last line)",
+                  options_.name, e.what(), more);
 }
 
 void TcpServer::serve(Conn* c) noexcept {

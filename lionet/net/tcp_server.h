@@ -40,6 +40,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "lionet/base/clock.h"
@@ -109,6 +110,10 @@ class TcpServer {
   std::size_t connections() const noexcept { return live_.load(std::memory_order_relaxed); }
   uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
   uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
+  // Connections closed at once because no fiber could be spawned for them (spawn threw
+  // std::system_error: fiber.max_stack_memory or the address space exhausted). Logged at most
+  // once per second, with the count.
+  uint64_t spawn_failures() const noexcept { return spawn_failures_.load(std::memory_order_relaxed); }
 
  private:
   struct Listener {
@@ -127,6 +132,7 @@ class TcpServer {
   void admit(Socket s) noexcept;
   void serve(Conn* c) noexcept;
   void log_accept_error(int err) noexcept;
+  void log_spawn_failure(const std::system_error& e) noexcept;
 
   IOManager& io_;
   Handler handler_;
@@ -146,8 +152,15 @@ class TcpServer {
   std::atomic<bool> stopping_{false};  // release by stop(), acquire by acceptors and handlers
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
-  std::atomic<int64_t> last_error_log_ns_{0};  // rate limit of accept-error lines
-  std::atomic<uint64_t> suppressed_errors_{0};
+  // One log line per second at most; the lines held back are counted into the next one.
+  struct LogLimiter {
+    std::atomic<int64_t> last_ns{0};
+    std::atomic<uint64_t> suppressed{0};
+    bool admit(uint64_t& more) noexcept;  // true: log now, `more` held back since the last line
+  };
+  LogLimiter accept_log_;  // accept errors
+  LogLimiter spawn_log_;   // connections closed for want of a fiber
+  std::atomic<uint64_t> spawn_failures_{0};
   WaitGroup handlers_;  // one count per live connection's fiber
 };
 }  // namespace lionet

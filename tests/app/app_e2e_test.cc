@@ -463,3 +463,82 @@ TEST(AppE2E, SighupReopensTheLogFile) {
 }
 }  // namespace
 }  // namespace lionet::app
+
+namespace lionet::app {
+namespace {
+using namespace lionet::app::testing;
+using namespace std::chrono_literals;
+
+// A pool whose fiber stacks are exhausted (workers.<pool>.max_stack_memory) by a flood of idle
+// connections: the excess is closed and logged, the process stays up, the health route on
+// another pool answers throughout, /metrics shows the stacks and the closed connections, and
+// once the flood leaves, the flooded server serves again.
+TEST(AppE2E, StackBudgetExhaustedByAFloodLeavesHealthServing) {
+  TempConf dir;
+  const int echo = free_port(), admin = free_port();
+  constexpr long kStride = 128 * 1024 + 4096;  // default stack_size plus its guard page
+  constexpr int kBudget = 30;                  // fibers of the 'conns' pool: the acceptor + 29
+  dir.write("server.yml", "scheduler: {threads: 1}\n"
+                          "workers: {conns: {threads: 1, max_stack_memory: " + std::to_string(kBudget * kStride) + "}}\n"
+                          "servers:\n"
+                          "  - name: edge\n    type: echo\n    workers: conns\n"
+                          "    listen: ['127.0.0.1:" + std::to_string(echo) + "']\n"
+                          "  - name: admin\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(admin) + "']\n"
+                          "    routes:\n"
+                          "      - {path: /healthz, type: health}\n"
+                          "      - {path: /metrics, type: metrics}\n");
+  Process p({"-c", dir.path()});
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  const std::string health = "http://127.0.0.1:" + std::to_string(admin) + "/healthz";
+
+  std::vector<int> flood;
+  for (int i = 0; i < 100; ++i) {
+    const int s = connect_to(echo);
+    ASSERT_GE(s, 0);
+    flood.push_back(s);
+  }
+  EXPECT_TRUE(p.wait_for("edge: no fiber for a new connection, closed it", 10s)) << p.output();
+  EXPECT_EQ(curl(health).status, 200) << "health route not served while the flood holds the stacks";
+  // The excess connections were closed by the server: their reads see end of stream (polled
+  // together, bounded; the served ones stay open and silent).
+  int closed = 0;
+  std::vector<pollfd> pfs;
+  for (int s : flood) pfs.push_back(pollfd{s, POLLIN, 0});
+  for (auto until = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < until;) {
+    if (::poll(pfs.data(), pfs.size(), 100) <= 0) {
+      if (closed >= 100 - kBudget) break;  // nothing more arrives
+      continue;
+    }
+    for (auto& pf : pfs) {
+      if (pf.fd >= 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+        char c;
+        if (::read(pf.fd, &c, 1) <= 0) ++closed;
+        pf.fd = -pf.fd - 1;  // stop watching it (poll ignores negative fds)
+      }
+    }
+  }
+  // The pool holds its acceptor and the connections it serves: the rest were closed.
+  EXPECT_GE(closed, 100 - kBudget + 1);
+  EXPECT_LE(closed, 100 - kBudget + 5);
+  auto m = curl("http://127.0.0.1:" + std::to_string(admin) + "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(metric(m.body, "lionet_connections_no_fiber_total{server=\"edge\",type=\"echo\"}"), closed) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_fiber_stacks_mapped{pool=\"conns\"}"), kBudget) << m.body;
+  EXPECT_GT(metric(m.body, "lionet_fiber_stack_reserved_bytes{pool=\"conns\"}"), 0) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_fiber_stacks_cached{pool=\"main\"}"), 0) << m.body;
+
+  for (int s : flood) ::close(s);
+  // The flood's fibers end; the flooded server serves a new client again.
+  std::string got;
+  for (int i = 0; i < 100 && got != "again"; ++i) {
+    got = echo_roundtrip(echo, "again");
+    if (got != "again") std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(got, "again");
+  EXPECT_EQ(curl(health).status, 200);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+}  // namespace
+}  // namespace lionet::app

@@ -291,3 +291,53 @@ TEST_P(TcpServerTest, AcceptorYieldsToOtherFibersWhileTheBacklogIsFull) {
 }
 }  // namespace
 }  // namespace lionet
+
+namespace lionet {
+namespace {
+// A server whose pool has no stack left for a new connection's fiber (fiber.max_stack_memory)
+// closes that connection at once, counts and logs it, and keeps serving the others; once some
+// connections end, new ones are served again.
+TEST_P(TcpServerTest, ClosesConnectionsItHasNoFiberForAndKeepsServingOthers) {
+  constexpr std::size_t kStack = 128 * 1024;  // sanitizer builds need room
+  const std::size_t stride = kStack + static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kBudget = 24;  // fibers: the acceptor, this test's fiber, 22 connections
+  Scheduler sched({.threads = 1, .stack_size = kStack, .max_stack_memory = kBudget * stride});
+  {
+    IOManager io(sched, IOManagerOptions{.backend = GetParam()});
+    if (std::string(io.backend()) != GetParam()) {
+      sched.stop();
+      GTEST_SKIP() << GetParam() << " unavailable here";
+    }
+    TcpServer server(io, echo_handler);
+    server.listen(Address::ipv4_loopback(0));
+    server.start();
+    const Address addr = server.addresses()[0];
+    sched.spawn([&] {
+      std::vector<Socket> served;
+      int refused = 0;
+      for (int i = 0; i < 40 && refused < 3; ++i) {
+        auto c = Socket::connect_to(addr, Deadline::after(5s));
+        ASSERT_TRUE(c) << "connect " << i;
+        if (echo_once(*c, "hello " + std::to_string(i))) {
+          served.push_back(std::move(*c));
+        } else {
+          ++refused;  // closed at once: the client reads end of stream
+        }
+      }
+      EXPECT_EQ(refused, 3);
+      EXPECT_EQ(served.size(), kBudget - 2);
+      EXPECT_EQ(server.spawn_failures(), 3u);
+      for (size_t k = 0; k < served.size(); ++k) EXPECT_TRUE(echo_once(served[k], "still " + std::to_string(k)));
+      served.resize(served.size() - 5);  // five clients leave: their fibers end
+      ASSERT_TRUE(eventually([&] { return server.connections() == kBudget - 2 - 5; }));
+      ASSERT_TRUE(eventually([&] { return sched.alive() <= kBudget - 5; }));
+      auto again = Socket::connect_to(addr, Deadline::after(5s));
+      ASSERT_TRUE(again);
+      EXPECT_TRUE(echo_once(*again, "served again"));
+    }).join();
+    server.stop(1s);
+    sched.stop();
+  }
+}
+}  // namespace
+}  // namespace lionet
