@@ -20,7 +20,7 @@ only=""
 scripts/install-deps.sh --bench
 cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)" >/dev/null || { echo "bench-report: build failed" >&2; exit 1; }
 ran=0 failed=0
-for s in fiber sync echo file tls http http-hello storage; do
+for s in fiber many-fibers sync echo file tls http http-hello storage; do
   [ -n "$only" ] && [[ "$only" != *",$s,"* ]] && continue
   echo "== bench-$s =="
   if "scripts/bench-$s.sh" --write --no-build > "build/release/bench-$s.log" 2>&1; then

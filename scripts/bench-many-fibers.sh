@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# scripts/bench-many-fibers.sh: a million parked fibers (bench/many_fibers) beside a million
+# parked goroutines (bench/go/many_goroutines.go, when `go` is installed), in one run, rounds
+# interleaved; prints a markdown table of the medians and their ratios.
+#
+# Usage: scripts/bench-many-fibers.sh [--write] [--no-build] [--no-go] [--rounds R] [N]
+#   --write     also (re)write the many-fibers section of bench/RESULTS.md.
+#   --no-build  use the existing $BUILD_DIR/bench/many_fibers as is.
+#   --no-go     skip the Go peer.
+#   N           fibers (default 1000000).
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc).
+# Needs about 5 GiB of free memory at N = 1,000,000 (each side in turn).
+# Last line: RESULT fibers=N rss_bytes_per_fiber=... maps=... spawn_seconds=... parked_seconds=...
+#            go_rss_bytes_per_fiber=... go_parked_seconds=... errors=N
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+write=0 build=1 use_go=1 rounds=3 n=1000000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --write) write=1 ;;
+    --no-build) build=0 ;;
+    --no-go) use_go=0 ;;
+    --rounds) rounds=$2; shift ;;
+    [0-9]*) n=$1 ;;
+    *) echo "bench-many-fibers: unknown argument $1" >&2; echo "RESULT errors=1"; exit 2 ;;
+  esac
+  shift
+done
+BUILD_DIR=${BUILD_DIR:-build/release}
+JOBS=${JOBS:-$(nproc)}
+if [ "$build" -eq 1 ]; then
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$JOBS" --target many_fibers
+fi
+bin="$BUILD_DIR/bench/many_fibers"
+[ -x "$bin" ] || { echo "bench-many-fibers: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+gobin=""
+if [ "$use_go" -eq 1 ] && command -v go >/dev/null; then
+  repo=$(pwd)
+  (cd "$tmp" && go build -o "$tmp/many_goroutines" "$repo/bench/go/many_goroutines.go") &&
+    gobin="$tmp/many_goroutines" || echo "bench-many-fibers: the Go peer did not build; LioNet only" >&2
+fi
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+errors=0
+for r in $(seq "$rounds"); do
+  echo "== round $r: lionet (load $(cut -d' ' -f1 /proc/loadavg))"
+  "$bin" "$n" | tee -a "$tmp/lionet.txt" || errors=$((errors + 1))
+  if [ -n "$gobin" ]; then
+    echo "== round $r: go"
+    "$gobin" "$n" | tee -a "$tmp/go.txt" || errors=$((errors + 1))
+  fi
+done
+
+python3 - "$tmp" "$n" "$rounds" "$errors" "$load_before" "$write" <<'PYEOF'
+import os, statistics, subprocess, sys
+tmp, n, rounds, errors, load, write = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
+
+def results(name):
+    path = os.path.join(tmp, name)
+    if not os.path.exists(path):
+        return []
+    out = []
+    for line in open(path):
+        if line.startswith("RESULT "):
+            kv = dict(f.split("=", 1) for f in line.split()[1:])
+            out.append(kv)
+    return out
+
+def med(rows, key):
+    vals = [float(r[key]) for r in rows if key in r]
+    return statistics.median(vals) if vals else None
+
+lio, go = results("lionet.txt"), results("go.txt")
+errors += sum(int(r.get("errors", 1)) for r in lio + go)
+keys = [("rss_bytes_per_fiber", "RSS per parked fiber (bytes)", "{:.0f}"),
+        ("maps", "kernel mappings while parked", "{:.0f}"),
+        ("spawn_seconds", "spawn calls (s)", "{:.3f}"),
+        ("parked_seconds", "until all parked (s)", "{:.3f}"),
+        ("release_seconds", "release + join all (s)", "{:.3f}")]
+guard = lio[0].get("stack_guard", "?") if lio else "?"
+lines = [f"### A million parked fibers (`scripts/bench-many-fibers.sh`)", "",
+         f"{n:,} fibers on 2 workers, each parked on one shared Event (LioNet, default options: 128 KiB "
+         f"stacks, {guard}), beside {n:,} goroutines parked on one channel (GOMAXPROCS=2); "
+         f"medians of {rounds} interleaved rounds; load before: {load}; kernel {os.uname().release}; "
+         f"vm.max_map_count {open('/proc/sys/vm/max_map_count').read().strip()}.", "",
+         "| figure | LioNet | Go | LioNet / Go |", "|---|---:|---:|---:|"]
+for key, label, fmt in keys:
+    a, b = med(lio, key), med(go, key)
+    ratio = f"{a / b:.2f}" if a is not None and b else "-"
+    lines.append(f"| {label} | {fmt.format(a) if a is not None else '-'} | {fmt.format(b) if b is not None else '-'} | {ratio} |")
+def verdict(ok):
+    return "met" if ok else "**missed**"
+rss, maps, sp, pk = med(lio, "rss_bytes_per_fiber"), med(lio, "maps"), med(lio, "spawn_seconds"), med(lio, "parked_seconds")
+done = all(int(r.get("completed", 0)) == n for r in lio) and bool(lio)
+if rss is not None:
+    lines += ["", f"Targets: {n:,} fibers complete on the default map count: {verdict(done)}; RSS per parked fiber "
+              f"<= 4,608 B: {verdict(rss <= 4608)}; kernel mappings < 10,000: {verdict(maps < 10000)}; spawn <= 1.0 s: "
+              f"{verdict(sp <= 1.0)} for the spawn calls ({sp:.2f} s), {verdict(pk <= 1.0)} until every fiber has "
+              f"parked ({pk:.2f} s: each fiber's first stack page is a fresh page fault, about 3 us each on this VM)."]
+section = "\n".join(lines) + "\n"
+print()
+print(section)
+if write:
+    p = os.path.join(tmp, "section.md")
+    open(p, "w").write(section)
+    subprocess.run([sys.executable, "scripts/write-results-section.py", "many-fibers", p], check=True)
+def fmtv(v, f="{:.3f}"):
+    return f.format(v) if v is not None else "na"
+print(f"RESULT fibers={n} rss_bytes_per_fiber={fmtv(med(lio, 'rss_bytes_per_fiber'), '{:.0f}')} "
+      f"maps={fmtv(med(lio, 'maps'), '{:.0f}')} spawn_seconds={fmtv(med(lio, 'spawn_seconds'))} "
+      f"parked_seconds={fmtv(med(lio, 'parked_seconds'))} "
+      f"go_rss_bytes_per_fiber={fmtv(med(go, 'rss_bytes_per_fiber'), '{:.0f}')} "
+      f"go_parked_seconds={fmtv(med(go, 'parked_seconds'))} errors={errors}")
+PYEOF
