@@ -70,8 +70,7 @@ int main(int argc, char** argv) {
   target += ':';
   target += std::to_string(port);
 
-  lionet::Scheduler sched({.threads = threads, .name = "client"});
-  lionet::IOManager io(sched, {.backend = backend});
+  lionet::Scheduler sched({.threads = threads, .name = "client", .io = {.backend = backend}});
 
   // The message: the same bytes as the peer client sends.
   std::string msg(size, '\0');

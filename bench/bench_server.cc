@@ -50,12 +50,13 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  lionet::Scheduler sched({.threads = threads, .name = "echo"});
-  lionet::IOManager io(sched, {.backend = backend});
+  // The default runtime: the scheduler's own IO driver, on the backend asked for.
+  lionet::Scheduler sched({.threads = threads, .name = "echo", .io = {.backend = backend}});
+  const lionet::IOManager& io = *lionet::IOManager::of(sched);
   lionet::TcpServerOptions opts;
   opts.reuse_port_per_worker = threads > 1;  // one listener per worker, kernel-balanced
   opts.name = "echo";
-  lionet::TcpServer server(io, [](lionet::SocketStream& s) {
+  lionet::TcpServer server(sched, [](lionet::SocketStream& s) {
     constexpr size_t kBuf = 64 * 1024;
     std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
     for (;;) {

@@ -84,13 +84,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  lionet::Scheduler sched({.threads = threads, .name = "files"});
-  lionet::IOManager io(sched);
+  lionet::Scheduler sched({.threads = threads, .name = "files"});  // comes with its IO driver
   lionet::http::Router router;
   router.prefix("GET", "/", files->handler());
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;
-  lionet::http::Server server(io, router.handler(), opts);
+  lionet::http::Server server(sched, router.handler(), opts);
   std::unique_ptr<lionet::http::Server> tls_server;
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
@@ -98,7 +97,7 @@ int main(int argc, char** argv) {
       lionet::SslOptions ssl;
       ssl.certificates = {{cert, key}};
       ssl.alpn = {"http/1.1"};
-      tls_server = std::make_unique<lionet::http::Server>(io, router.handler(), opts);
+      tls_server = std::make_unique<lionet::http::Server>(sched, router.handler(), opts);
       tls_server->enable_tls(lionet::SslContext::server(ssl));
       tls_server->listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(tls_port)));
     }

@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  lionet::Scheduler sched({.threads = threads, .name = "hello"});
-  lionet::IOManager io(sched, {.backend = backend});
+  // The default runtime: the scheduler's own IO driver, on the backend asked for.
+  lionet::Scheduler sched({.threads = threads, .name = "hello", .io = {.backend = backend}});
+  const lionet::IOManager& io = *lionet::IOManager::of(sched);
   lionet::http::Router router;
   router.get("/hello", [](lionet::http::Request&, lionet::http::Response& res) {
     res.set_header("Content-Type", "text/plain");
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
   opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
   if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);
   if (header_timeout_ms > 0) opts.header_timeout = std::chrono::milliseconds(header_timeout_ms);
-  lionet::http::Server server(io, router.handler(), opts);
+  lionet::http::Server server(sched, router.handler(), opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {

@@ -36,7 +36,6 @@
 #include <vector>
 
 #include "lionet/hook/hook.h"
-#include "lionet/io/io_manager.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
 
@@ -260,14 +259,14 @@ int main(int argc, char** argv) {
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any thread
 
-  // 2. ONE worker thread, with an IOManager so that hooked fd calls can park fibers. Linking
-  //    liblionet's hook objects is what makes hiredis' and libcurl's libc calls ours.
+  // 2. ONE worker thread; the scheduler comes with its IO driver, so hooked fd calls park
+  //    fibers. Linking liblionet's hook objects is what makes hiredis' and libcurl's libc calls
+  //    ours.
   lionet::hook::ensure_linked();
   lionet::Scheduler sched({.threads = 1, .name = "clients"});
-  lionet::IOManager io(sched);
 
   // 3. The HTTP responder runs on the same worker thread as the clients.
-  lionet::TcpServer http(io, slow_hello);
+  lionet::TcpServer http(sched, slow_hello);
   http.listen(lionet::Address::ipv4_loopback(0));
   http.start();
   const uint16_t http_port = http.addresses()[0].port();

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "lionet/io/io_manager.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
 
@@ -23,12 +22,12 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  // 1. Worker threads that run fibers, and the IO reactor (epoll) that wakes them.
+  // 1. Worker threads that run fibers; the scheduler comes with the IO reactor (epoll) that
+  //    wakes them.
   lionet::Scheduler sched({.threads = 2});
-  lionet::IOManager io(sched);
 
   // 2. The per-connection code: a loop, written as if sockets blocked.
-  lionet::TcpServer server(io, [](lionet::SocketStream& s) {
+  lionet::TcpServer server(sched, [](lionet::SocketStream& s) {
     char buf[4096];
     for (;;) {
       auto n = s.read(buf, sizeof buf);  // parks this fiber until bytes arrive

@@ -28,7 +28,6 @@
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http/url.h"
-#include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
 
 using lionet::http::Request;
@@ -103,8 +102,7 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  lionet::Scheduler sched({.threads = threads, .name = "http"});
-  lionet::IOManager io(sched);
+  lionet::Scheduler sched({.threads = threads, .name = "http"});  // comes with its IO driver
 
   // The route table. It must not change once the server runs, and must outlive it.
   lionet::http::Router router;
@@ -116,12 +114,11 @@ int main(int argc, char** argv) {
   router.after([](Request&, Response& res) { res.set_header("X-Example", "http_hello"); });
 
   // ServerOptions holds the limits and timeouts; the defaults suit this example.
-  lionet::http::Server server(io, router.handler());
+  lionet::http::Server server(sched, router.handler());
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {  // port taken: one clear line, exit 1
     std::fprintf(stderr, "http_hello: %s\n", e.what());
-    sched.stop();  // before the IOManager is destroyed (see io_manager.h)
     return 1;
   }
   server.start();

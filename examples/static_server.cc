@@ -23,7 +23,6 @@
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http/static_files.h"
-#include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
 
 namespace http = lionet::http;
@@ -42,8 +41,7 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  lionet::Scheduler sched({.threads = 2, .name = "static"});
-  lionet::IOManager io(sched);
+  lionet::Scheduler sched({.threads = 2, .name = "static"});  // comes with its IO driver
 
   // One StaticFiles per mode. The constructor checks the root (throws with a clear message).
   struct Mount {
@@ -70,7 +68,6 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "static_server: %s\n", e.what());
-    sched.stop();  // before the IOManager is destroyed (see io_manager.h)
     return 1;
   }
   router.get("/stats", [&](http::Request&, http::Response& res) {
@@ -83,12 +80,11 @@ int main(int argc, char** argv) {
     res.reply(200, text);
   });
 
-  http::Server server(io, router.handler());
+  http::Server server(sched, router.handler());
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "static_server: %s\n", e.what());
-    sched.stop();  // before the IOManager is destroyed (see io_manager.h)
     return 1;
   }
   server.start();

@@ -15,6 +15,7 @@ PACKAGES=(
   libboost-dev libevent-dev libssl-dev   # building the ../shared/peers reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
+  postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
@@ -42,4 +43,19 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# Server packages are installed for the tests, which start their own instances on private ports:
+# none may start (or stay enabled) as a side effect. policy-rc.d is Debian's switch that makes
+# invoke-rc.d refuse every service start during this install; enabled units are disabled after.
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && added_policy=1
+fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ "$added_policy" -eq 1 ] && $SUDO rm -f "$policy"
+if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+  for pkg_unit in redis-server:redis-server postgresql:postgresql nginx-light:nginx; do
+    # only the services of packages this run installed: never one the user had already
+    [[ " ${missing[*]} " == *" ${pkg_unit%%:*} "* ]] && $SUDO systemctl disable --now "${pkg_unit##*:}" >/dev/null 2>&1 || true
+  done
+fi

@@ -87,8 +87,9 @@ AppConfig define_config(config::Registry& r) {
   const IOManagerOptions id;
   c.io_backend = r.define<std::string>(
       "io.backend", id.backend,
-      "IO reactor: epoll or io_uring (falls back to epoll, with one log line, where io_uring is unavailable).",
-      config::one_of({"epoll", "io_uring"}));
+      "IO reactor of every worker pool: auto (epoll on Linux), epoll or io_uring (falls back to auto, with one "
+      "log line, where io_uring is unavailable).",
+      config::one_of({"auto", "epoll", "io_uring"}));
   c.io_uring_entries = r.define<unsigned>("io.uring_entries", id.uring_entries,
                                           "io_uring submission queue entries.", config::range(8u, 32768u));
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",

@@ -87,7 +87,7 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
     if (run->cfg.name.empty()) run->cfg.name = run->cfg.type + "-" + std::to_string(i);
     const ServerConfig& sc = run->cfg;
     run->pool = &im.pool(sc.workers);
-    IOManager& io = *run->pool->io;
+    Scheduler& io = *run->pool->sched;  // serves through the scheduler's own IO driver
     if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
@@ -124,7 +124,7 @@ void Runtime::start() {
 bool Runtime::stop(std::chrono::milliseconds drain) { return impl_->shutdown(drain); }
 
 Scheduler& Runtime::main_scheduler() const { return *impl_->pool("main").sched; }
-const char* Runtime::main_io_backend() const { return impl_->pool("main").io->backend(); }
+const char* Runtime::main_io_backend() const { return impl_->pool("main").backend(); }
 
 std::vector<std::string> Runtime::describe() const {
   std::vector<std::string> out;
@@ -132,7 +132,7 @@ std::vector<std::string> Runtime::describe() const {
     std::string line = s->cfg.name + " (" + s->cfg.type + ") on";
     for (const auto& a : s->listener().addresses()) line += " " + a.to_string();
     line += ", workers '" + s->cfg.workers + "' (" + std::to_string(s->pool->sched->threads()) + " thread(s), " +
-            s->pool->io->backend() + ")";
+            s->pool->backend() + ")";
     out.push_back(std::move(line));
   }
   return out;
@@ -170,10 +170,7 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
   }
   // 4.
   for (auto& p : pools) p->sched->stop();
-  for (auto& p : pools) {
-    p->io.reset();
-    p->sched.reset();
-  }
+  for (auto& p : pools) p->sched.reset();  // its IO driver goes with it
   pools.clear();
   return all_drained.load();
 }
@@ -183,8 +180,9 @@ Pool& Runtime::Impl::pool(const std::string& name) {
     if (p->name == name) return *p;
   auto p = std::make_unique<Pool>();
   p->name = name;
-  p->sched = std::make_unique<Scheduler>(pool_scheduler_options(config, name));
-  p->io = std::make_unique<IOManager>(*p->sched, pool_io_options(config, name));
+  SchedulerOptions so = pool_scheduler_options(config, name);
+  so.io = pool_io_options(config, name);
+  p->sched = std::make_unique<Scheduler>(std::move(so));
   pools.push_back(std::move(p));
   return *pools.back();
 }

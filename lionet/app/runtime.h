@@ -1,5 +1,5 @@
-// lionet/app/runtime.h: what the lionet binary runs: the named worker pools (a Scheduler and
-// its IOManager each), the storage Store, and the `servers:` list (http, https, echo) with
+// lionet/app/runtime.h: what the lionet binary runs: the named worker pools (a Scheduler with
+// its own IO driver each), the storage Store, and the `servers:` list (http, https, echo) with
 // their routes, counters and the /metrics page.
 //
 // Owns: every running object of the process and the order in which they start and stop.
@@ -18,8 +18,8 @@
 //   2. Past the deadline, the remaining connections are closed (TcpServer's protocol).
 //   3. The Store is flushed (fdatasync of every partition) and closed: every record that was
 //      acknowledged (under any flush policy) is on disk.
-//   4. Each pool's scheduler stops (waits for its fibers), then its IOManager goes, then the
-//      scheduler object.
+//   4. Each pool's scheduler stops (waits for its fibers), then the scheduler object goes, its
+//      IO driver with it.
 #pragma once
 
 #include <chrono>

@@ -86,8 +86,8 @@ WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) 
   if (w.stack_size && (*w.stack_size < 16 * 1024 || *w.stack_size > 64 * 1024 * 1024)) {
     field_error(n, "stack_size", "must be in 16384..67108864");
   }
-  if (w.io_backend && *w.io_backend != "epoll" && *w.io_backend != "io_uring") {
-    field_error(n, "io_backend", "must be epoll or io_uring, got '" + *w.io_backend + "'");
+  if (w.io_backend && *w.io_backend != "auto" && *w.io_backend != "epoll" && *w.io_backend != "io_uring") {
+    field_error(n, "io_backend", "must be auto, epoll or io_uring, got '" + *w.io_backend + "'");
   }
   return w;
 }

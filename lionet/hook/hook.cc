@@ -4,7 +4,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +21,7 @@
 #include "lionet/sched/scheduler.h"
 #include "lionet/hook/detail/real.h"
 #include "lionet/io/io_manager.h"
+#include "lionet/log/log.h"
 
 // Anchors defined by the other hook files: referencing them here makes ensure_linked() pull
 // every hook object out of the static library.
@@ -72,6 +80,27 @@ __attribute__((noinline)) bool thread_enabled() noexcept { return t_enabled; }
 bool sleep_active() noexcept { return current_fiber() != nullptr && thread_enabled(); }
 
 IOManager* io_active() noexcept { return sleep_active() ? IOManager::current() : nullptr; }
+
+void warn_io_off(const char* call, int fd) noexcept {
+  static std::atomic<bool> warned{false};
+  if (warned.load(std::memory_order_relaxed) || !sleep_active()) return;  // plain thread: libc asked for
+  if (fd >= 0) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !(S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return;
+    const long fl = ::syscall(SYS_fcntl, fd, F_GETFL);  // raw: the hooked fcntl reports the user's view
+    if (fl < 0 || (fl & O_NONBLOCK)) return;
+  }
+  if (warned.exchange(true)) return;
+  const Fiber* f = current_fiber();
+  const Scheduler* s = Scheduler::current();
+  static const auto lg = log::get("hook");
+  LIONET_LOG_WARN(lg,
+                  "{}() in fiber {}{}{} runs as plain libc and blocks its worker thread: scheduler '{}' has no IO "
+                  "driver (SchedulerOptions::io.backend \"none\"); the worker's other fibers wait meanwhile "
+                  "(logged once per process)",
+                  call, f ? f->id() : 0, f && !f->name().empty() ? " " : "", f ? f->name() : std::string(),
+                  s ? s->options().name : std::string("?"));
+}
 
 int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept {
   if (!deadline) return -1;

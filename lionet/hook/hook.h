@@ -92,8 +92,8 @@ void set_enabled(bool on) noexcept;
 
 // True if a hooked sleep would park the calling fiber (in a fiber, switch on).
 bool is_active() noexcept;
-// True if hooked fd calls would park the calling fiber (is_active() and an IOManager is attached
-// to the scheduler running the caller).
+// True if hooked fd calls would park the calling fiber (is_active() and the scheduler running the
+// caller has an IO driver: its own, unless made with io.backend "none", or an IOManager).
 bool is_io_active() noexcept;
 
 // Regular-file hooks (see REGULAR FILE above): calls served on the worker by the RWF_NOWAIT

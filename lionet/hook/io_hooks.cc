@@ -33,8 +33,14 @@ namespace {
 
 // The entry of fd if the hooks must emulate blocking on it, else nullptr (plain call).
 // In an active fiber the fd is classified and made non-blocking in the kernel on first use.
-FdEntry* blocking_entry(int fd) noexcept {
-  FdEntry* e = io_active() ? fd_table().managed(fd, /*make_nonblock=*/true) : fd_table().find(fd);
+// call: the hooked function's name, for the warning when the scheduler has no IO driver.
+FdEntry* blocking_entry(int fd, const char* call) noexcept {
+  if (!io_active()) {
+    warn_io_off(call, fd);
+    FdEntry* e = fd_table().find(fd);
+    return e && e->emulates_blocking() ? e : nullptr;
+  }
+  FdEntry* e = fd_table().managed(fd, /*make_nonblock=*/true);
   return e && e->emulates_blocking() ? e : nullptr;
 }
 
@@ -42,9 +48,9 @@ FdEntry* blocking_entry(int fd) noexcept {
 // in dir. timeout_ns: the SO_RCVTIMEO/SO_SNDTIMEO to honour. Returns call()'s result with
 // errno as the kernel would have left it for a blocking fd.
 template <class Call>
-ssize_t do_io(int fd, Dir dir, int msg_flags, Call&& call) noexcept {
+ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noexcept {
   if (msg_flags & MSG_DONTWAIT) return call();
-  FdEntry* e = blocking_entry(fd);
+  FdEntry* e = blocking_entry(fd, name);
   if (!e) return call();
   int64_t t = (dir == Dir::kRead ? e->rcv_timeout_ns : e->snd_timeout_ns).load(std::memory_order_relaxed);
   std::optional<TimePoint> deadline;
@@ -202,7 +208,7 @@ int accept_impl(int fd, sockaddr* addr, socklen_t* len, int flags, bool is_accep
     return (is_accept4 || kflags != 0) ? LIONET_REAL(accept4)(fd, addr, len, kflags)
                                         : LIONET_REAL(accept)(fd, addr, len);
   };
-  int n = static_cast<int>(do_io(fd, Dir::kRead, 0, call));
+  int n = static_cast<int>(do_io(is_accept4 ? "accept4" : "accept", fd, Dir::kRead, 0, call));
   if (n >= 0) {
     if (FdEntry* e = fd_table().get(n)) {
       e->init(FdKind::kSocket, user_nb, user_nb || force);
@@ -217,7 +223,7 @@ int accept_impl(int fd, sockaddr* addr, socklen_t* len, int flags, bool is_accep
 }
 
 int connect_impl(int fd, const sockaddr* addr, socklen_t len) noexcept {
-  FdEntry* e = blocking_entry(fd);
+  FdEntry* e = blocking_entry(fd, "connect");
   if (!e || e->kind.load(std::memory_order_relaxed) != FdKind::kSocket) {
     return LIONET_REAL(connect)(fd, addr, len);
   }
@@ -378,24 +384,24 @@ LIONET_HOOK_API ssize_t read(int fd, void* buf, size_t n) {
     iovec v{buf, n};
     return file_io(e, fd, false, &v, 1, -1);
   }
-  return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); });
+  return do_io("read", fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); });
 }
 
 LIONET_HOOK_API ssize_t readv(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, false, iov, cnt, -1);
-  return do_io(fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); });
+  return do_io("readv", fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); });
 }
 
 LIONET_HOOK_API ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); });
+  return do_io("recv", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); });
 }
 
 LIONET_HOOK_API ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
-  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); });
+  return do_io("recvfrom", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); });
 }
 
 LIONET_HOOK_API ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  return do_io(fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); });
+  return do_io("recvmsg", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); });
 }
 
 LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
@@ -403,12 +409,12 @@ LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
     iovec v{const_cast<void*>(buf), n};
     return file_io(e, fd, true, &v, 1, -1);
   }
-  return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); });
+  return do_io("write", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); });
 }
 
 LIONET_HOOK_API ssize_t writev(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, true, iov, cnt, -1);
-  return do_io(fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); });
+  return do_io("writev", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); });
 }
 
 // Positional transfers: only regular files change behaviour (sockets and pipes cannot seek).
@@ -446,19 +452,19 @@ LIONET_HOOK_API ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off)
 LIONET_HOOK_API ssize_t pwritev64(int fd, const iovec* iov, int cnt, off64_t off) { return pwritev(fd, iov, cnt, off); }
 
 LIONET_HOOK_API ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); });
+  return do_io("send", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); });
 }
 
 LIONET_HOOK_API ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
-  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); });
+  return do_io("sendto", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); });
 }
 
 LIONET_HOOK_API ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  return do_io(fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); });
+  return do_io("sendmsg", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); });
 }
 
 LIONET_HOOK_API ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
-  return do_io(out_fd, Dir::kWrite, 0, [&] { return LIONET_REAL(sendfile)(out_fd, in_fd, offset, count); });
+  return do_io("sendfile", out_fd, Dir::kWrite, 0, [&] { return LIONET_REAL(sendfile)(out_fd, in_fd, offset, count); });
 }
 
 // On LP64 glibc, sendfile64 is the same function under another name.

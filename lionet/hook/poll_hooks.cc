@@ -107,7 +107,11 @@ int wait_any(pollfd* fds, nfds_t n, std::optional<TimePoint> deadline) noexcept 
 }  // namespace
 
 int poll_impl(pollfd* fds, nfds_t n, int timeout_ms) noexcept {
-  if (timeout_ms == 0 || io_active() == nullptr) return LIONET_REAL(poll)(fds, n, timeout_ms);
+  if (timeout_ms == 0) return LIONET_REAL(poll)(fds, n, timeout_ms);
+  if (io_active() == nullptr) {
+    warn_io_off("poll", -1);
+    return LIONET_REAL(poll)(fds, n, timeout_ms);
+  }
   int r = LIONET_REAL(poll)(fds, n, 0);
   if (r != 0) return r;  // ready, or an error with errno from this very call
   std::optional<TimePoint> deadline;
@@ -140,6 +144,7 @@ LIONET_HOOK_API int __poll_chk(pollfd* fds, nfds_t n, int timeout_ms, size_t fds
 
 LIONET_HOOK_API int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv) {
   const bool zero = tv && tv->tv_sec == 0 && tv->tv_usec == 0;
+  if (!zero && io_active() == nullptr) warn_io_off("select", -1);
   if (zero || io_active() == nullptr || nfds < 0 || nfds > FD_SETSIZE ||
       (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000))) {
     return LIONET_REAL(select)(nfds, rd, wr, ex, tv);  // plain, or the kernel's own EINVAL

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "lionet/http/detail/connection.h"
+#include "lionet/io/io_manager.h"
 
 namespace lionet::http {
 
@@ -14,9 +15,12 @@ void serve_connection(Stream& stream, const Handler& handler, const ServerOption
 }
 
 Server::Server(IOManager& io, Handler handler, ServerOptions options)
+    : Server(io.scheduler(), std::move(handler), std::move(options)) {}
+
+Server::Server(Scheduler& sched, Handler handler, ServerOptions options)
     : options_(std::move(options)),
       handler_(std::move(handler)),
-      tcp_(io, [this](SocketStream& s) { serve(s); }, [this] {
+      tcp_(sched, [this](SocketStream& s) { serve(s); }, [this] {
         TcpServerOptions t = options_.tcp;
         if (t.name == "tcp") t.name = "http";
         return t;

@@ -113,6 +113,9 @@ StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx);
 
 class Server {
  public:
+  // Serves on sched's workers, its IO through the scheduler's driver (SchedulerOptions::io).
+  Server(Scheduler& sched, Handler handler, ServerOptions options = {});
+  // The same on io.scheduler() (kept for code that made its own IOManager).
   Server(IOManager& io, Handler handler, ServerOptions options = {});
   ~Server() = default;  // tcp_ (the last member) stops first
   Server(const Server&) = delete;

@@ -45,7 +45,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <algorithm>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -149,6 +151,13 @@ class FdTable {
     }
     return &chunk[fd & (kChunkSize - 1)];
   }
+  // Calls fn(FdEntry&) for every entry of every allocated chunk.
+  template <class Fn>
+  void for_each(Fn&& fn) {
+    for (int i = 0; i < kMaxChunks; ++i)
+      if (FdEntry* chunk = chunks_[i].load(std::memory_order_acquire))
+        for (int k = 0; k < kChunkSize; ++k) fn(chunk[k]);
+  }
   // The entry of fd if its chunk exists (never allocates).
   FdEntry* find(int fd) const noexcept {
     if (fd < 0 || (fd >> kChunkBits) >= kMaxChunks) return nullptr;
@@ -185,10 +194,10 @@ int wait_on_thread(int fd, uint32_t dir, std::optional<TimePoint> deadline) noex
 
 std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o) {
   const ReactorOptions ro{.uring_entries = o.uring_entries};
-  const char* fallback = compiled_reactors()[0];
+  const char* fallback = compiled_reactors()[0];  // the platform's first: the "auto" choice
   LIONET_CHECK(fallback != nullptr, "no IO backend is compiled into this build");
   try {
-    return make_reactor(o.backend, ro);
+    return make_reactor(o.backend == "auto" ? std::string(fallback) : o.backend, ro);
   } catch (const std::system_error& e) {
     if (o.backend == fallback) throw;
     static const auto lg = log::get("io");
@@ -218,7 +227,12 @@ struct IOManager::Impl {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
   }
 
+  // cancel_all() ran: every wait fails with ECANCELED. Set before the sweep of the table and
+  // read under each entry's lock, so a waiter either sees it or is swept.
+  std::atomic<bool> closed{false};
+
   int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept;
+  void cancel_waiters() noexcept;  // every waiter of every fd, with ECANCELED
   void run(TimePoint deadline) noexcept;
   void dispatch(const ReactorEvent& ev) noexcept;
   void cancel(int fd) noexcept;
@@ -237,6 +251,7 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
   Waiter w{&claim};
   {
     std::lock_guard<std::mutex> lk(e->mu);
+    if (closed.load(std::memory_order_seq_cst)) return ECANCELED;
     if (e->ready & dir) {  // protocol 3
       e->ready &= ~dir;
       e->handed |= dir;
@@ -327,16 +342,73 @@ void IOManager::Impl::cancel(int fd) noexcept {
   e->known = false;
 }
 
+void IOManager::Impl::cancel_waiters() noexcept { table.for_each([](FdEntry& e) {
+  std::lock_guard<std::mutex> lk(e.mu);
+  e.waiters[0].notify_all(kCancelled);
+  e.waiters[1].notify_all(kCancelled);
+}); }
+
+namespace {
+// The IOManagers alive now, for cancel_if_alive(). A shared lock per look-up: taken when a
+// Socket closes, not per IO call.
+std::shared_mutex g_live_mu;
+std::vector<const IOManager*>& live_managers() {
+  static auto* v = new std::vector<const IOManager*>;  // never destroyed: sockets may close late
+  return *v;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- public API
 
 IOManager::IOManager(Scheduler& sched, IOManagerOptions options)
     : impl_(std::make_unique<Impl>(sched, std::move(options))) {
+  {
+    std::unique_lock<std::shared_mutex> lk(g_live_mu);
+    live_managers().push_back(this);
+  }
   sched.set_driver(this);
 }
 
 IOManager::~IOManager() {
-  if (impl_->sched.driver() == this) impl_->sched.set_driver(nullptr);
+  {
+    std::unique_lock<std::shared_mutex> lk(g_live_mu);
+    auto& v = live_managers();
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+  }
+  Scheduler& s = impl_->sched;
+  if (s.driver() == this) {
+    // Fibers still waiting here would never be woken once we are gone: they see ECANCELED (and
+    // their next wait goes to the scheduler's own driver, or to plain libc without one).
+    impl_->cancel_waiters();
+    Driver* own = s.own_driver();
+    s.set_driver(own != this ? own : nullptr);  // returns once no worker is inside us
+  }
+  impl_->cancel_waiters();  // a waiter that raced the hand-over
 }
+
+void IOManager::cancel_all() noexcept {
+  impl_->closed.store(true, std::memory_order_seq_cst);
+  impl_->cancel_waiters();
+}
+
+void IOManager::cancel_if_alive(IOManager* io, int fd) noexcept {
+  if (!io) return;
+  std::shared_lock<std::shared_mutex> lk(g_live_mu);
+  const auto& v = live_managers();
+  if (std::find(v.begin(), v.end(), io) != v.end()) io->cancel(fd);
+}
+
+IOManager* IOManager::of(const Scheduler& sched) noexcept { return dynamic_cast<IOManager*>(sched.driver()); }
+}  // namespace lionet
+
+// Every Scheduler's own driver (sched/driver.h). This file is in every program that links the
+// hooks (hook.cc refers to IOManager), which the library's link options force.
+extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const lionet::IoOptions& options) {
+  return new lionet::IOManager(sched, options);
+}
+
+namespace lionet {
 
 int IOManager::wait_readable(int fd, std::optional<TimePoint> deadline) {
   return impl_->wait(fd, kIoReadable, deadline, false);

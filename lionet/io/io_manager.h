@@ -16,23 +16,20 @@
 namespace lionet {
 class Scheduler;
 
-struct IOManagerOptions {
-  // "epoll" (default on Linux) or "io_uring". If io_uring is asked for but unavailable
-  // (not compiled in, or the kernel refuses), epoll is used and one log line says so.
-  // YAML: io.backend.
-  std::string backend = "epoll";
-  // io_uring submission queue size. YAML: io.uring_entries.
-  unsigned uring_entries = 256;
-  // Most events taken from the kernel per wait. YAML: io.max_events.
-  int max_events = 256;
-};
+// backend: "auto" (epoll on Linux), "epoll" or "io_uring" (if io_uring is unavailable, not
+// compiled in or refused by the kernel, the auto choice is used and one log line says so).
+using IOManagerOptions = IoOptions;
 
+// Every Scheduler already comes with one IOManager (SchedulerOptions::io): construct one only
+// to give a scheduler a driver with other options. It then replaces the scheduler's own.
 class IOManager final : public Driver {
  public:
-  // Creates the reactor and attaches it to `sched` (sched.set_driver(this)).
-  // Throws std::system_error if no backend can be created.
+  // Creates the reactor and attaches it to `sched` (sched.set_driver(this)), replacing the
+  // driver the scheduler had. Throws std::system_error if no backend can be created.
   IOManager(Scheduler& sched, IOManagerOptions options = {});
-  // Detaches. Stop the scheduler first (or make sure no fiber waits on an fd any more).
+  // Wakes every fiber still waiting on it with ECANCELED, then detaches, handing the scheduler
+  // back to its own driver (Scheduler::own_driver()) if this one had replaced it. Sockets
+  // that waited here stay safe to use and close afterwards (see cancel_if_alive).
   ~IOManager() override;
   IOManager(const IOManager&) = delete;
   IOManager& operator=(const IOManager&) = delete;
@@ -78,6 +75,15 @@ class IOManager final : public Driver {
 
   // The IOManager attached to the scheduler running the caller, or nullptr.
   static IOManager* current() noexcept;
+  // The IOManager attached to `sched` (its own unless replaced), or nullptr (io "none").
+  static IOManager* of(const Scheduler& sched) noexcept;
+  // io->cancel(fd) if io has not been destroyed; nothing otherwise. For objects (Socket) that
+  // remember the IOManager their fd waited on and may outlive it. Any thread; one shared lock.
+  static void cancel_if_alive(IOManager* io, int fd) noexcept;
+
+  // Scheduler::stop (sched/driver.h): wakes every waiter with ECANCELED; later waits return
+  // ECANCELED at once.
+  void cancel_all() noexcept override;
 
   // lionet::Driver (called by the scheduler only).
   void wait(TimePoint deadline) noexcept override;

@@ -134,7 +134,9 @@ void Socket::try_finish() noexcept {
 }
 
 void Socket::cancel_waiters() noexcept {
-  if (IOManager* io = io_.load(std::memory_order_acquire)) io->cancel(fd_);
+  // The IOManager may be gone (a socket kept past its scheduler, e.g. in an http::Client pool):
+  // then there is no registration left to forget, and the close is a plain close.
+  IOManager::cancel_if_alive(io_.load(std::memory_order_acquire), fd_);
 }
 
 void Socket::close() noexcept {

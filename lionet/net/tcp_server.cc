@@ -17,8 +17,11 @@ const std::shared_ptr<spdlog::logger>& net_log() {
 }
 }  // namespace
 
+TcpServer::TcpServer(Scheduler& sched, Handler handler, TcpServerOptions options)
+    : sched_(sched), handler_(std::move(handler)), options_(std::move(options)) {}
+
 TcpServer::TcpServer(IOManager& io, Handler handler, TcpServerOptions options)
-    : io_(io), handler_(std::move(handler)), options_(std::move(options)) {}
+    : TcpServer(io.scheduler(), std::move(handler), std::move(options)) {}
 
 TcpServer::~TcpServer() {
   if (started_.load() && !stopped_.load()) stop(Duration::zero());
@@ -28,7 +31,7 @@ void TcpServer::listen(const Address& local) {
   if (started_.load()) throw std::logic_error("lionet::TcpServer::listen after start()");
   ListenOptions lo;
   lo.backlog = options_.backlog;
-  int per_worker = options_.reuse_port_per_worker && local.is_ip() ? io_.scheduler().threads() : 0;
+  int per_worker = options_.reuse_port_per_worker && local.is_ip() ? sched_.threads() : 0;
   lo.reuse_port = per_worker > 0;
   Address addr = local;
   for (int i = 0; i < std::max(per_worker, 1); ++i) {
@@ -52,7 +55,7 @@ void TcpServer::start() {
     so.name = options_.name;
     so.pin_worker = l->worker;
     Listener* raw = l.get();
-    acceptors_.push_back(io_.scheduler().spawn([this, raw] { accept_loop(raw); }, so));
+    acceptors_.push_back(sched_.spawn([this, raw] { accept_loop(raw); }, so));
   }
 }
 
@@ -134,7 +137,7 @@ void TcpServer::admit(Socket s) noexcept {
     }
   }
   try {
-    io_.scheduler().spawn_detached([this, c] { serve(c); });
+    sched_.spawn_detached([this, c] { serve(c); });
     return;
   } catch (const std::system_error& e) {
     // No fiber stack to be had (fiber.max_stack_memory, address space): this connection is

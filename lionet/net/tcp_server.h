@@ -90,6 +90,9 @@ class TcpServer {
   // Runs once per connection, in its own fiber; the connection is closed when it returns.
   using Handler = std::function<void(SocketStream&)>;
 
+  // Accepts and serves on sched's workers; IO goes through the scheduler's driver.
+  TcpServer(Scheduler& sched, Handler handler, TcpServerOptions options = {});
+  // The same on io.scheduler() (kept for code that made its own IOManager).
   TcpServer(IOManager& io, Handler handler, TcpServerOptions options = {});
   // stop(0) if started and not yet stopped.
   ~TcpServer();
@@ -134,7 +137,7 @@ class TcpServer {
   void log_accept_error(int err) noexcept;
   void log_spawn_failure(const std::system_error& e) noexcept;
 
-  IOManager& io_;
+  Scheduler& sched_;
   Handler handler_;
   const TcpServerOptions options_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // fixed after start()

@@ -10,16 +10,47 @@
 // - Both may call Parker::unpark() (the woken fibers go to the polling worker's queue).
 // - wake() is thread-safe and may be called before wait() starts: the next wait() returns
 //   at once (e.g. an eventfd that stays readable until drained).
+// - cancel_all() (Scheduler::stop, when every worker has idled with fibers still parked):
+//   wakes every fiber waiting on the driver with ECANCELED and makes later waits fail so.
+//
+// Every Scheduler makes its own driver at construction (SchedulerOptions::io) by calling
+// lionet_make_io_driver, which io/ defines: sched/ declares it weak and never includes io/.
 #pragma once
+
+#include <string>
 
 #include "lionet/base/clock.h"
 
 namespace lionet {
+class Scheduler;
+
+// The IO driver every Scheduler comes with. Fields document their defaults; app/ fills them
+// from the io.* keys. (IOManagerOptions, io/io_manager.h, is the same struct.)
+struct IoOptions {
+  // "auto": the platform's best working backend (epoll on Linux: measured ahead of this
+  // build's io_uring reactor, see bench/RESULTS.md; kqueue on BSD/macOS). "epoll", "io_uring"
+  // (falls back to the auto choice, with one log line, where io_uring is unavailable), or
+  // "none": no driver; hooked calls in fibers then run as plain libc and block their worker
+  // (the first one logs a warning). YAML: io.backend.
+  std::string backend = "auto";
+  // io_uring submission queue size. YAML: io.uring_entries.
+  unsigned uring_entries = 256;
+  // Most events taken from the kernel per wait. YAML: io.max_events.
+  int max_events = 256;
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
   virtual void wait(TimePoint deadline) noexcept = 0;
   virtual void poll() noexcept = 0;
   virtual void wake() noexcept = 0;
+  virtual void cancel_all() noexcept {}
 };
+
 }  // namespace lionet
+
+// Makes a scheduler's own driver (which attaches itself with set_driver); throws if it cannot.
+// Defined in io/io_manager.cc, which every program linking the hooks contains; a weak
+// reference in scheduler.cc, so that it resolves whatever the order of static initialisation.
+extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const lionet::IoOptions& options);

@@ -42,6 +42,14 @@
 //    from outside threads bump external_spawned before checking `stopping` (both seq_cst), so a
 //    spawn either is counted by a worker's final alive() check or is refused.
 //
+// 6b. Shutdown that cannot finish by itself. stop() waits on exit_cv for the workers; if every
+//    worker sleeps (all registered as sleepers, inject queue empty) while alive() > 0, only
+//    parked fibers nobody can wake remain. After SchedulerOptions::stop_io_grace of that, the
+//    driver's cancel_all() wakes IO waiters with ECANCELED (and fails later waits); after
+//    stop_timeout more, the rest are dumped to the log and `abandoned` is set: workers exit with
+//    fibers alive, and ~Scheduler leaks the scheduler (parked fibers' wait nodes may still be
+//    linked into objects that outlive it). Fibers that make progress are always waited for.
+//
 // 8. Driver (driver.h, the IO reactor's seam). An idle worker that wins `polling` waits in
 //    driver->wait(deadline of its earliest timer) instead of its futex; it is still registered
 //    as a sleeper, and Worker::wake() reaches it through driver->wake() (in_driver and
@@ -51,13 +59,16 @@
 //    driver without blocking every kDriverPollInterval scheduling points when no one else is.
 //    Bound: a ready fd is noticed at once by an idle poller; with every worker busy, within
 //    kDriverPollInterval fiber slices of any worker that reaches a scheduling point.
-// 8b. Replacing the driver (set_driver, e.g. ~IOManager while workers still run). The setter
-//    stores the new driver (seq_cst), then waits until no worker is inside the old one: while
-//    `polling` is set it calls old->wake() (a poller may be blocked in old->wait()), and it
-//    waits for `driver_wakers` to drop to zero. A worker takes `polling` (seq_cst RMW) and only
-//    then re-reads `driver` (seq_cst); Worker::wake() bumps driver_wakers before reading
-//    `driver`. Dekker pairs both ways: either the worker sees the new driver, or the setter sees
-//    the worker and waits. So the old driver may be destroyed as soon as set_driver returns.
+// 8b. Replacing the driver (set_driver: a caller's IOManager replacing the scheduler's own, or
+//    any IOManager detaching). The setter stores the new driver (seq_cst), then waits until no
+//    worker can be inside the old one: a worker takes `polling` (seq_cst RMW), re-reads
+//    `driver` (seq_cst) and only then announces it in `polling_driver`; the setter waits while
+//    `polling` is held and `polling_driver` is not the new driver (null: not announced yet; the
+//    old one: it calls old->wake()), and while `driver_wakers` (Worker::wake() bumps it before
+//    reading `driver`) is non-zero. Dekker pairs both ways: either the worker sees the new
+//    driver, or the setter sees the worker and waits. A poller already inside the new driver is
+//    not waited for (waiting for it to leave a wait with no deadline would never end). So the
+//    old driver may be destroyed as soon as set_driver returns.
 //
 // 7. Timers (timer.cc) belong to the worker that armed them and are checked every
 //    kTimerCheckInterval ticks and before the worker sleeps; cancel() is thread-safe.
@@ -70,6 +81,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -79,7 +91,12 @@
 #include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
+#include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/park.h"
+
+// io/ defines it (driver.h); weak: sched/ must link without io/.
+extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const lionet::IoOptions& options)
+    __attribute__((weak));
 
 namespace lionet {
 namespace detail {
@@ -247,13 +264,18 @@ void Worker::run() {
       run_fiber(f);
       continue;
     }
-    if (sched->stopping.load(std::memory_order_seq_cst) && sched->alive() == 0) {
+    if (sched->stopping.load(std::memory_order_seq_cst) && (sched->alive() == 0 || sched->abandoned.load())) {
       sched->notify_all();
       break;
     }
     park_idle();
   }
   t_worker = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(sched->exit_mu);
+    ++sched->exited;
+  }
+  sched->exit_cv.notify_all();
 }
 
 void Worker::prepare_to_run(Fiber* f) noexcept {
@@ -470,8 +492,8 @@ void Worker::poll_driver() noexcept {
       sched->polling.exchange(true, std::memory_order_seq_cst))
     return;
   // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
-  if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->poll();
-  sched->polling.store(false, std::memory_order_release);
+  if (Driver* d = sched->take_driver()) d->poll();
+  sched->release_polling();
 }
 
 void Worker::maybe_fire_timers() noexcept {
@@ -483,7 +505,7 @@ void Worker::park_idle() noexcept {
   if (lifo_slot || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire)) return;
   sched->register_sleeper(*this);
   if (sched->has_visible_work(*this) ||
-      (sched->stopping.load(std::memory_order_seq_cst) && sched->alive() == 0)) {
+      (sched->stopping.load(std::memory_order_seq_cst) && (sched->alive() == 0 || sched->abandoned.load()))) {
     sched->unregister_sleeper(*this);
     return;
   }
@@ -492,14 +514,14 @@ void Worker::park_idle() noexcept {
   Driver* d = nullptr;
   if (sched->driver.load(std::memory_order_relaxed) && !sched->polling.exchange(true, std::memory_order_seq_cst)) {
     // Protocol 8b: the driver as of after taking `polling` (set_driver may just have removed it).
-    d = sched->driver.load(std::memory_order_seq_cst);
-    if (!d) sched->polling.store(false, std::memory_order_release);
+    d = sched->take_driver();
+    if (!d) sched->release_polling();
   }
   if (d) {
     in_driver.store(true, std::memory_order_seq_cst);
     if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
     in_driver.store(false, std::memory_order_seq_cst);
-    sched->polling.store(false, std::memory_order_release);
+    sched->release_polling();
     wake_word.store(0, std::memory_order_release);
     coarse_now_ns = coarse_monotonic_ns();
     sched->unregister_sleeper(*this);
@@ -543,6 +565,7 @@ SchedulerImpl::~SchedulerImpl() {
 
 void SchedulerImpl::start() {
   for (auto& w : workers) w->thread = std::thread([w = w.get()] { w->run(); });
+  started = true;
 }
 
 void SchedulerImpl::stop() {
@@ -550,9 +573,74 @@ void SchedulerImpl::stop() {
   if (stopped) return;
   stopping.store(true, std::memory_order_seq_cst);
   notify_all();
+  if (started) wait_for_workers();
   for (auto& w : workers)
     if (w->thread.joinable()) w->thread.join();
   stopped = true;
+}
+
+Driver* SchedulerImpl::take_driver() noexcept {
+  Driver* d = driver.load(std::memory_order_seq_cst);
+  polling_driver.store(d ? d : no_driver(), std::memory_order_seq_cst);
+  return d;
+}
+
+void SchedulerImpl::release_polling() noexcept {
+  polling_driver.store(nullptr, std::memory_order_seq_cst);
+  polling.store(false, std::memory_order_release);
+}
+
+Driver* SchedulerImpl::no_driver() noexcept {
+  static char tag;  // never dereferenced: an address no driver can have
+  return reinterpret_cast<Driver*>(&tag);
+}
+
+bool SchedulerImpl::all_idle() noexcept {
+  std::lock_guard<std::mutex> lk(sleepers_mu);
+  return sleepers.size() == workers.size() && inject.empty();
+}
+
+// Shutdown, protocol 6's escalation: workers exit once alive() == 0. While they do not, a
+// scheduler whose every worker sleeps has only parked fibers left that no running fiber can
+// wake: after stop_io_grace of that, IO waits are cancelled (the driver's cancel_all); after
+// stop_timeout more, the rest are logged and abandoned (`abandoned` lets workers exit; the
+// owner then leaks the scheduler's memory, which those fibers' waiters may still point into).
+void SchedulerImpl::wait_for_workers() {
+  const auto step = std::chrono::milliseconds(10);
+  std::optional<std::chrono::steady_clock::time_point> idle_since;
+  bool io_cancelled = false;
+  std::unique_lock<std::mutex> lk(exit_mu);
+  while (exited < workers.size()) {
+    exit_cv.wait_for(lk, step);
+    if (exited >= workers.size()) break;
+    lk.unlock();
+    const bool idle = all_idle() && alive() != 0;
+    const auto t = std::chrono::steady_clock::now();
+    if (!idle) {
+      idle_since.reset();
+    } else if (!idle_since) {
+      idle_since = t;
+    } else if (!io_cancelled && opts.stop_io_grace != Duration::max() && t - *idle_since >= opts.stop_io_grace) {
+      io_cancelled = true;
+      idle_since.reset();
+      cancel_io_waits();
+    } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - *idle_since >= opts.stop_timeout) {
+      spdlog::error("scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
+                    "cancelled; they are abandoned (their memory is leaked):\n{}",
+                    opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
+                    dump_fibers(*owner));
+      abandoned.store(true);
+      notify_all();
+    }
+    lk.lock();
+  }
+}
+
+void SchedulerImpl::cancel_io_waits() noexcept {
+  // Protocol 8b: counted as a waker, so set_driver() cannot destroy the driver under us.
+  driver_wakers.fetch_add(1, std::memory_order_seq_cst);
+  if (Driver* d = driver.load(std::memory_order_seq_cst)) d->cancel_all();
+  driver_wakers.fetch_sub(1, std::memory_order_release);
 }
 
 void SchedulerImpl::throw_stack_budget() const {
@@ -713,10 +801,28 @@ void join_fiber(Fiber* f) noexcept {
 // ---------------------------------------------------------------- public API
 
 Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<detail::SchedulerImpl>(this, std::move(options))) {
+  if (impl_->opts.io.backend != "none") {
+    if (!&lionet_make_io_driver)
+      throw std::logic_error("lionet::Scheduler: no IO driver is linked in (use io.backend \"none\")");
+    own_driver_.reset(lionet_make_io_driver(*this, impl_->opts.io));  // attaches itself; may throw
+  }
   impl_->start();
 }
 
-Scheduler::~Scheduler() { stop(); }
+Scheduler::~Scheduler() {
+  stop();
+  if (impl_->abandoned.load()) {
+    // Abandoned fibers may still be listed in wait queues that outlive us (a channel, an fd):
+    // their stacks, the workers and the driver must stay valid, so they are leaked.
+    // Kept reachable (not merely dropped) so that leak checkers see a decision, not a bug.
+    static std::mutex graveyard_mu;
+    static auto* graveyard = new std::vector<std::pair<detail::SchedulerImpl*, Driver*>>;
+    std::lock_guard<std::mutex> lk(graveyard_mu);
+    graveyard->emplace_back(impl_.release(), own_driver_.release());
+    return;
+  }
+  own_driver_.reset();  // detaches itself (set_driver(nullptr))
+}
 
 void Scheduler::stop() {
   detail::Worker* w = detail::current_worker();
@@ -730,8 +836,14 @@ void Scheduler::set_driver(Driver* d) noexcept {
   if (old && old != d) {
     // Protocol 8b: no worker may still be inside `old` when we return (its owner is about to
     // destroy it). A poller blocked in old->wait() is woken; the wait is a few microseconds.
-    while (impl_->polling.load(std::memory_order_seq_cst) || impl_->driver_wakers.load(std::memory_order_seq_cst)) {
-      if (impl_->polling.load(std::memory_order_seq_cst)) old->wake();
+    // A poller inside the new driver (a replacement, not a removal) may stay there: only one
+    // inside `old`, or between taking `polling` and saying where it went, is waited for.
+    Driver* const target = d ? d : detail::SchedulerImpl::no_driver();
+    for (;;) {
+      const bool polling = impl_->polling.load(std::memory_order_seq_cst);
+      Driver* in = impl_->polling_driver.load(std::memory_order_seq_cst);
+      if (!impl_->driver_wakers.load(std::memory_order_seq_cst) && (!polling || in == target)) break;
+      if (in == old) old->wake();
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }

@@ -51,6 +51,18 @@ struct SchedulerOptions {
   // buffer: measured ~+35 ns, ~+17%, on fiber create+run+exit; switches unaffected). Off:
   // dumps list no fibers of this scheduler (statistics still work). YAML: fiber.registry.
   bool fiber_registry = true;
+  // The IO driver this scheduler comes with (sched/driver.h): backend "auto" (epoll on Linux)
+  // by default, so hooked blocking calls, Socket, TcpServer and File park fibers with no other
+  // object; "none" for a scheduler without IO. YAML: io.*.
+  IoOptions io;
+  // stop() waits for every fiber. Once every worker has been idle this long with fibers still
+  // alive (parked, and nobody left to wake them), the fibers waiting on IO are woken with
+  // ECANCELED (and later IO waits fail so): servers' accept loops and idle connections end.
+  Duration stop_io_grace = std::chrono::seconds(1);
+  // Fibers still parked this long after that (on a channel, mutex, event or join nobody will
+  // complete) are logged with the fiber dump and abandoned: stop() returns and their memory
+  // (and the scheduler's) is leaked rather than freed under them. Duration::max(): wait forever.
+  Duration stop_timeout = std::chrono::seconds(30);
 };
 
 struct SpawnOptions {
@@ -184,7 +196,7 @@ class JoinHandle {
 class Scheduler {
  public:
   explicit Scheduler(SchedulerOptions options = {});
-  // Calls stop().
+  // Calls stop(), then destroys the scheduler's own IO driver.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -214,9 +226,11 @@ class Scheduler {
     detail::submit(impl_.get(), f);  // on refusal submit() drops the only reference
   }
 
-  // Waits until every fiber has finished (parked fibers included: they must be woken by
-  // someone), then stops the worker threads. Idempotent. Must not be called from a fiber of
-  // this scheduler (it would wait for itself): throws std::logic_error then.
+  // Waits until every fiber has finished, then stops the worker threads; refuses later spawns
+  // from outside. Never hangs forever: parked fibers that nobody wakes have their IO waits
+  // cancelled (ECANCELED) after stop_io_grace of idleness, and are abandoned (logged, leaked)
+  // after stop_timeout more (see SchedulerOptions). Idempotent. Must not be called from a fiber
+  // of this scheduler (it would wait for itself): throws std::logic_error then.
   void stop();
 
   // The scheduler whose worker runs the calling code, or nullptr.
@@ -240,11 +254,16 @@ class Scheduler {
   // even while the scheduler runs; fibers still waiting on its fds are the caller's concern.
   void set_driver(Driver* driver) noexcept;
   Driver* driver() const noexcept;
+  // The driver this scheduler made for itself (SchedulerOptions::io), attached unless another
+  // replaced it; nullptr with io.backend "none". A replacing driver (an IOManager of the
+  // caller's) hands the scheduler back to this one when it is destroyed.
+  Driver* own_driver() const noexcept { return own_driver_.get(); }
 
   detail::SchedulerImpl* impl() const noexcept { return impl_.get(); }
 
  private:
   std::unique_ptr<detail::SchedulerImpl> impl_;
+  std::unique_ptr<Driver> own_driver_;  // made from SchedulerOptions::io (nullptr: io "none")
 };
 
 // spawn() on the scheduler running the caller, detached. Throws std::logic_error outside one.

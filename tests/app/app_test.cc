@@ -49,7 +49,7 @@ TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
   EXPECT_EQ(lo.loggers[0].name, "root");
   EXPECT_EQ(lo.loggers[0].level, log::Level::kInfo);
   IOManagerOptions io = io_options(c);
-  EXPECT_EQ(io.backend, "epoll");
+  EXPECT_EQ(io.backend, "auto");
   EXPECT_EQ(io.uring_entries, 256u);
   EXPECT_EQ(offload_options(c).threads, 4);
 }
@@ -63,7 +63,7 @@ TEST(AppBinding, UnknownIoBackendIsRejectedNamingTheKey) {
   } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("io.backend"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(io_options(c).backend, "epoll");  // nothing changed
+  EXPECT_EQ(io_options(c).backend, "auto");  // nothing changed
 }
 
 TEST(AppBinding, LoggerYamlErrorsPointIntoTheList) {

@@ -1,5 +1,6 @@
-// tests/hook/hook_test_util.h: a scheduler with an IOManager, and helpers shared by the hook
-// tests (run a body in a fiber and get its result, raw kernel flags, elapsed time).
+// tests/hook/hook_test_util.h: the default runtime (a Scheduler, which comes with its IO
+// driver: no IOManager line anywhere), and helpers shared by the hook tests (run a body in a
+// fiber and get its result, raw kernel flags, elapsed time).
 #pragma once
 
 #include <errno.h>
@@ -26,11 +27,9 @@ inline SchedulerOptions sched_options(int threads) {
   return o;
 }
 
-// Scheduler + IOManager; stop() then detach on destruction.
+// A default Scheduler, exactly as a user makes one; stop() on destruction.
 struct Runtime {
-  explicit Runtime(int threads = 1) : sched(sched_options(threads)), iom(sched) {
-    hook::ensure_linked();
-  }
+  explicit Runtime(int threads = 1) : sched(sched_options(threads)) { hook::ensure_linked(); }
   ~Runtime() { sched.stop(); }
 
   // Runs fn in a fiber and returns its result (the test thread blocks in join()).
@@ -40,7 +39,6 @@ struct Runtime {
   }
 
   Scheduler sched;
-  IOManager iom;
 };
 
 // O_NONBLOCK as the kernel has it, bypassing the hooked fcntl.

@@ -4,6 +4,9 @@
 //     (the server holds every request 200 ms); all finish well under 2 s (serially: 100 s).
 //   - libcurl (easy API, which waits in poll) against a python3 http.server that holds each
 //     request 200 ms: 100 fibers on ONE worker finish well under 2 s (serially: 20 s).
+//   - libpq (PQconnectdb + PQexec) against a PostgreSQL server the test initialises and starts:
+//     100 fibers on ONE worker each SELECT pg_sleep(0.2), well under 2 s (serially: 20 s).
+// Every one runs on the default runtime: a Scheduler, which comes with its IO driver.
 // The libraries are loaded with dlopen, so hook_tests needs no extra link dependency; their
 // read/write/poll/connect/getaddrinfo calls bind to the hooks exported by this executable
 // exactly as they would if linked normally.
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -241,5 +245,119 @@ TEST(HookThirdParty, LibcurlManyFibersOnOneWorker) {
   EXPECT_LT(dt, 2.0);
 }
 
+}  // namespace
+}  // namespace lionet
+
+namespace lionet {
+namespace {
+// libpq's synchronous API (PQconnectdb + PQexec, which wait in poll) against a PostgreSQL server
+// this test starts: initdb into a scratch directory and postgres on a private port on
+// 127.0.0.1 (as the `postgres` user when run as root: the server refuses root). Only the
+// default Scheduler: no IOManager line.
+struct LibPq {
+  void* lib = nullptr;
+  void* (*connectdb)(const char*) = nullptr;
+  int (*status)(const void*) = nullptr;
+  char* (*error_message)(const void*) = nullptr;
+  void* (*exec)(void*, const char*) = nullptr;
+  int (*result_status)(const void*) = nullptr;
+  void (*clear)(void*) = nullptr;
+  void (*finish)(void*) = nullptr;
+  bool load() {
+    lib = open_lib({"libpq.so.5", "libpq.so"});
+    if (!lib) return false;
+    connectdb = sym<decltype(connectdb)>(lib, "PQconnectdb");
+    status = sym<decltype(status)>(lib, "PQstatus");
+    error_message = sym<decltype(error_message)>(lib, "PQerrorMessage");
+    exec = sym<decltype(exec)>(lib, "PQexec");
+    result_status = sym<decltype(result_status)>(lib, "PQresultStatus");
+    clear = sym<decltype(clear)>(lib, "PQclear");
+    finish = sym<decltype(finish)>(lib, "PQfinish");
+    return connectdb && status && error_message && exec && result_status && clear && finish;
+  }
+};
+constexpr int kConnectionOk = 0;  // CONNECTION_OK
+constexpr int kTuplesOk = 2;      // PGRES_TUPLES_OK
+
+std::string postgres_bin_dir() {
+  for (const char* v : {"17", "16", "15", "14", "13"}) {
+    std::string d = std::string("/usr/lib/postgresql/") + v + "/bin";
+    if (::access((d + "/postgres").c_str(), X_OK) == 0 && ::access((d + "/initdb").c_str(), X_OK) == 0) return d;
+  }
+  return "";
+}
+
+// argv run as the postgres user when we are root (setpriv execs: no process in between).
+std::vector<std::string> as_postgres(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> v{"setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
+}
+
+int run_quiet(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  return std::system((cmd + ">/dev/null 2>&1").c_str());
+}
+
+TEST(HookThirdParty, Libpq100FibersPgSleepOnOneWorkerOfTheDefaultRuntime) {
+  const std::string bin = postgres_bin_dir();
+  if (bin.empty()) FAIL() << "PostgreSQL server not installed (/usr/lib/postgresql/*/bin): run scripts/install-deps.sh";
+  LibPq pq;
+  ASSERT_TRUE(pq.load()) << "libpq not found (libpq5): " << ::dlerror();
+
+  char tmpl[] = "/tmp/lionet-pg-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  if (::geteuid() == 0) ASSERT_EQ(run_quiet({"chown", "postgres:postgres", dir}), 0);
+  ASSERT_EQ(run_quiet(as_postgres({bin + "/initdb", "-D", dir + "/data", "-A", "trust", "-U", "postgres",
+                                   "--no-sync", "-E", "UTF8"})),
+            0)
+      << "initdb failed";
+  hook_test::raise_nofile(4096);
+  const uint16_t port = free_local_port();
+  ASSERT_NE(port, 0);
+  {
+    ServerProcess pg(as_postgres({bin + "/postgres", "-D", dir + "/data", "-p", std::to_string(port), "-k", dir,
+                                  "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c",
+                                  "fsync=off", "-c", "logging_collector=off"}),
+                     port);
+    ASSERT_TRUE(pg.ready()) << "postgres did not start on 127.0.0.1:" << port;
+
+    Runtime rt(1);  // a Scheduler with one worker, nothing else
+    constexpr int kFibers = 100;
+    std::atomic<int> ok{0}, failed{0};
+    const std::string conninfo =
+        "host=127.0.0.1 port=" + std::to_string(port) + " user=postgres dbname=postgres connect_timeout=20";
+    auto t0 = Clock::now();
+    std::vector<JoinHandle<void>> hs;
+    for (int i = 0; i < kFibers; ++i) {
+      hs.push_back(rt.sched.spawn([&] {
+        void* c = pq.connectdb(conninfo.c_str());
+        if (pq.status(c) != kConnectionOk) {
+          std::printf("PQconnectdb: %s\n", pq.error_message(c));
+          failed.fetch_add(1);
+        } else if (void* r = pq.exec(c, "SELECT pg_sleep(0.2)")) {
+          (pq.result_status(r) == kTuplesOk ? ok : failed).fetch_add(1);
+          if (pq.result_status(r) != kTuplesOk) std::printf("PQexec: %s\n", pq.error_message(c));
+          pq.clear(r);
+        } else {
+          failed.fetch_add(1);
+        }
+        pq.finish(c);
+      }));
+    }
+    for (auto& h : hs) h.join();
+    const double dt = seconds_since(t0);
+    std::printf("[hook] libpq: %d fibers x SELECT pg_sleep(0.2) on 1 worker: %.3f s (serial: %.0f s)\n", kFibers,
+                dt, kFibers * 0.2);
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(ok.load(), kFibers);
+    EXPECT_GE(dt, 0.19);
+    EXPECT_LT(dt, 2.0);
+  }
+  run_quiet({"rm", "-rf", dir});
+}
 }  // namespace
 }  // namespace lionet

@@ -32,8 +32,11 @@ namespace lionet::app {
 // A named worker pool of `workers:` ("main" = scheduler.*).
 struct Pool {
   std::string name;
-  std::unique_ptr<Scheduler> sched;
-  std::unique_ptr<IOManager> io;  // after sched: destroyed first
+  std::unique_ptr<Scheduler> sched;  // with its own IO driver (SchedulerOptions::io)
+  const char* backend() const {
+    const IOManager* io = IOManager::of(*sched);
+    return io ? io->backend() : "none";
+  }
 };
 
 // Per-server counters for /metrics (relaxed: statistics only, see base/metrics.h).

@@ -25,6 +25,12 @@ bool sleep_active() noexcept;
 // sleep_active() and the scheduler has an IOManager: fd calls park. Re-evaluate after every
 // switch (the fiber may now run on a worker whose switch is off).
 IOManager* io_active() noexcept;
+// Called where a hooked call that may block falls through to libc because io_active() is
+// null. In a fiber with the switch on (its scheduler has no IO driver: io.backend "none"),
+// the first such call of the process logs one warning naming the call and the fiber: the
+// worker thread blocks in it. fd >= 0: only if fd is a socket, pipe or terminal without
+// O_NONBLOCK (a call that can block); -1: always (poll/select with a timeout).
+void warn_io_off(const char* call, int fd) noexcept;
 
 enum class Dir { kRead, kWrite };
 

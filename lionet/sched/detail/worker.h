@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <cstdint>
 #include <memory>
@@ -168,6 +169,12 @@ class SchedulerImpl {
   std::atomic<bool> stopping{false};
   std::atomic<Driver*> driver{nullptr};
   std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
+  // The driver the poller went into (no_driver(): it found none); nullptr while `polling` is
+  // free or the poller has not re-read `driver` yet. seq_cst: protocol 8b.
+  std::atomic<Driver*> polling_driver{nullptr};
+  Driver* take_driver() noexcept;     // after winning `polling`: the driver to use, announced
+  void release_polling() noexcept;
+  static Driver* no_driver() noexcept;
   // Worker::wake() calls inside driver->wake(): set_driver() waits for them to leave before
   // the old driver may be destroyed (protocol 8b). seq_cst, a Dekker pair with `driver`.
   std::atomic<uint32_t> driver_wakers{0};
@@ -185,6 +192,17 @@ class SchedulerImpl {
   std::vector<Worker*> sleepers;  // guarded by sleepers_mu
   std::mutex stop_mu;             // serializes stop()
   bool stopped = false;           // guarded by stop_mu
+  // Worker threads that left run(), guarded by exit_mu; stop() waits on exit_cv.
+  std::mutex exit_mu;
+  std::condition_variable exit_cv;
+  std::size_t exited = 0;
+  bool started = false;  // start() ran (written before any worker exists, read by stop())
+  // stop() gave up on fibers that stayed parked (SchedulerOptions::stop_timeout): workers exit
+  // with alive() > 0, and the owner leaks the scheduler. seq_cst: rare.
+  std::atomic<bool> abandoned{false};
+  void wait_for_workers();
+  bool all_idle() noexcept;
+  void cancel_io_waits() noexcept;
 };
 
 // The process-wide list of live schedulers that dump_fibers() walks (fiber_dump.cc).
