@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
+.PHONY: deps deps-run build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -8,12 +8,20 @@ CONF ?= conf/
 deps:
 	@scripts/install-deps.sh
 
+# What `make run` needs: the compiler, CMake, Ninja and the libraries the binary links. No test,
+# benchmark or fuzz tooling, and no server packages.
+deps-run:
+	@scripts/install-deps.sh --run
+
 build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 
-run: build
-	./build/release/bin/lionet -c $(CONF)
+# Only the lionet binary and what it links (preset "app": no tests, benchmarks or examples).
+run: deps-run
+	@cmake --preset app >/dev/null
+	@cmake --build --preset app -j $(JOBS)
+	./build/app/bin/lionet -c $(CONF)
 
 test: test-release test-asan test-tsan test-fuzz test-soak test-abuse
 

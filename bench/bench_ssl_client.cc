@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   lionet::IOManager io(sched);
 
   std::string target = host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
-  target += ":" + std::to_string(port);
+  (target += ':') += std::to_string(port);
   lionet::Address addr;
   {
     auto r = sched.spawn([&] { return lionet::Address::lookup(target); }).join();

@@ -1,8 +1,8 @@
 // examples/http_hello.cc: an HTTP/1.1 server with a router. Every handler is plain blocking
 // code running in its connection's fiber: a handler that sleeps or waits parks only that fiber.
 //
-//   ./http_hello [port] [threads]       (defaults 8080 and 2; port 0 = any free port, printed)
-//   curl http://127.0.0.1:8080/hello
+//   ./http_hello [port] [threads]       (defaults 8090 and 2: not 8080, which `make run` holds; port 0 = any free port, printed)
+//   curl http://127.0.0.1:8090/hello
 //
 // Routes:
 //   GET  /hello           "hello world"
@@ -88,7 +88,7 @@ void stats(Request&, Response& res) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int port = argc > 1 ? std::atoi(argv[1]) : 8080;
+  const int port = argc > 1 ? std::atoi(argv[1]) : 8090;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   if (port < 0 || port > 65535 || threads < 1 || threads > 64) {
     std::fprintf(stderr, "usage: %s [port] [threads]\n", argv[0]);

@@ -1,8 +1,8 @@
 // examples/static_server.cc: serve a directory over HTTP with each of the four file modes of
 // lionet::http::StaticFiles, side by side, so their answers can be compared with curl -i.
 //
-//   ./static_server [root] [port]      (defaults "." and 8080; port 0 = any free port, printed)
-//   curl -i http://127.0.0.1:8080/chunk/some/file.txt
+//   ./static_server [root] [port]      (defaults "." and 8091: not 8080, which `make run` holds; port 0 = any free port, printed)
+//   curl -i http://127.0.0.1:8091/chunk/some/file.txt
 //
 // The same root under four prefixes:
 //   /memory/...    MEMORY: bytes cached in memory (LRU), Content-Length, one writev
@@ -29,7 +29,7 @@ namespace http = lionet::http;
 
 int main(int argc, char** argv) {
   const std::string root = argc > 1 ? argv[1] : ".";
-  const int port = argc > 2 ? std::atoi(argv[2]) : 8080;
+  const int port = argc > 2 ? std::atoi(argv[2]) : 8091;
   if (port < 0 || port > 65535) {
     std::fprintf(stderr, "usage: %s [root] [port]\n", argv[0]);
     return 2;

@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages LioNet needs to build, test and benchmark.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark references' tools)
+# Usage: scripts/install-deps.sh [--run | --bench]
+#   --run    only what building and running the lionet binary needs (make run)
+#   (none)   that and the test tooling (make test)
+#   --bench  that and the benchmark references' tools (make bench-report)
 # Idempotent: asks dpkg first and prints nothing when every package is present.
 set -euo pipefail
 
-PACKAGES=(
+# What building and running the lionet binary needs (`make run`, --run).
+RUN_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost-context-dev   # fiber switch (fcontext)
-  libboost-fiber-dev     # benchmark peer only
   libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   liburing-dev libaio-dev   # io/ and file/ backends
-  python3                   # benchmark table scripts
-  libboost-dev libevent-dev libssl-dev   # building the ../shared/peers reference programs
+  libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
+)
+
+# What building and running the tests needs besides (`make test`, the default).
+TEST_PACKAGES=(
+  libboost-fiber-dev     # benchmark peer only (the bench/ targets build with the tests)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3                   # benchmark table scripts, the hook tests' HTTP server
+  libboost-dev libevent-dev   # building the benchmark reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
   postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
@@ -28,9 +37,13 @@ BENCH_PACKAGES=(
   golang-go             # Go peers in ../shared/peers
   gnuplot-nox           # benchmark report charts
 )
-if [ "${1:-}" = "--bench" ]; then
-  PACKAGES+=("${BENCH_PACKAGES[@]}")
-fi
+PACKAGES=("${RUN_PACKAGES[@]}")
+case "${1:-}" in
+  --run) ;;
+  --bench) PACKAGES+=("${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
+  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  *) echo "install-deps: unknown option $1 (--run | --bench)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

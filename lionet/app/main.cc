@@ -1,7 +1,7 @@
 // lionet/app/main.cc: the lionet server binary.
 //
-//   lionet -c <conf dir or file> [--check] [--print-config]
-//   lionet --print-reference
+//   lionet [-c <conf dir or file>] [--check] [--print-config]
+//   lionet --print-reference | --version | --help
 //
 // Start-up order (each step only once the previous succeeded):
 //  1. parse the command line (unknown flag -> usage on stderr, exit 2);
@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <thread>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -40,11 +41,14 @@
 
 namespace {
 constexpr const char* kUsage =
-    "usage: lionet -c <conf dir or file> [--check] [--print-config]\n"
-    "  -c, --config PATH   configuration directory (every *.yml/*.yaml, in name order) or file\n"
+    "usage: lionet [-c <conf dir or file>] [--check] [--print-config]\n"
+    "  -c, --config PATH   configuration directory (every *.yml/*.yaml, in name order) or file;\n"
+    "                      default: ./conf/ if it exists, else the conf/ beside the binary's bin/,\n"
+    "                      else the conf/ of the source tree it was built from\n"
     "  --check             validate the configuration and exit (0 valid, 1 invalid)\n"
     "  --print-config      print the effective configuration (defaults filled in) and exit\n"
     "  --print-reference   print every configuration key as markdown (conf/REFERENCE.md) and exit\n"
+    "  -V, --version       print the version and exit\n"
     "  -h, --help          this text\n"
     "Every key can be overridden by LIONET_<KEY> (dots become '_'), e.g. LIONET_FIBER_STACK_SIZE.\n";
 
@@ -54,6 +58,20 @@ struct Args {
   bool print = false;
   bool reference = false;
 };
+
+// Without -c: ./conf/ (make run, a checkout), else <dir of bin/>/conf (an installed tree),
+// else the source tree's conf/ this binary was built from.
+std::string default_conf() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory("conf", ec)) return "conf/";
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = exe.parent_path().parent_path() / "conf";
+    if (fs::is_directory(beside, ec)) return beside.string() + "/";
+  }
+  return LIONET_DEFAULT_CONF;
+}
 
 // Returns -1 to go on, else the exit code.
 int parse_args(int argc, char** argv, Args& a) {
@@ -76,15 +94,15 @@ int parse_args(int argc, char** argv, Args& a) {
     } else if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (arg == "-V" || arg == "--version") {
+      std::printf("lionet %s\n", LIONET_VERSION);
+      return 0;
     } else {
       std::fprintf(stderr, "lionet: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
     }
   }
-  if (a.conf.empty() && !a.reference) {
-    std::fprintf(stderr, "lionet: -c <conf dir or file> is required\n%s", kUsage);
-    return 2;
-  }
+  if (a.conf.empty() && !a.reference) a.conf = default_conf();
   return -1;
 }
 

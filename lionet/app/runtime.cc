@@ -15,7 +15,12 @@
 namespace lionet::app {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw StartupError(what); }
+// The causes come from library errors that start with "lionet: " on their own; main() prints
+// one "lionet: cannot start: ..." line, so the inner prefixes go.
+[[noreturn]] void fail(std::string what) {
+  for (std::size_t at; (at = what.find("lionet: ")) != std::string::npos;) what.erase(at, 8);
+  throw StartupError(what);
+}
 
 Address resolve_listen(const std::string& server, const std::string& text) {
   if (auto a = Address::parse(text)) return a.value();
@@ -130,7 +135,7 @@ std::vector<std::string> Runtime::describe() const {
   std::vector<std::string> out;
   for (const auto& s : impl_->servers) {
     std::string line = s->cfg.name + " (" + s->cfg.type + ") on";
-    for (const auto& a : s->listener().addresses()) line += " " + a.to_string();
+    for (const auto& a : s->listener().addresses()) (line += ' ') += a.to_string();
     line += ", workers '" + s->cfg.workers + "' (" + std::to_string(s->pool->sched->threads()) + " thread(s), " +
             s->pool->backend() + ")";
     out.push_back(std::move(line));

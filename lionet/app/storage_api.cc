@@ -101,11 +101,19 @@ void append_int(std::string& out, int64_t v) {
   out.append(buf, end);
 }
 
-// "name":"text" or "name_base64":"..." when bytes are not UTF-8.
+// Bytes json_string() writes for s (control characters become 6-byte \u00XX escapes).
+std::size_t json_escaped_size(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c < 0x20 || c == 0x7f) ? 6 : (c == '"' || c == '\\') ? 2 : 1;
+  return n;
+}
+
+// "name":"text", or "name_base64":"..." when bytes are not UTF-8 or escaping would more than
+// double them (an 8 MB value of NUL bytes would be 48 MB of JSON; base64 is 4/3).
 void json_bytes_field(std::string& out, std::string_view name, std::string_view bytes) {
   out += '"';
   out += name;
-  if (valid_utf8(bytes)) {
+  if (valid_utf8(bytes) && json_escaped_size(bytes) <= 2 * bytes.size()) {
     out += "\":";
     json_string(out, bytes);
     return;
@@ -285,14 +293,16 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   bool malformed = false, bad = false;
   int64_t offset = log->start_offset();
   std::size_t max_bytes = opt.default_read_bytes;
-  if (auto v = query_param(req.query(), "offset", &malformed); v && !parse_number(*v, offset)) bad = true;
+  // One rule for malformed numbers (400): "-1" is as malformed as "abc" (offsets are >= 0).
+  if (auto v = query_param(req.query(), "offset", &malformed); v && (!parse_number(*v, offset) || offset < 0))
+    bad = true;
   if (auto v = query_param(req.query(), "max_bytes", &malformed); v && (!parse_number(*v, max_bytes) || max_bytes == 0))
     bad = true;
   if (malformed) return fail(res, st, 400, "malformed percent-encoding in the query");
   if (bad) return fail(res, st, 400, "offset and max_bytes must be non-negative numbers (max_bytes > 0)");
   max_bytes = std::min(max_bytes, opt.max_read_bytes);
-  // A negative offset parses (int64) and is answered 416 with the valid range like any other
-  // offset outside it: the client learns where the log starts.
+  // An offset outside the log is answered 416 with the valid range: the client learns where
+  // the log starts and ends.
   storage::ReadResult rr;
   if (auto r = log->read(offset, max_bytes, rr); !r) {
     std::string msg = "read at offset " + std::to_string(offset) + ": " + r.error().message();

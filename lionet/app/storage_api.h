@@ -16,15 +16,17 @@
 //        returned whole, so a reader always progresses).
 //   GET  {prefix}  {"topics":[{"name","partitions"}]}
 // Keys and values are JSON strings (control characters and DEL as \u00XX); a key or value that
-// is not valid UTF-8 (strict: no overlongs or surrogates) is sent as "key_base64" /
-// "value_base64" (RFC 4648 with padding) instead, so every line is valid JSON and every byte
-// round-trips. An error message quoting request bytes that are not UTF-8 shows each as U+FFFD.
+// is not valid UTF-8 (strict: no overlongs or surrogates), or whose escapes would more than
+// double it (mostly control bytes: 8 MB of NUL would be 48 MB of \u0000), is sent as
+// "key_base64" / "value_base64" (RFC 4648 with padding) instead, so every line is valid JSON,
+// no answer grows past 2x its data, and every byte round-trips. An error message quoting request bytes that are not UTF-8 shows each as U+FFFD.
 // Errors: JSON {"error": "..."}:
-//   400 bad number, topic name or partition, empty body, malformed percent-encoding;
+//   400 malformed number (not digits, negative, overflowing: offset=-1 as offset=abc), topic
+//       name or partition, empty body, malformed percent-encoding;
 //   404 unknown topic (auto_create_topics off), or a partition past the topic's count;
 //   405 other methods (the Router's answer, plain text, with Allow);
 //   413 record or batch over max_batch_bytes, body over max_body_bytes, too many lines;
-//   416 offset out of range (the message gives the valid range; a negative offset too);
+//   416 offset out of range (the message gives the valid range);
 //   500 corrupt data (the message names the offset) or an IO error (the append whose
 //       fdatasync failed gets this one: EIO);
 //   503 the log refuses appends after a failed fdatasync, or its files are not writable

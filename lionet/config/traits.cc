@@ -64,8 +64,10 @@ int64_t parse_signed(const YAML::Node& n, int64_t min, int64_t max) {
     v.remove_prefix(1);
   }
   uint64_t mag = 0;
+  // Not a number at all: just that (the type's own range, e.g. [-2147483648, 2147483647], is
+  // not the key's documented one, which the key's validator reports for numbers).
+  if (!parse_u64(v, mag)) bad_scalar(n, "an integer");
   std::string range = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  if (!parse_u64(v, mag)) bad_scalar(n, range);
   if (neg) {
     if (mag > static_cast<uint64_t>(max) + 1 || -static_cast<__int128>(mag) < min) bad_scalar(n, range);
     return static_cast<int64_t>(-static_cast<__int128>(mag));
@@ -79,7 +81,8 @@ uint64_t parse_unsigned(const YAML::Node& n, uint64_t max) {
   std::string_view v = s;
   if (!v.empty() && v[0] == '+') v.remove_prefix(1);
   uint64_t out = 0;
-  if (!parse_u64(v, out) || out > max) bad_scalar(n, "an integer in [0, " + std::to_string(max) + "]");
+  if (!parse_u64(v, out)) bad_scalar(n, "a non-negative integer");
+  if (out > max) bad_scalar(n, "an integer in [0, " + std::to_string(max) + "]");
   return out;
 }
 

@@ -3,9 +3,11 @@
 #include "lionet/http/detail/connection.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 
+#include "lionet/base/clock.h"
 #include "lionet/http/detail/date_cache.h"
 #include "lionet/http/status.h"
 #include "lionet/log/log.h"
@@ -35,6 +37,29 @@ void append_content_length(std::string& out, uint64_t n) {
   char digits[24];
   auto [p, ec] = std::to_chars(digits, digits + sizeof digits, n);
   out.append("Content-Length: ").append(digits, p).append("\r\n");
+}
+// One info line per rejected request (400, 408, 413, 431, ...), at most one a second for the
+// whole process: a flood of bad requests cannot flood the log. The lines held back are counted
+// into the next one.
+struct RejectLog {
+  std::atomic<int64_t> last_ns{0};
+  std::atomic<uint64_t> held{0};
+};
+RejectLog g_reject_log;
+
+void log_rejected(const ConnectionInfo* info, int status, std::string_view reason) noexcept {
+  const int64_t t = monotonic_ns();
+  int64_t last = g_reject_log.last_ns.load(std::memory_order_relaxed);
+  if (t - last < 1'000'000'000 || !g_reject_log.last_ns.compare_exchange_strong(last, t)) {
+    g_reject_log.held.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t more = g_reject_log.held.exchange(0, std::memory_order_relaxed);
+  std::string peer = "?";
+  if (info && info->socket)
+    if (auto a = info->socket->peer_address()) peer = a->to_string();
+  LIONET_LOG_INFO(http_log(), "rejected a request from {}: {} {}: {} ({} more rejected since the last line)", peer,
+                  status, reason_phrase(status), reason, more);
 }
 }  // namespace
 
@@ -311,7 +336,9 @@ Result<void> Connection::send_response(bool& keep_alive) {
 void Connection::send_error(int status, const char* reason) noexcept {
   try {
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
-    std::string_view body = reason_phrase(status);
+    log_rejected(info_, status, reason);
+    // The reason goes to the client too: "Bad Request: line not ended by CRLF" says what to fix.
+    std::string body = std::string(reason_phrase(status)) + ": " + reason;
     out_.clear();
     append_status_line(out_, status, {});
     out_.append(date_line());
@@ -319,7 +346,6 @@ void Connection::send_error(int status, const char* reason) noexcept {
     out_.append("Content-Type: text/plain; charset=utf-8\r\n");
     append_content_length(out_, body.size() + 1);
     out_.append("Connection: close\r\n\r\n").append(body).append("\n");
-    LIONET_LOG_DEBUG(http_log(), "answering {}: {}", status, reason);
     stream_.set_timeouts(std::chrono::seconds(1), write_timeout_);
     if (stream_.write(out_.data(), out_.size())) lingering_close();
   } catch (...) {
@@ -365,9 +391,13 @@ bool Connection::handle_request() {
   if (body_error_status_) {
     // A handler that answered the body error with that very status keeps its own body (e.g. a
     // JSON error); anything else it set is replaced: the request was not read whole.
+    const char* why = body_error_status_ == 413   ? "request body larger than max_body_bytes"
+                      : body_error_status_ == 408 ? "request body not received in time"
+                                                  : "malformed request body";
+    log_rejected(info_, body_error_status_, why);
     if (response_.status() != body_error_status_ || response_.body_type() != Response::BodyType::kMemory) {
       response_.reset();
-      response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + "\n");
+      response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + ": " + why + "\n");
     }
     response_.set_close();
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);

@@ -71,8 +71,9 @@ std::optional<Url> parse_url(std::string_view url) {
   }
   std::string_view target = url.substr(auth_end);
   if (size_t hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
-  if (target.empty() || target.front() != '/') u.target = "/" + std::string(target);
-  else u.target = std::string(target);
+  u.target.clear();
+  if (target.empty() || target.front() != '/') u.target = '/';
+  u.target += target;
   return u;
 }
 }  // namespace lionet::http

@@ -139,15 +139,30 @@ void fiber_entry(Transfer t) {
   current_worker()->finish_current(self);
 }
 
-void log_fiber_exception(Fiber* f) {
+}  // namespace
+
+// `fiber 7 "name"`, or `fiber 7` when it has no name.
+std::string describe_fiber(const Fiber& f) {
+  std::string s = "fiber " + std::to_string(f.id());
+  if (!f.name().empty()) s += " \"" + f.name() + "\"";
+  return s;
+}
+
+// An exception a joiner will receive is that joiner's to handle: debug. One nobody can receive
+// (a detached fiber, or a handle dropped without join()) is a warning: it would go unseen.
+void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool joinable) {
+  const auto level = joinable ? spdlog::level::debug : spdlog::level::warn;
+  const char* what = joinable ? "ended with an exception its join() rethrows" : "ended with an uncaught exception";
   try {
-    std::rethrow_exception(f->exception());
+    std::rethrow_exception(ex);
   } catch (const std::exception& e) {
-    spdlog::warn("fiber {} ({}) ended with an uncaught exception: {}", f->id(), f->name(), e.what());
+    spdlog::log(level, "{} {}: {}", describe_fiber(f), what, e.what());
   } catch (...) {
-    spdlog::warn("fiber {} ({}) ended with an uncaught non-std exception", f->id(), f->name());
+    spdlog::log(level, "{} {} (not a std::exception)", describe_fiber(f), what);
   }
 }
+
+namespace {
 
 void on_resumed(Transfer t) noexcept {
   auto* m = static_cast<SwitchMsg*>(t.data);
@@ -189,7 +204,7 @@ void on_resumed(Transfer t) noexcept {
       w->stacks.release(prev->stack_);
       prev->stack_ = Stack{};
       destroy_context(prev->ctx_);
-      if (prev->exception()) log_fiber_exception(prev);
+      if (prev->exception()) log_fiber_exception(*prev, prev->exception(), !prev->sole_owner());
       prev->state_.store(static_cast<uint32_t>(FiberState::kDone), std::memory_order_release);
       w->finished.inc();
       if (prev->sole_owner()) {
@@ -607,24 +622,28 @@ bool SchedulerImpl::all_idle() noexcept {
 // owner then leaks the scheduler's memory, which those fibers' waiters may still point into).
 void SchedulerImpl::wait_for_workers() {
   const auto step = std::chrono::milliseconds(10);
-  std::optional<std::chrono::steady_clock::time_point> idle_since;
+  // A flag beside the time point, not std::optional: gcc 12 reports a false -Wmaybe-uninitialized
+  // on the optional's payload.
+  bool idle = false;
+  std::chrono::steady_clock::time_point idle_since{};
   bool io_cancelled = false;
   std::unique_lock<std::mutex> lk(exit_mu);
   while (exited < workers.size()) {
     exit_cv.wait_for(lk, step);
     if (exited >= workers.size()) break;
     lk.unlock();
-    const bool idle = all_idle() && alive() != 0;
+    const bool idle_now = all_idle() && alive() != 0;
     const auto t = std::chrono::steady_clock::now();
-    if (!idle) {
-      idle_since.reset();
-    } else if (!idle_since) {
+    if (!idle_now) {
+      idle = false;
+    } else if (!idle) {
+      idle = true;
       idle_since = t;
-    } else if (!io_cancelled && opts.stop_io_grace != Duration::max() && t - *idle_since >= opts.stop_io_grace) {
+    } else if (!io_cancelled && opts.stop_io_grace != Duration::max() && t - idle_since >= opts.stop_io_grace) {
       io_cancelled = true;
-      idle_since.reset();
+      idle = false;
       cancel_io_waits();
-    } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - *idle_since >= opts.stop_timeout) {
+    } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - idle_since >= opts.stop_timeout) {
       spdlog::error("scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
                     "cancelled; they are abandoned (their memory is leaked):\n{}",
                     opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
@@ -782,6 +801,12 @@ uint64_t SchedulerImpl::alive() const noexcept {
 }
 
 void submit(SchedulerImpl* impl, Fiber* f) { impl->submit(f); }
+
+void note_unjoined(Fiber* f) noexcept {
+  // Only a finished fiber's exception is known here; one still running is logged when it ends
+  // (then as a detached fiber's, since this handle is gone).
+  if (f->state() == FiberState::kDone && f->exception()) log_fiber_exception(*f, f->exception(), false);
+}
 
 void join_fiber(Fiber* f) noexcept {
   LIONET_CHECK(f != current_fiber(), "a fiber cannot join itself");

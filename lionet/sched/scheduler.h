@@ -115,6 +115,8 @@ class SchedulerImpl;
 // if called from outside the scheduler once stop() has begun.
 void submit(SchedulerImpl* impl, Fiber* f);
 void join_fiber(Fiber* f) noexcept;  // parks a fiber or blocks a thread until f is done
+// A handle dropped without join(): the fiber's exception, if it ended with one, is logged now.
+void note_unjoined(Fiber* f) noexcept;
 
 template <class R>
 class ResultFiber : public Fiber {
@@ -188,7 +190,9 @@ class JoinHandle {
 
  private:
   void reset() noexcept {
-    if (f_) std::exchange(f_, nullptr)->release();
+    if (!f_) return;
+    detail::note_unjoined(f_);
+    std::exchange(f_, nullptr)->release();
   }
   detail::ResultFiber<R>* f_ = nullptr;
 };

@@ -85,9 +85,10 @@ class PosixFileSystem final : public FileSystem {
 
   Result<void> create_dirs(const std::string& dir) override {
     if (dir.empty()) return Result<void>::failure(EINVAL);
+    std::string prefix;  // one buffer, assigned each round (gcc 12 -Wdangling-pointer misread a per-round temporary)
     for (std::size_t pos = 1;; pos++) {
       pos = dir.find('/', pos);
-      std::string prefix = dir.substr(0, pos);
+      prefix.assign(dir, 0, pos);
       if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Result<void>::failure(errno);
       if (pos == std::string::npos) break;
     }

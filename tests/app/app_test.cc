@@ -54,6 +54,26 @@ TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
   EXPECT_EQ(offload_options(c).threads, 4);
 }
 
+// Not a number: the message must not quote int's range as if it were the key's (0..1024).
+TEST(AppBinding, NonIntegerThreadsSaysAnIntegerWithoutTheTypesRange) {
+  config::Registry r("LIONET_APPTEST_UNUSED_");
+  AppConfig c = define_config(r);
+  try {
+    r.load_string("scheduler:\n  threads: two\n", "inline.yml");
+    FAIL() << "scheduler.threads: two was accepted";
+  } catch (const config::ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("key 'scheduler.threads': expected an integer, got 'two'"), std::string::npos) << m;
+    EXPECT_EQ(m.find("2147483647"), std::string::npos) << m;
+  }
+  try {
+    r.load_string("scheduler:\n  threads: 5000\n", "inline.yml");
+    FAIL() << "scheduler.threads: 5000 was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("1024"), std::string::npos) << e.what();  // the documented range
+  }
+}
+
 TEST(AppBinding, UnknownIoBackendIsRejectedNamingTheKey) {
   config::Registry r("LIONET_APPTEST_UNUSED_");
   AppConfig c = define_config(r);
@@ -214,7 +234,20 @@ TEST(AppBinary, UnknownFlagPrintsUsageAndExits2) {
   REQUIRE_BINARY(p);
   EXPECT_EQ(p.wait(), 2);
   EXPECT_NE(p.output().find("unknown argument '--frobnicate'"), std::string::npos);
-  EXPECT_NE(p.output().find("usage: lionet -c"), std::string::npos);
+  EXPECT_NE(p.output().find("usage: lionet [-c"), std::string::npos);
+}
+
+TEST(AppBinary, VersionAndADefaultConfWithoutDashC) {
+  Process v({"--version"});
+  REQUIRE_BINARY(v);
+  EXPECT_EQ(v.wait(), 0);
+  EXPECT_EQ(v.output().rfind("lionet ", 0), 0u) << v.output();
+  EXPECT_NE(v.output().find('.'), std::string::npos) << v.output();
+  // No -c, started from the repository: ./conf/ is the shipped one.
+  Process c({"--check"}, {}, LIONET_SOURCE_DIR);
+  EXPECT_EQ(c.wait(), 0) << c.output();
+  EXPECT_NE(c.output().find("configuration OK"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("from conf/"), std::string::npos) << c.output();
 }
 
 // The shipped conf/ as `make run` starts it (from a scratch working directory that sees the

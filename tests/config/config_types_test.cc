@@ -173,8 +173,8 @@ TEST(ConfigTypes, StrictScalarConversion) {
   AllTypes t(r);
   EXPECT_EQ(load_error(r, "t:\n  i8: 128\n"), "bad.yml:2:7: key 't.i8': expected an integer in [-128, 127], got '128'");
   EXPECT_EQ(load_error(r, "t:\n  u64: -1\n"),
-            "bad.yml:2:8: key 't.u64': expected an integer in [0, 18446744073709551615], got '-1'");
-  EXPECT_EQ(load_error(r, "t:\n  vec: [1, 2x]\n"), "bad.yml:2:12: key 't.vec[1]': expected an integer in [-2147483648, 2147483647], got '2x'");
+            "bad.yml:2:8: key 't.u64': expected a non-negative integer, got '-1'");
+  EXPECT_EQ(load_error(r, "t:\n  vec: [1, 2x]\n"), "bad.yml:2:12: key 't.vec[1]': expected an integer, got '2x'");
   EXPECT_EQ(load_error(r, "t:\n  b: maybe\n"), "bad.yml:2:6: key 't.b': expected a boolean (true/false, yes/no, on/off), got 'maybe'");
   EXPECT_EQ(load_error(r, "t:\n  s: [a]\n"), "bad.yml:2:6: key 't.s': expected a string, got a sequence");
   EXPECT_EQ(load_error(r, "t:\n  ms: 1500us\n"), "bad.yml:2:7: key 't.ms': '1500us' is not a whole number of milliseconds");
@@ -186,9 +186,9 @@ TEST(ConfigTypes, ErrorsInsideNestedContainersAndStructsNameThePath) {
   Registry r;
   AllTypes t(r);
   EXPECT_EQ(load_error(r, "t:\n  nested:\n    primes: [[2], [3, x]]\n"),
-            "bad.yml:3:23: key 't.nested.primes[1][1]': expected an integer in [-2147483648, 2147483647], got 'x'");
+            "bad.yml:3:23: key 't.nested.primes[1][1]': expected an integer, got 'x'");
   EXPECT_EQ(load_error(r, "t:\n  endpoints:\n    eu:\n      - {host: a, port: http}\n"),
-            "bad.yml:4:25: key 't.endpoints.eu[0].port': expected an integer in [-2147483648, 2147483647], got 'http'");
+            "bad.yml:4:25: key 't.endpoints.eu[0].port': expected an integer, got 'http'");
   EXPECT_EQ(load_error(r, "t:\n  endpoint: {host: a}\n"), "bad.yml:2:13: key 't.endpoint': missing required field 'port'");
   EXPECT_EQ(load_error(r, "t:\n  endpoint: {port: 1, hots: a}\n"),
             "bad.yml:2:23: key 't.endpoint': unknown field 'hots' (expected one of: host, port)");

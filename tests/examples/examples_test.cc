@@ -24,6 +24,8 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -259,6 +261,28 @@ TEST(HelloFibers, PrintsWhatHappensAndExitsZero) {
   EXPECT_NE(c.output().find("the answer is 42"), std::string::npos) << c.output();
   EXPECT_NE(c.output().find("caught from a fiber: boom"), std::string::npos) << c.output();
   EXPECT_NE(c.output().find("10 of 10 sleepers"), std::string::npos) << c.output();
+  // The exception reached join(): not a warning, and no "()" for a fiber without a name.
+  EXPECT_EQ(c.output().find("[warning]"), std::string::npos) << c.output();
+  EXPECT_EQ(c.output().find(" ()"), std::string::npos) << c.output();
+}
+
+// The examples' default ports are not the ones `make run` (the shipped conf/) holds, so the two
+// READMEs followed in order do not end in "Address already in use".
+TEST(Examples, DefaultPortsAreNotTheShippedConfsPorts) {
+  std::ifstream conf(std::string(LIONET_SOURCE_DIR) + "/conf/server.yml");
+  const std::string yml((std::istreambuf_iterator<char>(conf)), {});
+  for (const char* ex : {"http_hello.cc", "static_server.cc", "echo_server.cc"}) {
+    std::ifstream src(std::string(LIONET_SOURCE_DIR) + "/examples/" + ex);
+    const std::string code((std::istreambuf_iterator<char>(src)), {});
+    const auto at = code.find("std::atoi(argv[");
+    ASSERT_NE(at, std::string::npos) << ex;
+    const auto colon = code.find(": ", at);
+    const int port = std::atoi(code.c_str() + colon + 1);
+    ASSERT_GT(port, 0) << ex;
+    const std::string p = "127.0.0.1:" + std::to_string(port);
+    EXPECT_TRUE(yml.find(p + "\"") == std::string::npos && yml.find(p + "'") == std::string::npos)
+        << ex << " defaults to port " << port << ", which the shipped conf/ listens on";
+  }
 }
 
 TEST(EchoServer, EchoesEveryConnectionAndExitsZeroOnSigterm) {

@@ -98,8 +98,8 @@ TEST(StackPool, EveryModeProtectsAStack) {
     EXPECT_EQ(s.guard, StackGuard::kNone);
     pool.protect(s);
     EXPECT_NE(s.guard, StackGuard::kNone) << to_string(mode);
-    if (mode == StackProtection::kCanary) EXPECT_EQ(s.guard, StackGuard::kCanary);
-    if (mode == StackProtection::kGuardPage) EXPECT_EQ(s.guard, StackGuard::kPage);
+    if (mode == StackProtection::kCanary) { EXPECT_EQ(s.guard, StackGuard::kCanary); }
+    if (mode == StackProtection::kGuardPage) { EXPECT_EQ(s.guard, StackGuard::kPage); }
     EXPECT_TRUE(lionet::stack_canary_intact(s));
     static_cast<char*>(s.bottom)[s.size - 1] = 1;  // the stack itself is writable
     pool.release(s);

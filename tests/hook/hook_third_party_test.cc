@@ -310,7 +310,7 @@ TEST(HookThirdParty, Libpq100FibersPgSleepOnOneWorkerOfTheDefaultRuntime) {
   char tmpl[] = "/tmp/lionet-pg-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  if (::geteuid() == 0) ASSERT_EQ(run_quiet({"chown", "postgres:postgres", dir}), 0);
+  if (::geteuid() == 0) { ASSERT_EQ(run_quiet({"chown", "postgres:postgres", dir}), 0); }
   ASSERT_EQ(run_quiet(as_postgres({bin + "/initdb", "-D", dir + "/data", "-A", "trust", "-U", "postgres",
                                    "--no-sync", "-E", "UTF8"})),
             0)

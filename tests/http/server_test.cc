@@ -339,6 +339,25 @@ TEST_F(ServerTest, LimitsAndMalformedRequestsAnswerAndClose) {
   EXPECT_EQ(out.find("hello world"), std::string::npos) << out;
 }
 
+// Someone typing into `nc` without -C sends bare LF line ends. They are refused (RFC 9112 2.2
+// allows either; refusing keeps one framing rule for every line, chunk sizes included), but
+// with the reason in the answer, and the operator sees one info line naming the client.
+TEST_F(ServerTest, BareLfIsRefusedWithTheReasonAndTheRejectionIsLogged) {
+  auto ts = start({});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the rejection log's 1 s window
+  testing::internal::CaptureStdout();
+  RawClient rc(ts->port());
+  ASSERT_TRUE(rc.send("GET /hello HTTP/1.1\nHost: h\n\n"));
+  const std::string out = rc.read_until_closed();
+  const std::string log = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out.substr(0, 24), "HTTP/1.1 400 Bad Request") << out;
+  EXPECT_NE(out.find("Bad Request: line not ended by CRLF (a bare LF; send CRLF line endings, e.g. nc -C)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(log.find("rejected a request from 127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("400 Bad Request: line not ended by CRLF"), std::string::npos) << log;
+}
+
 TEST_F(ServerTest, ExpectContinue) {
   auto ts = start();
   {

@@ -146,7 +146,7 @@ void check_all_sizes(bool tls) {
                                 (std::string_view(mode) == "auto" && kSizes[i].bytes >= (64 << 10) &&
                                  kSizes[i].bytes < (1 << 20));
         EXPECT_EQ(r->chunked, chunked_expected) << path;
-        if (!chunked_expected) EXPECT_EQ(r->header("Content-Length"), std::to_string(kSizes[i].bytes)) << path;
+        if (!chunked_expected) { EXPECT_EQ(r->header("Content-Length"), std::to_string(kSizes[i].bytes)) << path; }
       }
     }
   });

@@ -46,7 +46,7 @@ TEST(Address, RejectsMalformedInput) {
                           "[127.0.0.1]:80x"}) {
     auto r = Address::parse(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_EQ(r.error(), std::errc::invalid_argument) << bad;
+    if (!r.ok()) { EXPECT_EQ(r.error(), std::errc::invalid_argument) << bad; }
   }
   std::string long_path = "unix:/" + std::string(200, 'x');
   EXPECT_FALSE(Address::parse(long_path).ok());

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -236,5 +238,29 @@ TEST(Scheduler, PinGuardKeepsAFiberOnItsWorkerAcrossParks) {
     }));
   }
   for (auto& h : hs) EXPECT_EQ(h.join(), 0);
+}
+}  // namespace
+
+namespace {
+// An exception that join() hands to the caller is not a warning; one that nobody can receive
+// is, naming the fiber as `fiber N "name"` (or `fiber N` without a name: no "()").
+TEST(SchedulerExceptions, WarnedOnlyWhenNoJoinerReceivesThem) {
+  lionet::Scheduler s({.threads = 1});
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  auto joined = s.spawn([]() -> int { throw std::runtime_error("for the joiner"); });
+  EXPECT_THROW(joined.join(), std::runtime_error);
+  s.spawn_detached([] { throw std::runtime_error("detached and lost"); });
+  s.spawn_detached([] { throw std::runtime_error("named and lost"); }, {.name = "worker-x"});
+  auto dropped = s.spawn([]() -> int { throw std::runtime_error("handle dropped"); });
+  while (!dropped.done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  dropped = {};  // dropped without join()
+  s.stop();
+  const std::string out = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.find("for the joiner"), std::string::npos) << out;
+  EXPECT_NE(out.find("ended with an uncaught exception: detached and lost"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"worker-x\" ended with an uncaught exception: named and lost"), std::string::npos) << out;
+  EXPECT_NE(out.find("ended with an uncaught exception: handle dropped"), std::string::npos) << out;
+  EXPECT_EQ(out.find(" ()"), std::string::npos) << out;
 }
 }  // namespace

@@ -161,7 +161,7 @@ TEST_F(AbuseTest, RandomBytesAfterTheHandshakeCloseOnlyThatConnection) {
     char b[64];
     auto r = c.read(b, sizeof b);  // the server's alert, then its close
     ASSERT_TRUE(!r || *r == 0);
-    if (!r) EXPECT_NE(r.error(), std::errc::timed_out) << "the server did not close the connection";
+    if (!r) { EXPECT_NE(r.error(), std::errc::timed_out) << "the server did not close the connection"; }
   });
   std::lock_guard lk(mu_);
   EXPECT_TRUE(handshake_errors_.empty());

@@ -56,7 +56,10 @@ inline std::string value_for(int64_t offset, std::size_t max_len = 300) {
   }
   return v;
 }
-inline std::string key_for(int64_t offset) { return "k" + std::to_string(offset); }
+inline std::string key_for(int64_t offset) {
+  std::string k = "k";  // not "k" + to_string(): gcc 12's -Wrestrict false positive (bug 105651)
+  return k += std::to_string(offset);
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -107,7 +107,6 @@ class ReapedContext {
   FileEngine* const engine_;
   std::atomic<int64_t> inflight_{0};     // writers: submitters (+), the reaper (-)
   std::atomic<bool> reaper_active_{false};
-  unsigned reap_batch_ = 64;
   friend class ReapedEngineBase;
 };
 
