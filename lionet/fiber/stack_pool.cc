@@ -182,11 +182,14 @@ void StackPool::Impl::trim_batch(std::vector<Stack>& batch) noexcept {
   }
 }
 
-StackPool::StackPool(StackPoolOptions options)
-    : impl_(new Impl), stack_size_(round_to_pages(options.stack_size < 16384 ? 16384 : options.stack_size)) {
-  impl_->opts = options;
-  impl_->stride = stack_size_ + page_size();
+std::size_t StackPool::usable_size(std::size_t requested) noexcept {
+  return round_to_pages(requested < 16384 ? 16384 : requested);
+}
+std::size_t StackPool::stride(std::size_t requested) noexcept { return usable_size(requested) + page_size(); }
 
+StackPool::StackPool(StackPoolOptions options) : impl_(new Impl), stack_size_(usable_size(options.stack_size)) {
+  impl_->opts = options;
+  impl_->stride = stride(options.stack_size);
 }
 
 StackPool::~StackPool() {

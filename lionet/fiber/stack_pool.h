@@ -109,6 +109,10 @@ class StackPool {
   void protect(Stack& s) noexcept;
 
   std::size_t stack_size() const noexcept { return stack_size_; }
+  // Usable bytes and address space (usable + its guard/slack page) of a stack of a pool made
+  // with StackPoolOptions::stack_size = requested.
+  static std::size_t usable_size(std::size_t requested) noexcept;
+  static std::size_t stride(std::size_t requested) noexcept;
   // Stacks currently carved (in use or cached).
   std::size_t mapped() const noexcept;
   // cached counts the pool's own free stacks only: add the StackCaches' cached() in front of it.
@@ -144,7 +148,6 @@ class StackCache {
   }
   // Any thread (a statistic: stale once read).
   std::size_t cached() const noexcept { return count_.load(std::memory_order_relaxed); }
-  StackPool& pool() noexcept { return pool_; }
 
  private:
   std::size_t refill() noexcept;  // returns the new count

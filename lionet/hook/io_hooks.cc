@@ -35,12 +35,9 @@ namespace {
 // In an active fiber the fd is classified and made non-blocking in the kernel on first use.
 // call: the hooked function's name, for the warning when the scheduler has no IO driver.
 FdEntry* blocking_entry(int fd, const char* call) noexcept {
-  if (!io_active()) {
-    warn_io_off(call, fd);
-    FdEntry* e = fd_table().find(fd);
-    return e && e->emulates_blocking() ? e : nullptr;
-  }
-  FdEntry* e = fd_table().managed(fd, /*make_nonblock=*/true);
+  const bool io = io_active() != nullptr;
+  if (!io) warn_io_off(call, fd);
+  FdEntry* e = io ? fd_table().managed(fd, /*make_nonblock=*/true) : fd_table().find(fd);
   return e && e->emulates_blocking() ? e : nullptr;
 }
 

@@ -3,11 +3,10 @@
 #include "lionet/http/detail/connection.h"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cstring>
 
-#include "lionet/base/clock.h"
+#include "lionet/base/log_limiter.h"
 #include "lionet/http/detail/date_cache.h"
 #include "lionet/http/status.h"
 #include "lionet/log/log.h"
@@ -41,20 +40,11 @@ void append_content_length(std::string& out, uint64_t n) {
 // One info line per rejected request (400, 408, 413, 431, ...), at most one a second for the
 // whole process: a flood of bad requests cannot flood the log. The lines held back are counted
 // into the next one.
-struct RejectLog {
-  std::atomic<int64_t> last_ns{0};
-  std::atomic<uint64_t> held{0};
-};
-RejectLog g_reject_log;
+LogLimiter g_reject_log;
 
 void log_rejected(const ConnectionInfo* info, int status, std::string_view reason) noexcept {
-  const int64_t t = monotonic_ns();
-  int64_t last = g_reject_log.last_ns.load(std::memory_order_relaxed);
-  if (t - last < 1'000'000'000 || !g_reject_log.last_ns.compare_exchange_strong(last, t)) {
-    g_reject_log.held.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const uint64_t more = g_reject_log.held.exchange(0, std::memory_order_relaxed);
+  uint64_t more = 0;
+  if (!g_reject_log.admit(more)) return;
   std::string peer = "?";
   if (info && info->socket)
     if (auto a = info->socket->peer_address()) peer = a->to_string();

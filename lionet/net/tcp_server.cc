@@ -88,17 +88,6 @@ void TcpServer::accept_loop(Listener* l) noexcept {
   }
 }
 
-bool TcpServer::LogLimiter::admit(uint64_t& more) noexcept {
-  int64_t t = monotonic_ns();
-  int64_t last = last_ns.load(std::memory_order_relaxed);
-  if (t - last < 1'000'000'000 || !last_ns.compare_exchange_strong(last, t)) {
-    suppressed.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  more = suppressed.exchange(0, std::memory_order_relaxed);
-  return true;
-}
-
 void TcpServer::log_accept_error(int err) noexcept {
   uint64_t more = 0;
   if (!accept_log_.admit(more)) return;

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/log_limiter.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/socket_stream.h"
@@ -155,12 +156,7 @@ class TcpServer {
   std::atomic<bool> stopping_{false};  // release by stop(), acquire by acceptors and handlers
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
-  // One log line per second at most; the lines held back are counted into the next one.
-  struct LogLimiter {
-    std::atomic<int64_t> last_ns{0};
-    std::atomic<uint64_t> suppressed{0};
-    bool admit(uint64_t& more) noexcept;  // true: log now, `more` held back since the last line
-  };
+  // One log line per second at most for each; the events held back are counted into the next.
   LogLimiter accept_log_;  // accept errors
   LogLimiter spawn_log_;   // connections closed for want of a fiber
   std::atomic<uint64_t> spawn_failures_{0};

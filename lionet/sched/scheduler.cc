@@ -75,7 +75,6 @@
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -225,9 +224,9 @@ std::string thread_name(const std::string& base, int index) {
 }
 }  // namespace
 
-std::size_t stack_stride(const SchedulerOptions& o) noexcept {
-  StackPool probe({.stack_size = o.stack_size});  // maps nothing until used
-  return probe.stack_size() + static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+// SchedulerOptions::threads with 0 resolved to the CPU count.
+int resolved_threads(const SchedulerOptions& o) noexcept {
+  return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // max_stack_memory counts live fibers' stacks (checked in submit()); the mappings may go beyond
@@ -235,10 +234,10 @@ std::size_t stack_stride(const SchedulerOptions& o) noexcept {
 // idle in one worker's cache never make a spawn fail.
 std::size_t stack_mapping_cap(const SchedulerOptions& o) noexcept {
   if (!o.max_stack_memory) return 0;
-  const std::size_t threads =
-      o.threads > 0 ? static_cast<std::size_t>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t slack = threads * (o.stack_cache_per_worker + 2 * Worker::kStackCreditBatch);
-  return (o.max_stack_memory / stack_stride(o) + slack) * stack_stride(o);
+  const std::size_t stride = StackPool::stride(o.stack_size);
+  const std::size_t slack =
+      static_cast<std::size_t>(resolved_threads(o)) * (o.stack_cache_per_worker + 2 * Worker::kStackCreditBatch);
+  return (o.max_stack_memory / stride + slack) * stride;
 }
 
 [[gnu::noinline]] Worker* current_worker() noexcept {
@@ -559,10 +558,9 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
                                   .protection = opts.stack_protection,
                                   .guard_page_budget = opts.stack_guard_page_budget,
                                   .max_reserved_bytes = stack_mapping_cap(opts)}),
-      stack_budget(opts.max_stack_memory ? std::max<std::size_t>(1, opts.max_stack_memory / stack_stride(opts)) : 0),
+      stack_budget(opts.max_stack_memory ? std::max<std::size_t>(1, opts.max_stack_memory / StackPool::stride(opts.stack_size)) : 0),
       idle_state(0) {
-  int n = opts.threads;
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n = resolved_threads(opts);
   LIONET_CHECK(n <= 4096, "SchedulerOptions::threads must be at most 4096");
   const_cast<SchedulerOptions&>(opts).threads = n;
   for (int i = 0; i < n; ++i) workers.push_back(std::make_unique<Worker>(this, i, stack_pool));
