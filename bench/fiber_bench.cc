@@ -15,6 +15,8 @@
 //                                  a counter) and yields until all have run; ns per fiber
 //                                  covers spawn, first run, completion and reclaim.
 //   BM_FiberSpawnJoin/N/threads:T  the same, but every fiber is joined through its handle.
+//   BM_FiberSpawnJoinNoRegistry/1000/1  the same with SchedulerOptions::fiber_registry off: the
+//                                  cost of listing fibers for dumps.
 //   BM_FiberSwitch/N/threads:T     N fibers each yield 1000 times; ns per switch.
 //   BM_FiberSwitchCanary/1000/1    the same with canary-protected stacks (fiber.stack_protection:
 //                                  canary): what the canary check adds per switch.
@@ -77,6 +79,7 @@
 #include <thread>
 #include <vector>
 
+#include "lionet/fiber/detail/context.h"
 #include "lionet/sched/scheduler.h"
 
 namespace {
@@ -114,8 +117,10 @@ void fail(benchmark::State& state, const std::string& why) {
 // built once per benchmark run, outside the timed region.
 template <class Body>
 void run_in_driver_fiber(benchmark::State& state, int threads, Body&& body,
-                         lionet::StackProtection protection = lionet::StackProtection::kAuto) {
-  lionet::Scheduler sched(lionet::SchedulerOptions{.threads = threads, .stack_protection = protection, .name = "bench"});
+                         lionet::StackProtection protection = lionet::StackProtection::kAuto, bool registry = true) {
+  lionet::SchedulerOptions o{.threads = threads, .stack_protection = protection, .name = "bench"};
+  o.fiber_registry = registry;
+  lionet::Scheduler sched(std::move(o));
   try {
     sched.spawn([&] { body(sched); }).join();
   } catch (const std::exception& e) {
@@ -144,7 +149,7 @@ void BM_FiberCreation(benchmark::State& state) {
   set_op_counters(state, n);
 }
 
-void BM_FiberSpawnJoin(benchmark::State& state) {
+void fiber_spawn_join(benchmark::State& state, bool registry) {
   const int n = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
   run_in_driver_fiber(state, threads, [&](lionet::Scheduler& sched) {
@@ -159,9 +164,13 @@ void BM_FiberSpawnJoin(benchmark::State& state) {
     if (sum != static_cast<int64_t>(state.iterations()) * n * (n - 1) / 2) {
       fail(state, "BM_FiberSpawnJoin: wrong sum of results");
     }
-  });
+  }, lionet::StackProtection::kAuto, registry);
   set_op_counters(state, n);
 }
+
+void BM_FiberSpawnJoin(benchmark::State& state) { fiber_spawn_join(state, true); }
+// The same with SchedulerOptions::fiber_registry off: what listing fibers for dumps costs.
+void BM_FiberSpawnJoinNoRegistry(benchmark::State& state) { fiber_spawn_join(state, false); }
 
 void fiber_switch(benchmark::State& state, lionet::StackProtection protection) {
   const int n = static_cast<int>(state.range(0));
@@ -265,6 +274,24 @@ void BM_RawFcontextRoundTrip(benchmark::State& state) {
   ctx = bctx::detail::jump_fcontext(ctx, nullptr).fctx;  // enter once; it jumps straight back
   for (auto _ : state) ctx = bctx::detail::jump_fcontext(ctx, nullptr).fctx;
   // The context is parked inside its loop and owns nothing on its stack: just free the stack.
+  alloc.deallocate(sc);
+  set_op_counters(state, 1);
+}
+
+// LioNet's own switch primitive (lionet/fiber/detail/context.h; Boost's fcontext where it has
+// none), driven exactly like BM_RawFcontextRoundTrip above.
+void lionet_raw_entry(lionet::detail::Transfer t) {
+  for (;;) t = lionet::detail::raw_switch(t.from_ctx, nullptr);
+}
+
+void BM_RawLionetRoundTrip(benchmark::State& state) {
+  bctx::fixedsize_stack alloc(kStackSize);
+  bctx::stack_context sc = alloc.allocate();
+  lionet::detail::ExecutionContext ec;
+  lionet::detail::make_context(ec, static_cast<char*>(sc.sp) - sc.size, sc.size, lionet_raw_entry);
+  void* ctx = lionet::detail::raw_switch(ec.fctx, nullptr).from_ctx;  // enter once; it comes straight back
+  for (auto _ : state) ctx = lionet::detail::raw_switch(ctx, nullptr).from_ctx;
+  lionet::detail::destroy_context(ec);
   alloc.deallocate(sc);
   set_op_counters(state, 1);
 }
@@ -562,17 +589,19 @@ void thread_counts(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_RawFcontextRoundTrip)->UseRealTime();
+BENCHMARK(BM_RawLionetRoundTrip)->UseRealTime();
 BENCHMARK(BM_RawFiberRoundTrip)->UseRealTime();
 BENCHMARK(BM_RawCallccRoundTrip)->UseRealTime();
 BENCHMARK(BM_FiberCreation)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSpawnJoin)->Apply(fiber_shapes)->UseRealTime();
-BENCHMARK(BM_FiberSwitch)->Apply(fiber_shapes)->UseRealTime();
+BENCHMARK(BM_FiberSpawnJoinNoRegistry)->Args({1000, 1})->ArgNames({"", "threads"})->UseRealTime();
+BENCHMARK(BM_FiberSwitch)->Args({10, 1})->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSwitchCanary)->Args({1000, 1})->ArgNames({"", "threads"})->UseRealTime();
 BENCHMARK(BM_FiberCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_ThreadsCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_BoostFiberCreation)->Apply(fiber_shapes)->UseManualTime();
 BENCHMARK(BM_BoostFiberCreationDefaultStack)->Args({1000, 1})->ArgNames({"", "threads"})->UseManualTime();
-BENCHMARK(BM_BoostFiberSwitch)->Apply(fiber_shapes)->UseManualTime();
+BENCHMARK(BM_BoostFiberSwitch)->Args({10, 1})->Apply(fiber_shapes)->UseManualTime();
 
 // ---------------------------------------------------------------------------------------
 // Reporting: the console table as usual, plus ns/op per run collected for the RESULT line.
@@ -642,19 +671,30 @@ void print_result_line(const CollectingReporter& rep) {
   const auto cpu16 = rep.get("BM_FiberCpuBound/threads:16");
   const auto thr1 = rep.get("BM_ThreadsCpuBound/threads:1");
   const auto thr2 = rep.get("BM_ThreadsCpuBound/threads:2");
+  const auto switch10_ns = rep.get("BM_FiberSwitch/10/threads:1");
+  const auto spawn_join_noreg_ns = rep.get("BM_FiberSpawnJoinNoRegistry/1000/threads:1");
+  // NaN (printed "na") when either is missing; a plain double: gcc 12 warns falsely on an optional here.
+  const double registry_cost_pct = spawn_join_ns && spawn_join_noreg_ns && *spawn_join_noreg_ns > 0
+                                       ? (*spawn_join_ns / *spawn_join_noreg_ns - 1) * 100
+                                       : std::nan("");
 
   std::printf(
       "RESULT switch_ns=%s create_ns=%s spawn_join_ns=%s raw_half_roundtrip_ns=%s "
       "boost_fiber_switch_ns=%s boost_fiber_create_ns=%s switch_ratio_vs_raw_half=%s "
       "create_ratio_vs_boost=%s mt2_speedup=%s mt16_vs_mt2=%s "
       "boost_fiber_create_default_stack_ns=%s spawn_join_ratio_vs_boost=%s switch_ratio_vs_boost=%s "
-      "raw_fiber_roundtrip_ns=%s raw_callcc_roundtrip_ns=%s threads_ref_mt2_speedup=%s errors=%d\n",
+      "raw_fiber_roundtrip_ns=%s raw_callcc_roundtrip_ns=%s threads_ref_mt2_speedup=%s "
+      "switch10_ns=%s switch10_ratio_vs_raw_half=%s raw_lionet_roundtrip_ns=%s registry_cost_pct=%s "
+      "threads_ref_mt16_vs_mt2=%s errors=%d\n",
       fmt(switch_ns).c_str(), fmt(create_ns).c_str(), fmt(spawn_join_ns).c_str(), fmt(raw_half).c_str(),
       fmt(boost_switch_ns).c_str(), fmt(boost_create_ns).c_str(), fmt(div(switch_ns, raw_half)).c_str(),
       fmt(div(boost_create_ns, create_ns)).c_str(), fmt(div(cpu1, cpu2)).c_str(), fmt(div(cpu2, cpu16)).c_str(),
       fmt(boost_create_default_stack_ns).c_str(), fmt(div(boost_create_ns, spawn_join_ns)).c_str(),
       fmt(div(boost_switch_ns, switch_ns)).c_str(), fmt(rep.get("BM_RawFiberRoundTrip")).c_str(),
-      fmt(rep.get("BM_RawCallccRoundTrip")).c_str(), fmt(div(thr1, thr2)).c_str(), g_errors.load());
+      fmt(rep.get("BM_RawCallccRoundTrip")).c_str(), fmt(div(thr1, thr2)).c_str(), fmt(switch10_ns).c_str(),
+      fmt(div(switch10_ns, raw_half)).c_str(), fmt(rep.get("BM_RawLionetRoundTrip")).c_str(),
+      fmt(registry_cost_pct).c_str(), fmt(div(thr2, rep.get("BM_ThreadsCpuBound/threads:16"))).c_str(),
+      g_errors.load());
   std::fflush(stdout);
 }
 

@@ -48,7 +48,7 @@ AppConfig define_config(config::Registry& r) {
                     "must be 1 to 12 characters (Linux thread names hold 15)"));
   c.scheduler_local_queue_capacity = r.define<std::size_t>(
       "scheduler.local_queue_capacity", sd.local_queue_capacity,
-      "Capacity of each worker's local run queue (a power of two); overflow spills to the inject queue.",
+      "Capacity of each worker's stealable run queue (a power of two); overflow stays with the worker and is shared when another worker idles.",
       config::all(config::range(std::size_t{2}, std::size_t{1} << 20),
                   config::check(power_of_two, "must be a power of two")));
   c.fiber_stack_size = r.define<std::size_t>(

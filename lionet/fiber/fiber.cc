@@ -12,9 +12,6 @@ namespace {
 // Ids are never reused; relaxed: uniqueness needs only atomicity, not ordering.
 std::atomic<uint64_t> g_next_id{1};
 
-// The running fiber of this thread. Read through a non-inlined function with a compiler barrier
-// so that no caller can keep a value (or this variable's address) from before a switch.
-thread_local Fiber* t_current = nullptr;
 
 uint64_t fiber_id_for_log() noexcept {
   Fiber* f = current_fiber();
@@ -89,6 +86,74 @@ void note_wait(WaitKind kind, const void* object, uint32_t arg) noexcept {
   if (Fiber* f = current_fiber()) f->wait_.set(kind, reinterpret_cast<uintptr_t>(object), arg);
 }
 
+namespace {
+constexpr std::size_t kObjectClassBytes = 64;
+constexpr std::size_t kObjectClasses = 16;  // objects up to 1 KiB are cached
+
+// Set once this thread's cache is destroyed (thread exit): later frees go to the allocator.
+constinit thread_local bool t_object_cache_gone = false;
+
+// Recently freed Fiber objects of this thread, per size class (fiber.h). Owner-thread only.
+struct ObjectCache {
+  struct Node {
+    Node* next;
+  };
+  Node* head[kObjectClasses] = {};
+  uint32_t count[kObjectClasses] = {};
+  ~ObjectCache() {
+    t_object_cache_gone = true;
+    for (std::size_t c = 0; c < kObjectClasses; ++c) {
+      while (Node* n = head[c]) {
+        head[c] = n->next;
+        ::operator delete(n, (c + 1) * kObjectClassBytes);
+      }
+    }
+  }
+};
+thread_local ObjectCache t_object_cache;
+
+constexpr std::size_t object_class(std::size_t size) noexcept { return (size - 1) / kObjectClassBytes; }
+}  // namespace
+
+// Sanitizer builds use the allocator directly, so that ASan sees every use after free.
+#ifdef LIONET_CONTEXT_ANNOTATED
+void* Fiber::operator new(std::size_t size) { return ::operator new(size); }
+void Fiber::operator delete(void* p, std::size_t size) noexcept { ::operator delete(p, size); }
+#else
+void* Fiber::operator new(std::size_t size) {
+  const std::size_t c = object_class(size);
+  if (c >= kObjectClasses || t_object_cache_gone) return ::operator new(size);
+  ObjectCache& cache = t_object_cache;
+  if (ObjectCache::Node* n = cache.head[c]) {
+    cache.head[c] = n->next;
+    --cache.count[c];
+    return n;
+  }
+  return ::operator new((c + 1) * kObjectClassBytes);
+}
+
+void Fiber::operator delete(void* p, std::size_t size) noexcept {
+  const std::size_t c = object_class(size);
+  if (c >= kObjectClasses) {
+    ::operator delete(p, size);
+    return;
+  }
+  if (t_object_cache_gone) {
+    ::operator delete(p, (c + 1) * kObjectClassBytes);
+    return;
+  }
+  ObjectCache& cache = t_object_cache;
+  if (cache.count[c] >= kObjectCacheDepth) {
+    ::operator delete(p, (c + 1) * kObjectClassBytes);
+    return;
+  }
+  auto* n = static_cast<ObjectCache::Node*>(p);
+  n->next = cache.head[c];
+  cache.head[c] = n;
+  ++cache.count[c];
+}
+#endif
+
 Fiber::Fiber(int pinned_worker) noexcept : id_(next_fiber_id()), pinned_worker_(pinned_worker) {}
 
 Fiber::~Fiber() {
@@ -116,14 +181,16 @@ void Fiber::set_local(size_t slot, void* value, void (*deleter)(void*)) {
   local_deleters_[slot].fn = deleter;
 }
 
+namespace detail {
+constinit thread_local Fiber* t_current_fiber = nullptr;
+}  // namespace detail
+
+// Read through a non-inlined function with a compiler barrier so that no caller can keep a value
+// (or this variable's address) from before a switch.
 [[gnu::noinline]] Fiber* current_fiber() noexcept {
   asm volatile("" ::: "memory");  // not `pure`: the value changes across switches
-  return t_current;
+  return detail::t_current_fiber;
 }
-
-namespace detail {
-void set_current_fiber(Fiber* f) noexcept { t_current = f; }
-}  // namespace detail
 }  // namespace lionet
 
 namespace lionet::detail {

@@ -233,7 +233,7 @@ struct IOManager::Impl {
 
   int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept;
   void cancel_waiters() noexcept;  // every waiter of every fd, with ECANCELED
-  void run(TimePoint deadline) noexcept;
+  int run(TimePoint deadline) noexcept;  // events dispatched
   void dispatch(const ReactorEvent& ev) noexcept;
   void cancel(int fd) noexcept;
   // Arms the directions with waiters that are not armed; on failure wakes those waiters with
@@ -323,9 +323,10 @@ void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
   rearm(ev.fd, *e);
 }
 
-void IOManager::Impl::run(TimePoint deadline) noexcept {
+int IOManager::Impl::run(TimePoint deadline) noexcept {
   const int n = reactor->wait(events.data(), static_cast<int>(events.size()), deadline);
   for (int i = 0; i < n; ++i) dispatch(events[i]);
+  return n;
 }
 
 void IOManager::Impl::cancel(int fd) noexcept {
@@ -442,6 +443,6 @@ IOManager* IOManager::current() noexcept {
 }
 
 void IOManager::wait(TimePoint deadline) noexcept { impl_->run(deadline); }
-void IOManager::poll() noexcept { impl_->run(TimePoint::min()); }
+bool IOManager::poll() noexcept { return impl_->run(TimePoint::min()) > 0; }
 void IOManager::wake() noexcept { impl_->reactor->wake(); }
 }  // namespace lionet

@@ -87,7 +87,7 @@ class IOManager final : public Driver {
 
   // lionet::Driver (called by the scheduler only).
   void wait(TimePoint deadline) noexcept override;
-  void poll() noexcept override;
+  bool poll() noexcept override;
   void wake() noexcept override;
 
  private:

@@ -6,7 +6,8 @@
 //
 // Contract with the scheduler (see scheduler.cc, protocol 8):
 // - At most one worker is inside wait() or poll() at a time (the "poller").
-// - wait() blocks until an event, the deadline, or wake(); poll() never blocks.
+// - wait() blocks until an event, the deadline, or wake(); poll() never blocks and says whether
+//   it delivered any event (a busy worker polls less often while polls come back empty).
 // - Both may call Parker::unpark() (the woken fibers go to the polling worker's queue).
 // - wake() is thread-safe and may be called before wait() starts: the next wait() returns
 //   at once (e.g. an eventfd that stays readable until drained).
@@ -43,7 +44,7 @@ class Driver {
  public:
   virtual ~Driver() = default;
   virtual void wait(TimePoint deadline) noexcept = 0;
-  virtual void poll() noexcept = 0;
+  virtual bool poll() noexcept = 0;
   virtual void wake() noexcept = 0;
   virtual void cancel_all() noexcept {}
 };

@@ -62,6 +62,8 @@ void snapshot_shard(const FiberRegistryShard& shard, std::vector<FiberInfo>& out
     out.reserve(base + room);
     bool overflow = false;
     shard.for_each([&](const Fiber& f) {
+      // Finished, still listed until the worker that listed it takes it back (hand-back).
+      if (f.state() == FiberState::kDone) return true;
       if (out.size() == base + room) {
         overflow = room < max_fibers - base;  // at the global cap it is just truncation
         return false;

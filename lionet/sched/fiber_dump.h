@@ -14,11 +14,15 @@
 // io/ and sched/ fill just before parking.
 //
 // Consistency: callable from any thread (a plain thread, or a fiber of any scheduler) at any
-// time, concurrently with fibers spawning and exiting: each shard's lock is held while its
-// fibers' records are copied, and a fiber leaves its shard under that lock before its memory
-// can be freed. The picture may be slightly stale and not one instant across shards.
-// Cost while dumping: each shard's lock is held for a copy of ~100 bytes per fiber (tens of
-// ns each), which delays spawns and exits on that worker meanwhile; switches never wait.
+// time, concurrently with fibers spawning and exiting: each shard is held (its reader lock;
+// for a worker's shard also a membarrier(2) that makes the owner wait, fiber_registry.h) while
+// its fibers' records are copied, and a fiber leaves its shard that way before its memory can
+// be freed. Fibers that finished on another worker stay listed, as done, until their own
+// worker takes them back; dumps skip them. The picture may be slightly stale and not one
+// instant across shards.
+// Cost while dumping: one membarrier per worker (microseconds: an interrupt on every CPU
+// running a thread of the process) and a copy of ~100 bytes per fiber (tens of ns each), which
+// delays spawns and exits on that worker meanwhile; switches never wait.
 #pragma once
 
 #include <cstddef>

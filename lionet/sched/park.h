@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/spinlock.h"
 
 namespace lionet {
 class Fiber;
@@ -43,6 +44,13 @@ class Parker {
 
 // Parks the current fiber (or thread) until an unpark(); see the protocol above.
 void park() noexcept;
+
+// Parks like park() and releases `lock`, which the caller holds, once the fiber has switched
+// out (on a plain thread: releases, then parks). For a primitive whose wakers find their waiter
+// only under that lock (a channel's wait queue): no unpark can then arrive before the fiber is
+// PARKED, so the park needs no atomic read-modify-write (one locked instruction less per wait).
+// Every party that may unpark this waiter must hold `lock` when it takes the waiter.
+void park_and_unlock(SpinLock& lock) noexcept;
 
 // A timed wait that cannot lose or double a wake-up. The waiter constructs a WaitClaim on its
 // stack, publishes it (e.g. in a primitive's wait list), then calls wait(). Any number of

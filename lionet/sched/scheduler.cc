@@ -2,23 +2,40 @@
 //
 // PROTOCOLS (written once, here, where they run)
 //
-// 1. Switching. Every switch goes through Worker::switch_fiber / run_fiber / finish_current
-//    and carries a SwitchMsg{prev, action} on the stack of the context that leaves. The
-//    context that resumes (on_resumed) stores the saved fcontext into prev, then performs
-//    the action: kRequeue (yield) pushes prev to the tail of the local queue; kPark moves prev
-//    RUNNING -> PARKED unless an unpark already set NOTIFIED, in which case prev is requeued;
-//    kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the scheduler's
-//    reference. Doing this on the far side of the jump is what makes it safe: prev is not
-//    visible to any other worker until its context is saved. Fibers switch directly to the
-//    next runnable fiber (one jump); the worker's main loop is entered only when the worker
-//    has nothing local to run.
+// 1. Switching. Every switch goes through Worker::switch_away / yield_current / run_fiber /
+//    finish_current and carries a SwitchMsg{worker, prev, action, lock} on the stack of the
+//    context that leaves. The context that resumes (on_resumed, inlined into each switch) takes
+//    its worker from the message (no thread-local read after a jump), stores the saved context
+//    into prev, then performs the action: kRequeue (yield) appends prev to the worker's private
+//    FIFO; kPark moves prev RUNNING -> PARKED by CAS unless an unpark already set NOTIFIED, in
+//    which case prev is requeued; kParkUnlock (park_and_unlock) stores PARKED and then releases
+//    the caller's lock, under which every waker must find its waiter, so no unpark can race
+//    with it; kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the
+//    scheduler's reference. Doing this on the far side of the jump is what makes it safe: prev
+//    is not visible to any other worker until its context is saved. Fibers switch directly to
+//    the next runnable fiber (one jump, through fiber/detail/context.h's raw switch, inlined);
+//    the worker's main loop is entered only when the worker has nothing local to run. The yield
+//    and park paths read the worker's thread-local once, before their jump, and never after.
 //
 // 2. Run queues (per worker, in order of preference): a LIFO slot for fibers woken by the
 //    running fiber (message-passing latency; at most kMaxLifoStreak consecutive uses, so two
-//    fibers waking each other cannot starve the rest), pinned fibers, then the local FIFO ring
-//    (detail/local_queue.h). Every kInjectCheckInterval ticks the inject queue is looked at
-//    first, so outside submissions are never starved by a busy local queue. A full ring spills
-//    half of itself into the inject queue. Idle workers steal half of a random victim's ring.
+//    fibers waking each other cannot starve the rest), pinned fibers, the local ring
+//    (detail/local_queue.h: spawns and wake-ups, stealable), then `mine`: an owner-only
+//    intrusive FIFO (no atomics) of fibers this worker requeued itself (yields, parks that an
+//    unpark beat) and of ring overflow. A yield thus goes behind everything runnable here; each
+//    slow tick gives `mine` one turn ahead of the ring, so a yielder waits at most
+//    kSlowTickInterval scheduling points per fiber ahead of it. `mine` is invisible to thieves:
+//    at each slow tick, if another worker is idle (a relaxed look at idle_state), its older
+//    half moves into the ring and, if nobody is searching, one sleeper is woken (publish_mine;
+//    the ring push comes before notify_parked's fence, so protocol 3/4's Dekker pair holds).
+//    A wake after which no thief took anything from us doubles the wait before the next (at
+//    most kPublishBackoffMax slow ticks), reset once a steal from us is seen or every worker
+//    is busy. A missed hint costs
+//    parallelism, never a fiber: `mine` is always run by its owner. Every kInjectCheckEvery
+//    slow ticks the inject queue is looked at first (one fiber), so outside submissions are
+//    never starved by a busy worker. Idle workers steal half of a random victim's ring.
+//    The slow tick (every kSlowTickInterval scheduling points) also refreshes the coarse
+//    clock, fires due timers and may poll the driver (8).
 //
 // 3. Wake-up (no thundering herd). idle_state packs (searching << 16) | unparked. A push of
 //    new work on a multi-worker scheduler (spawn, wake-up, submission from outside) issues a
@@ -33,7 +50,9 @@
 //    the work. It then sleeps on its futex word until woken or until its earliest timer is due.
 //
 // 5. Fiber park/unpark (park.cc): one atomic state word with a NOTIFIED bit, so an unpark that
-//    arrives while the fiber is still switching out is kept, never lost.
+//    arrives while the fiber is still switching out is kept, never lost. An unpark that finds
+//    PARKED (acquire) stores RUNNABLE: a parked fiber has exactly one unparker and nobody else
+//    writes its state, so no RMW is needed there (debug builds CAS, to catch a double unpark).
 //
 // 6. Shutdown. stop() sets `stopping` (seq_cst) and wakes every worker. Workers keep running
 //    fibers; a worker that finds nothing to do and sees alive() == 0 wakes the others and
@@ -56,9 +75,13 @@
 //    wake_word are a Dekker pair, both seq_cst). Fibers the driver unparks land on the polling
 //    worker. When the poller leaves wait() with work, it wakes another sleeper, which becomes
 //    the next poller, so some idle worker keeps watching for events. Busy workers poll the
-//    driver without blocking every kDriverPollInterval scheduling points when no one else is.
+//    driver without blocking when no one else is: every kDriverPollMin slow ticks (64
+//    scheduling points) while polls deliver events, doubling up to kDriverPollMax (1024) while
+//    they come back empty (an empty epoll_wait is a ~250 ns syscall: it was 8% of a yield at a
+//    fixed 61), and at least once per kDriverPollMaxNs of the coarse clock (~1 ms plus the
+//    clock's 1-4 ms resolution when slices are long).
 //    Bound: a ready fd is noticed at once by an idle poller; with every worker busy, within
-//    kDriverPollInterval fiber slices of any worker that reaches a scheduling point.
+//    1024 scheduling points (64 while events flow) of any worker that reaches one.
 // 8b. Replacing the driver (set_driver: a caller's IOManager replacing the scheduler's own, or
 //    any IOManager detaching). The setter stores the new driver (seq_cst), then waits until no
 //    worker can be inside the old one: a worker takes `polling` (seq_cst RMW), re-reads
@@ -70,8 +93,9 @@
 //    not waited for (waiting for it to leave a wait with no deadline would never end). So the
 //    old driver may be destroyed as soon as set_driver returns.
 //
-// 7. Timers (timer.cc) belong to the worker that armed them and are checked every
-//    kTimerCheckInterval ticks and before the worker sleeps; cancel() is thread-safe.
+// 7. Timers (timer.cc) belong to the worker that armed them and are checked at every slow
+//    tick (kSlowTickInterval scheduling points) and before the worker sleeps; cancel() is
+//    thread-safe.
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
@@ -99,15 +123,23 @@ extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const
 
 namespace lionet {
 namespace detail {
+constinit thread_local Worker* t_worker = nullptr;
+
 namespace {
-thread_local Worker* t_worker = nullptr;
 
 constexpr uint32_t kUnparkedMask = 0xffff;
 constexpr uint32_t kSearchingOne = 1u << 16;
 constexpr uint32_t kMaxLifoStreak = 3;
-constexpr uint32_t kInjectCheckInterval = 61;
-constexpr uint32_t kTimerCheckInterval = 32;
-constexpr uint32_t kDriverPollInterval = 61;
+// The slow tick (Worker::slow_tick) comes every kSlowTickInterval scheduling points: the coarse
+// clock and timers then; the inject queue every kInjectCheckEvery slow ticks; the driver every
+// kDriverPollMin..kDriverPollMax slow ticks (adaptive, protocol 8) and at least once per
+// kDriverPollMaxNs of coarse time; publishing of yielders to idle workers (protocol 2).
+constexpr uint32_t kSlowTickInterval = 32;
+constexpr uint32_t kInjectCheckEvery = 2;  // 64 scheduling points
+constexpr uint32_t kDriverPollMin = 2;     // 64 scheduling points
+constexpr uint32_t kDriverPollMax = 32;    // 1024 scheduling points
+constexpr int64_t kDriverPollMaxNs = 1'000'000;
+constexpr uint32_t kPublishBackoffMax = 64;  // slow ticks between wakes that found nothing to steal
 constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
 
 uint32_t searching_of(uint32_t s) { return s >> 16; }
@@ -129,6 +161,7 @@ void set_state(Fiber* f, FiberState s) noexcept {
 }
 
 void on_resumed(Transfer t) noexcept;
+void after_switch_slow(Worker* w, Fiber* prev, AfterSwitch action, void* from_ctx) noexcept;
 
 void fiber_entry(Transfer t) {
   on_context_start();
@@ -163,58 +196,88 @@ void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool join
 
 namespace {
 
-void on_resumed(Transfer t) noexcept {
+// The far side of every jump (protocol 1). Inlined into each switch; the common case (a yield)
+// stays on the fast path, the others go out of line.
+[[gnu::always_inline]] inline void on_resumed(Transfer t) noexcept {
   auto* m = static_cast<SwitchMsg*>(t.data);
-  Worker* w = current_worker();
+  Worker* w = m->worker;  // the worker that jumped here is the one we now run on
   Fiber* prev = m->prev;
   const AfterSwitch action = m->action;  // read before prev can run elsewhere
+  SpinLock* const lock = m->lock;
+  if (LIONET_LIKELY(action == AfterSwitch::kRequeue)) {
+    prev->ctx_.fctx = t.from_ctx;
+    prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
+    set_state(prev, FiberState::kRunnable);
+    w->requeue(prev);
+    return;
+  }
+  if (LIONET_LIKELY(action == AfterSwitch::kPark)) {
+    prev->ctx_.fctx = t.from_ctx;
+    w->fiber_parks.inc();
+    // Before the CAS: a dump that sees PARKED (acquire) sees this stamp too.
+    prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
+    uint32_t s = static_cast<uint32_t>(FiberState::kRunning);
+    // release: publishes ctx_ to the unparker (which loads PARKED with acquire).
+    if (LIONET_UNLIKELY(!prev->state_.compare_exchange_strong(
+            s, static_cast<uint32_t>(FiberState::kParked), std::memory_order_acq_rel, std::memory_order_acquire))) {
+      // NOTIFIED arrived while prev was switching out: it never really parks.
+      prev->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_release);
+      w->requeue(prev);
+    }
+    return;
+  }
+  if (action == AfterSwitch::kParkUnlock) {
+    prev->ctx_.fctx = t.from_ctx;
+    w->fiber_parks.inc();
+    prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
+    // No unpark can be in flight: wakers take the waiter under `lock`, held until just below.
+    LIONET_DCHECK(prev->state_.load(std::memory_order_relaxed) == static_cast<uint32_t>(FiberState::kRunning),
+                  "park_and_unlock: unparked without the lock");
+    // release: publishes ctx_; the waker's unlock/lock of `lock` orders its load after it.
+    prev->state_.store(static_cast<uint32_t>(FiberState::kParked), std::memory_order_release);
+    lock->unlock();
+    return;
+  }
+  after_switch_slow(w, prev, action, t.from_ctx);
+}
+
+[[gnu::noinline]] void after_switch_slow(Worker* w, Fiber* prev, AfterSwitch action, void* from_ctx) noexcept {
   if (!prev) {
-    w->main_ctx.fctx = t.from_ctx;
+    w->main_ctx.fctx = from_ctx;
     return;
   }
   switch (action) {
     case AfterSwitch::kNothing:
-      prev->ctx_.fctx = t.from_ctx;
+    case AfterSwitch::kRequeue:  // kRequeue, kPark and kParkUnlock: handled in on_resumed
+    case AfterSwitch::kPark:
+    case AfterSwitch::kParkUnlock:
+      prev->ctx_.fctx = from_ctx;
       break;
-    case AfterSwitch::kRequeue:
-      prev->ctx_.fctx = t.from_ctx;
-      prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
-      set_state(prev, FiberState::kRunnable);
-      w->schedule_local(prev, /*lifo=*/false, /*notify=*/false);
-      break;
-    case AfterSwitch::kPark: {
-      prev->ctx_.fctx = t.from_ctx;
-      w->fiber_parks.inc();
-      // Before the CAS: a dump that sees PARKED (acquire) sees this stamp too.
-      prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
-      uint32_t s = static_cast<uint32_t>(FiberState::kRunning);
-      // release: publishes ctx_ to the unparker (which CASes PARKED -> RUNNABLE, acquire).
-      if (!prev->state_.compare_exchange_strong(s, static_cast<uint32_t>(FiberState::kParked),
-                                                std::memory_order_acq_rel, std::memory_order_acquire)) {
-        // NOTIFIED arrived while prev was switching out: it never really parks.
-        prev->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_release);
-        w->schedule_local(prev, false, false);
-      }
-      break;
-    }
-    case AfterSwitch::kFinish:
-      // First: once unlisted no dump can reach prev, and only then may it be freed below.
-      FiberRegistryShard::remove(prev);
+    case AfterSwitch::kFinish: {
+      // First: once unlisted no dump can reach prev, and only then may it be freed below. A
+      // fiber listed by another worker (it was stolen, or migrated) can only be unlisted by that
+      // worker (fiber_registry.h): it is handed back with the scheduler's reference, and that
+      // worker unlists and releases it at its next slow tick.
+      FiberRegistryShard* const shard = prev->reg_shard_;
+      Worker* const lister = shard ? static_cast<Worker*>(shard->owner) : nullptr;
+      const bool hand_back = lister && lister != w;
+      if (!hand_back) FiberRegistryShard::remove(prev);
       w->stacks.release(prev->stack_);
       prev->stack_ = Stack{};
       destroy_context(prev->ctx_);
       if (prev->exception()) log_fiber_exception(*prev, prev->exception(), !prev->sole_owner());
       prev->state_.store(static_cast<uint32_t>(FiberState::kDone), std::memory_order_release);
-      w->finished.inc();
-      if (prev->sole_owner()) {
-        prev->release();  // detached: no handle, so no joiner can exist; frees without an RMW
-        break;
-      }
-      // acq_rel: release the result/exception to the joiner; acquire its Parker.
-      if (uintptr_t j = prev->joiner_.exchange(1, std::memory_order_acq_rel); j > 1)
-        reinterpret_cast<Parker*>(j)->unpark();
-      prev->release();
+      // acq_rel: release the result/exception to the joiner; acquire its Parker. A detached
+      // fiber (no handle) has no joiner: no RMW. The joiner's Parker stays valid until unparked.
+      const uintptr_t joiner = prev->sole_owner() ? 0 : prev->joiner_.exchange(1, std::memory_order_acq_rel);
+      // The hand-back gives away our reference (prev may be freed after it), and comes before
+      // `finished` moves: see Worker::run's exit.
+      if (hand_back) lister->hand_back(prev);
+      w->finished.inc();  // before the joiner runs: a joined fiber is counted as finished
+      if (joiner > 1) reinterpret_cast<Parker*>(joiner)->unpark();
+      if (!hand_back) prev->release();  // detached: the only reference, freed without an RMW
       break;
+    }
   }
 }
 
@@ -251,11 +314,38 @@ Worker::Worker(SchedulerImpl* s, int i, StackPool& pool)
     : sched(s),
       index(i),
       queue(s->opts.local_queue_capacity),
-      spill_buf(new Fiber*[s->opts.local_queue_capacity / 2 + 1]),
+      use_mine(static_cast<unsigned>(s->opts.threads) <= std::max(1u, std::thread::hardware_concurrency())),
+      spill_buf(use_mine ? nullptr : new Fiber*[s->opts.local_queue_capacity / 2 + 1]),
       stacks(pool, s->opts.stack_cache_per_worker),
-      rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)) {}
+      rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)),
+      registry(FiberRegistryShard::Mode::kOwnerBiased) {
+  registry.owner = this;
+}
 
-Worker::~Worker() { sched->stack_pool.unreserve(stack_credits + stacks_started); }
+Worker::~Worker() {
+  if (!sched->abandoned.load()) drain_handback();  // nothing left normally (run() drains at exit)
+  sched->stack_pool.unreserve(stack_credits + stacks_started);
+}
+
+void Worker::hand_back(Fiber* f) noexcept {
+  Fiber* head = handback.load(std::memory_order_relaxed);
+  do {
+    f->next_ = head;  // free: a finished fiber is in no queue
+    // release: the finishing worker's writes to f (DONE, its result) before the owner frees it.
+  } while (!handback.compare_exchange_weak(head, f, std::memory_order_release, std::memory_order_relaxed));
+}
+
+void Worker::drain_handback() noexcept {
+  if (!handback.load(std::memory_order_relaxed)) return;
+  Fiber* f = handback.exchange(nullptr, std::memory_order_acquire);
+  while (f) {
+    Fiber* next = f->next_;
+    f->next_ = nullptr;
+    FiberRegistryShard::remove(f);  // we listed it: owner-only removal
+    f->release();
+    f = next;
+  }
+}
 
 void Worker::run() {
   t_worker = this;
@@ -279,6 +369,9 @@ void Worker::run() {
       continue;
     }
     if (sched->stopping.load(std::memory_order_seq_cst) && (sched->alive() == 0 || sched->abandoned.load())) {
+      // alive() == 0 was read after every finish's `finished` increment, and each finish hands
+      // its fiber back before that increment: every hand-back to us is visible now.
+      drain_handback();
       sched->notify_all();
       break;
     }
@@ -292,53 +385,131 @@ void Worker::run() {
   sched->exit_cv.notify_all();
 }
 
-void Worker::prepare_to_run(Fiber* f) noexcept {
-  if (LIONET_UNLIKELY(!f->ctx_.fctx)) {
-    // First run: take the stack reserved at spawn (submit) and set up its guard here, on the
-    // worker that runs it, so that a million spawns spread those system calls over the workers.
-    f->stack_ = stacks.acquire_reserved();
-    if (++stacks_started == kStackCreditBatch) sched->stack_pool.unreserve(std::exchange(stacks_started, 0));
-    if (f->stack_.guard == StackGuard::kNone) sched->stack_pool.protect(f->stack_);
-    make_context(f->ctx_, f->stack_.bottom, f->stack_.size, fiber_entry);
+// ---- the owner-only FIFO of fibers this worker requeued (protocol 2) ----
+
+inline void Worker::push_mine(Fiber* f) noexcept {
+  f->next_ = nullptr;
+  if (mine_tail) {
+    mine_tail->next_ = f;
+  } else {
+    mine_head = f;
   }
+  mine_tail = f;
+  ++mine_len;
+}
+
+inline Fiber* Worker::pop_mine() noexcept {
+  Fiber* f = mine_head;
+  mine_head = f->next_;
+  if (!mine_head) mine_tail = nullptr;
+  f->next_ = nullptr;
+  --mine_len;
+  return f;
+}
+
+inline void Worker::requeue(Fiber* f) noexcept {
+  if (LIONET_UNLIKELY(f->pinned_worker() >= 0 || !use_mine)) {
+    schedule_local(f, /*lifo=*/false, /*notify=*/false);  // its home's pinned list, or the ring
+    return;
+  }
+  push_mine(f);
+}
+
+void Worker::overflow(Fiber* f) noexcept {
+  if (use_mine) {
+    push_mine(f);
+  } else {
+    spill(f);
+  }
+}
+
+// use_mine off: moves the older half of the full ring, and f, to the inject queue in one batch.
+void Worker::spill(Fiber* f) noexcept {
+  Fiber** batch = spill_buf.get();
+  uint32_t n = queue.take_half(batch);
+  if (n == 0) {
+    if (queue.try_push(f)) return;
+    sched->inject.push(f);
+    return;
+  }
+  batch[n++] = f;
+  for (uint32_t i = 0; i + 1 < n; ++i) batch[i]->next_ = batch[i + 1];
+  sched->inject.push_batch(batch[0], batch[n - 1], n);
+}
+
+// Slow tick: fibers in `mine` are invisible to thieves. When another worker is idle (sleeping
+// or searching: a relaxed look at idle_state, a hint), the older half of `mine` moves to the
+// stealable ring and, if nobody is searching, one sleeper is woken (notify_parked: the usual
+// Dekker pair, the work being in the ring first). A wake whose thief finds the work already run
+// by us (short slices: no steal from our ring since) doubles the wait before the next one, up to
+// kPublishBackoffMax slow ticks; it resets once a steal from us is seen or every worker is busy. A missed hint costs parallelism, never a fiber: `mine`
+// is always run by its owner.
+void Worker::publish_mine() noexcept {
+  const uint32_t n = static_cast<uint32_t>(sched->workers.size());
+  const uint32_t s = sched->idle_state.load(std::memory_order_relaxed);
+  const uint64_t stolen = stolen_from.load(std::memory_order_relaxed);
+  if ((searching_of(s) == 0 && unparked_of(s) >= n) || stolen != stolen_seen) {
+    stolen_seen = stolen;
+    publish_every = publish_countdown = 1;
+    if (searching_of(s) == 0 && unparked_of(s) >= n) return;
+  }
+  if (--publish_countdown != 0) return;
+  for (uint32_t k = mine_len - mine_len / 2; k > 0 && queue.try_push(mine_head); --k) pop_mine();
+  if (searching_of(s) == 0) sched->notify_parked();
+  publish_countdown = publish_every;
+  publish_every = std::min(publish_every * 2, kPublishBackoffMax);
+}
+
+// First run: take the stack reserved at spawn (submit) and set up its guard here, on the worker
+// that runs it, so that a million spawns spread those system calls over the workers.
+[[gnu::noinline]] void Worker::first_run(Fiber* f) noexcept {
+  f->stack_ = stacks.acquire_reserved();
+  if (++stacks_started == kStackCreditBatch) sched->stack_pool.unreserve(std::exchange(stacks_started, 0));
+  if (f->stack_.guard == StackGuard::kNone) sched->stack_pool.protect(f->stack_);
+  make_context(f->ctx_, f->stack_.bottom, f->stack_.size, fiber_entry);
+}
+
+[[gnu::always_inline]] inline void Worker::prepare_to_run(Fiber* f) noexcept {
+  if (LIONET_UNLIKELY(!f->ctx_.fctx)) first_run(f);
   // relaxed: both are read by others only after an acquire of state_ (unpark) or for display.
   f->worker_.store(this, std::memory_order_relaxed);
   f->state_since_ns_.store(coarse_now_ns, std::memory_order_relaxed);
   set_state(f, FiberState::kRunning);
   switches.inc();
+  running = f;
   set_current_fiber(f);
 }
 
 void Worker::run_fiber(Fiber* f) noexcept {
   prepare_to_run(f);
-  SwitchMsg m{nullptr, AfterSwitch::kNothing};
+  SwitchMsg m{this, nullptr, AfterSwitch::kNothing};
   Transfer t = jump(main_ctx, f->ctx_, &m);
-  set_current_fiber(nullptr);
   on_resumed(t);
 }
 
-void Worker::switch_away(Fiber* self, AfterSwitch action) noexcept {
+void Worker::switch_away(Fiber* self, AfterSwitch action, SpinLock* lock) noexcept {
   check_stack(self);
-  SwitchMsg m{self, action};
+  SwitchMsg m{this, self, action, lock};
   Fiber* next = next_runnable();
   Transfer t;
   if (next) {
     prepare_to_run(next);
     t = jump(self->ctx_, next->ctx_, &m);
   } else {
+    running = nullptr;
     set_current_fiber(nullptr);
     t = jump(self->ctx_, main_ctx, &m);
   }
-  // Resumed, possibly on another worker: `this` may be stale; on_resumed re-reads it.
+  // Resumed, possibly on another worker: `this` is stale; on_resumed reads the worker from m.
   on_resumed(t);
 }
 
-bool Worker::yield_current(Fiber* self) noexcept {
+[[gnu::always_inline]] inline bool Worker::yield_current(Fiber* self) noexcept {
   Fiber* next = next_runnable();
   if (!next && !sched->inject.empty()) next = take_inject();
   if (!next) return false;  // nothing else to run: keep going without a switch
   check_stack(self);
-  SwitchMsg m{self, AfterSwitch::kRequeue};
+  SwitchMsg m{this, self, AfterSwitch::kRequeue};
   prepare_to_run(next);
   Transfer t = jump(self->ctx_, next->ctx_, &m);
   on_resumed(t);
@@ -349,41 +520,49 @@ void Worker::finish_current(Fiber* self) noexcept {
   // The message lives on self's stack, which stays mapped until the resumed side (on_resumed,
   // kFinish) has read it and released the stack.
   check_stack(self);
-  SwitchMsg m{self, AfterSwitch::kFinish};
+  SwitchMsg m{this, self, AfterSwitch::kFinish};
   Fiber* next = next_runnable();
   if (next) {
     prepare_to_run(next);
     jump_final(next->ctx_, &m);
   }
+  running = nullptr;
   set_current_fiber(nullptr);
   jump_final(main_ctx, &m);
 }
 
-Fiber* Worker::next_runnable() noexcept {
-  if (LIONET_UNLIKELY(--timer_countdown == 0)) {
-    timer_countdown = kTimerCheckInterval;
-    coarse_now_ns = coarse_monotonic_ns();
-    maybe_fire_timers();
+[[gnu::noinline]] Fiber* Worker::slow_tick() noexcept {
+  tick_countdown = kSlowTickInterval;
+  ++slow_ticks;
+  coarse_now_ns = coarse_monotonic_ns();
+  maybe_fire_timers();
+  drain_handback();
+  if (--driver_countdown == 0 || coarse_now_ns - driver_polled_ns >= kDriverPollMaxNs) {
+    driver_polled_ns = coarse_now_ns;
+    driver_every = poll_driver() ? kDriverPollMin : std::min(driver_every * 2, kDriverPollMax);
+    driver_countdown = driver_every;
   }
-  if (LIONET_UNLIKELY(--driver_countdown == 0)) {
-    driver_countdown = kDriverPollInterval;
-    poll_driver();
+  if (mine_len && sched->workers.size() > 1) publish_mine();
+  mine_turn = true;
+  if (slow_ticks % kInjectCheckEvery == 0 && !sched->inject.empty()) {
+    // Fairness check: take ONE fiber. A batch would land in a local queue that may be full
+    // and overflow straight back (measured: 13% of a 1000-fiber yield benchmark).
+    uint32_t got = 0;
+    if (Fiber* f = sched->inject.pop_batch(1, &got)) return f;
   }
-  if (LIONET_UNLIKELY(--inject_countdown == 0)) {
-    inject_countdown = kInjectCheckInterval;
-    if (!sched->inject.empty()) {
-      // Fairness check: take ONE fiber. A batch would land in a local queue that may be full
-      // and spill straight back (measured: 13% of a 1000-fiber yield benchmark).
-      uint32_t got = 0;
-      if (Fiber* f = sched->inject.pop_batch(1, &got)) return f;
-    }
+  return nullptr;
+}
+
+[[gnu::always_inline]] inline Fiber* Worker::next_runnable() noexcept {
+  if (LIONET_UNLIKELY(--tick_countdown == 0)) {
+    if (Fiber* f = slow_tick()) return f;
   }
   if (lifo_slot && lifo_streak < kMaxLifoStreak) {
     ++lifo_streak;
     return std::exchange(lifo_slot, nullptr);
   }
   lifo_streak = 0;
-  if (pinned_len.load(std::memory_order_acquire)) {
+  if (LIONET_UNLIKELY(pinned_len.load(std::memory_order_acquire))) {
     std::lock_guard<SpinLock> lk(pinned_mu);
     if (!pinned.empty()) {
       Fiber* f = pinned.front();
@@ -392,10 +571,18 @@ Fiber* Worker::next_runnable() noexcept {
       return f;
     }
   }
+  // A yield goes behind everything runnable here: the ring (and its claimed batch) runs before
+  // `mine`. Bounded: every slow tick gives `mine` one turn ahead of the ring, so a yielder waits
+  // at most kSlowTickInterval scheduling points per fiber ahead of it in `mine`.
+  if (LIONET_UNLIKELY(mine_turn)) {
+    mine_turn = false;
+    if (mine_head) return pop_mine();
+  }
   if (popped_pos < popped_len) return popped[popped_pos++];
   popped_pos = 0;
   popped_len = queue.pop_batch(popped, kPopBatch);
   if (popped_len) return popped[popped_pos++];
+  if (mine_head) return pop_mine();
   return std::exchange(lifo_slot, nullptr);
 }
 
@@ -409,7 +596,7 @@ Fiber* Worker::take_inject() noexcept {
   for (Fiber* f = first->next_; f;) {
     Fiber* next = f->next_;
     f->next_ = nullptr;
-    if (!queue.try_push(f)) spill(f);
+    if (!queue.try_push(f)) overflow(f);
     f = next;
   }
   first->next_ = nullptr;
@@ -427,6 +614,7 @@ Fiber* Worker::steal_work() noexcept {
     if (victim == this) continue;
     if (Fiber* f = victim->queue.steal_into(queue)) {
       steals.inc();
+      victim->stolen_from.fetch_add(1, std::memory_order_relaxed);
       return f;
     }
   }
@@ -439,19 +627,6 @@ Fiber* Worker::find_work() noexcept {
   if (!f && sched->workers.size() > 1 && sched->try_begin_search(*this)) f = steal_work();
   if (f && searching && sched->end_search(*this)) sched->notify_parked();
   return f;
-}
-
-void Worker::spill(Fiber* f) noexcept {
-  Fiber** batch = spill_buf.get();  // capacity/2 + 1 entries, allocated once
-  uint32_t n = queue.take_half(batch);
-  if (n == 0) {
-    if (queue.try_push(f)) return;
-    sched->inject.push(f);
-    return;
-  }
-  batch[n++] = f;
-  for (uint32_t i = 0; i + 1 < n; ++i) batch[i]->next_ = batch[i + 1];
-  sched->inject.push_batch(batch[0], batch[n - 1], n);
 }
 
 void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
@@ -470,7 +645,7 @@ void Worker::schedule_local(Fiber* f, bool lifo, bool notify) noexcept {
     push_pinned(f);
     return;
   }
-  if (!queue.try_push(f)) spill(f);
+  if (!queue.try_push(f)) overflow(f);  // into `mine` (protocol 2), or half the ring to inject
   if (notify && sched->workers.size() > 1) sched->notify_parked();
 }
 
@@ -501,13 +676,15 @@ void Worker::wake() noexcept {
   }
 }
 
-void Worker::poll_driver() noexcept {
+bool Worker::poll_driver() noexcept {
   if (!sched->driver.load(std::memory_order_relaxed) || sched->polling.load(std::memory_order_relaxed) ||
       sched->polling.exchange(true, std::memory_order_seq_cst))
-    return;
+    return false;
   // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
-  if (Driver* d = sched->take_driver()) d->poll();
+  bool events = false;
+  if (Driver* d = sched->take_driver()) events = d->poll();
   sched->release_polling();
+  return events;
 }
 
 void Worker::maybe_fire_timers() noexcept {
@@ -516,7 +693,9 @@ void Worker::maybe_fire_timers() noexcept {
 
 void Worker::park_idle() noexcept {
   maybe_fire_timers();
-  if (lifo_slot || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire)) return;
+  drain_handback();
+  if (lifo_slot || mine_head || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire))
+    return;
   sched->register_sleeper(*this);
   if (sched->has_visible_work(*this) ||
       (sched->stopping.load(std::memory_order_seq_cst) && (sched->alive() == 0 || sched->abandoned.load()))) {
@@ -702,11 +881,10 @@ void SchedulerImpl::submit(Fiber* f) {
   }
   f->state_since_ns_.store(coarse_monotonic_ns(), std::memory_order_relaxed);
   if (opts.fiber_registry) outside_registry.insert(f);
-  schedule_woken(f);
+  schedule_woken(f, nullptr);
 }
 
-void SchedulerImpl::schedule_woken(Fiber* f) noexcept {
-  Worker* w = current_worker();
+void SchedulerImpl::schedule_woken(Fiber* f, Worker* w) noexcept {
   f->state_since_ns_.store(w ? w->coarse_now_ns : coarse_monotonic_ns(), std::memory_order_relaxed);
   if (w && w->sched == this) {
     w->schedule_local(f, /*lifo=*/true, /*notify=*/true);
@@ -946,13 +1124,14 @@ PinGuard::~PinGuard() {
 
 namespace this_fiber {
 void yield() noexcept {
-  Fiber* f = current_fiber();
-  detail::Worker* w = detail::current_worker();
-  if (!f || !w) {
+  // The one thread-local read of a yield, inline: nothing in this function reads a thread-local
+  // after the switch (on_resumed takes the worker from the switch message).
+  detail::Worker* w = detail::t_worker;
+  if (!w || !w->running) {
     std::this_thread::yield();
     return;
   }
-  w->yield_current(f);
+  w->yield_current(w->running);
 }
 
 void sleep_until(TimePoint deadline) noexcept {

@@ -43,13 +43,13 @@ struct SchedulerOptions {
   std::size_t stack_cache_per_worker = 64;
   // Used in thread names ("<name>-w<i>") and logs.
   std::string name = "lionet";
-  // Capacity of each worker's local run queue (a power of two); overflow spills half of it
-  // to the shared inject queue.
+  // Capacity of each worker's local (stealable) run queue, a power of two; overflow goes to
+  // the worker's private FIFO, shared with idle workers at its slow tick (scheduler.cc, 2).
   std::size_t local_queue_capacity = 256;
-  // List every live fiber for fiber dumps (sched/fiber_dump.h). Costs one uncontended
-  // SpinLock acquisition at spawn and one at exit (each a locked RMW that drains the store
-  // buffer: measured ~+35 ns, ~+17%, on fiber create+run+exit; switches unaffected). Off:
-  // dumps list no fibers of this scheduler (statistics still work). YAML: fiber.registry.
+  // List every live fiber for fiber dumps (sched/fiber_dump.h): a link and unlink in the
+  // spawning worker's own list at spawn and exit, no atomic RMW (fiber/fiber_registry.h;
+  // measured ~4 ns, ~6%, of spawn+run+join; switches unaffected). Off: dumps list no fibers of
+  // this scheduler (statistics still work). YAML: fiber.registry.
   bool fiber_registry = true;
   // The IO driver this scheduler comes with (sched/driver.h): backend "auto" (epoll on Linux)
   // by default, so hooked blocking calls, Socket, TcpServer and File park fibers with no other
@@ -252,8 +252,8 @@ class Scheduler {
   uint64_t alive() const noexcept;
 
   // Attaches an event source (the IOManager does this). Idle workers then wait in
-  // driver->wait() (one at a time) instead of sleeping, and busy workers poll it every
-  // kDriverPollInterval scheduling points. Returns only once no worker is inside the previous
+  // driver->wait() (one at a time) instead of sleeping, and busy workers poll it every 64
+  // scheduling points while it delivers events, backing off to every 1024 while it does not. Returns only once no worker is inside the previous
   // driver (a poller blocked in it is woken), so the previous driver may be destroyed then,
   // even while the scheduler runs; fibers still waiting on its fds are the caller's concern.
   void set_driver(Driver* driver) noexcept;

@@ -4,7 +4,7 @@
 // fibers: they must be short and must not block (typically: unpark a fiber, spawn one).
 //
 // Lateness bound: a worker looks at its timers whenever its run queue is empty and, while it
-// is busy, every kTimerCheckInterval scheduling points (see scheduler.cc). A timer therefore
+// is busy, every kSlowTickInterval (32) scheduling points (see scheduler.cc). A timer therefore
 // fires late by at most the time its worker needs for that many fiber slices (plus futex
 // wake-up latency when idle); a fiber that never yields delays the timers of its worker.
 #pragma once

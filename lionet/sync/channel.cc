@@ -13,10 +13,9 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
   if (deadline == nullptr) {
     node.parker = Parker::current();
     q.push_back(&node);
-    lock_.unlock();
     note_wait(kind, this);
-    park();              // W1
-    return node.status;  // written before unpark() (W2)
+    park_and_unlock(lock_);  // W1; every waker takes this node under lock_
+    return node.status;      // written before unpark() (W2)
   }
   if (*deadline <= now()) {
     lock_.unlock();

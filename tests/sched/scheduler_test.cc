@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <set>
 #include <stdexcept>
@@ -121,6 +122,85 @@ TEST(Scheduler, YieldAlternatesFibersFairly) {
     b.join();
   }).join();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2, 1, 2}));
+}
+
+// Yielders live in their worker's private FIFO, which no thief can see. When another worker goes
+// idle, the busy one must publish some of them (protocol 2) so both run: here every yielder is
+// made on worker 0 while worker 1 is held by a pinned spinner, then the spinner ends.
+// Exact accounting under the owner/thief race: every yield of every fiber is counted once.
+TEST(Scheduler, YieldersOnABusyWorkerAreSharedWhenAnotherGoesIdle) {
+  constexpr int kFibers = 64;
+  constexpr int kYields = 20000;
+  lionet::Scheduler s({.threads = 2});
+  std::atomic<bool> spin{true};
+  std::atomic<int> spinner_ready{0};
+  auto spinner = s.spawn(
+      [&] {
+        spinner_ready = 1;
+        while (spin.load(std::memory_order_acquire)) {
+        }
+      },
+      {.pin_worker = 1});
+  std::atomic<uint64_t> slices{0};
+  std::atomic<uint64_t> on_worker1_after_release{0};
+  std::atomic<bool> released{false};
+  auto driver = s.spawn(
+      [&] {
+        while (!spinner_ready.load()) lionet::this_fiber::yield();
+        std::vector<lionet::JoinHandle<void>> hs;
+        for (int i = 0; i < kFibers; ++i) {
+          hs.push_back(lionet::Scheduler::current()->spawn([&] {
+            for (int k = 0; k < kYields; ++k) {
+              slices.fetch_add(1, std::memory_order_relaxed);
+              if (released.load(std::memory_order_relaxed) && lionet::this_fiber::worker_index() == 1)
+                on_worker1_after_release.fetch_add(1, std::memory_order_relaxed);
+              lionet::this_fiber::yield();
+            }
+          }));
+        }
+        // Let them all start yielding into worker 0's private FIFO, then free worker 1.
+        for (int i = 0; i < 1000; ++i) lionet::this_fiber::yield();
+        released = true;
+        spin = false;
+        for (auto& h : hs) h.join();
+      },
+      {.pin_worker = 0});
+  driver.join();
+  spinner.join();
+  EXPECT_EQ(slices.load(), static_cast<uint64_t>(kFibers) * kYields);
+  EXPECT_GT(on_worker1_after_release.load(), 0u) << "worker 1 went idle and never got any of worker 0's yielders";
+  EXPECT_GT(s.total_stats().steals, 0u);
+  s.stop();
+  EXPECT_EQ(s.alive(), 0u);
+}
+
+// A yield goes behind every fiber already runnable on its worker, including fibers spawned
+// into the stealable ring after the yielder was queued, and still runs within a bounded number
+// of scheduling points while new fibers keep arriving.
+TEST(Scheduler, AYielderIsNotStarvedByAStreamOfNewFibers) {
+  lionet::Scheduler s({.threads = 1});
+  std::atomic<bool> yielder_back{false};
+  std::atomic<int> spawned_before_back{0};
+  s.spawn([&] {
+     auto y = lionet::Scheduler::current()->spawn([&] {
+       lionet::this_fiber::yield();
+       yielder_back = true;
+     });
+     lionet::this_fiber::yield();  // y runs once and yields into the private FIFO
+     // Keep the ring non-empty: every fiber spawns the next until the yielder is back (bounded).
+     std::atomic<int> chain{0};
+     std::function<void()> link = [&] {
+       if (yielder_back.load() || chain.fetch_add(1) > 100000) return;
+       spawned_before_back.fetch_add(1);
+       lionet::go(link);
+     };
+     lionet::go(link);
+     lionet::go(link);
+     y.join();
+     while (lionet::Scheduler::current()->alive() > 1) lionet::this_fiber::yield();
+   }).join();
+  EXPECT_TRUE(yielder_back.load());
+  EXPECT_LT(spawned_before_back.load(), 1000) << "the yielder waited behind a stream of new fibers";
 }
 
 TEST(Scheduler, StopWaitsForEveryFiber) {

@@ -107,7 +107,7 @@ TEST(Sleep, ThousandSleepingFibersOnOneWorkerSleepConcurrently) {
 }
 
 TEST(Sleep, SleepingFiberWakesWhileAnotherFiberYields) {
-  // A worker busy with a yielding fiber still fires timers (every kTimerCheckInterval ticks).
+  // A worker busy with a yielding fiber still fires timers (every kSlowTickInterval ticks).
   lionet::Scheduler s({.threads = 1});
   std::atomic<bool> woke{false};
   auto sleeper = s.spawn([&] {

@@ -1,9 +1,10 @@
-// The Boost.Context adapter; see context.h. The only file that includes Boost.Context.
+// The context-switch adapter; see context.h. The only file that includes Boost.Context.
 #include "lionet/fiber/detail/context.h"
 
 #include <pthread.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include <boost/context/detail/fcontext.hpp>
 
@@ -18,6 +19,57 @@
 
 namespace bctx = boost::context::detail;
 
+#ifdef LIONET_OWN_SWITCH
+// x86-64 System V. lionet_switch_context(to /*rdi*/, data /*rsi*/) -> {rax: the caller's saved
+// stack pointer, rdx: data}. A saved context is a stack pointer at
+//   [r15 r14 r13 r12 rbx rbp return-address]
+// so resuming it is: pop six registers, `ret`. A fresh context (make_context) holds the entry in
+// the rbx slot and lionet_context_start as its return address, with the stack pointer after that
+// `ret` 16-byte aligned, so the `call` below enters the entry as the ABI wants (rsp+8 aligned).
+asm(R"(
+    .text
+    .globl  lionet_switch_context
+    .hidden lionet_switch_context
+    .type   lionet_switch_context, @function
+    .p2align 4
+lionet_switch_context:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    movq    %rsp, %rax
+    movq    %rdi, %rsp
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %rbx
+    popq    %rbp
+    movq    %rsi, %rdx
+    ret
+    .cfi_endproc
+    .size   lionet_switch_context, .-lionet_switch_context
+
+    .globl  lionet_context_start
+    .hidden lionet_context_start
+    .type   lionet_context_start, @function
+    .p2align 4
+lionet_context_start:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq    %rax, %rdi
+    movq    %rdx, %rsi
+    callq   *%rbx
+    ud2
+    .cfi_endproc
+    .size   lionet_context_start, .-lionet_context_start
+)");
+extern "C" void lionet_context_start();
+#endif
+
 namespace lionet::detail {
 
 // Transfer is transfer_t under another name (so no header outside this file includes Boost).
@@ -29,8 +81,18 @@ void make_context(ExecutionContext& ec, void* stack_bottom, std::size_t size, Co
   // fcontext wants the top of the stack (it grows down on every platform Boost supports here).
   // The entry takes a Transfer, which has transfer_t's exact layout (asserted above), so the
   // calling convention is the same.
+#ifdef LIONET_OWN_SWITCH
+  auto top = reinterpret_cast<uintptr_t>(stack_bottom) + size;
+  top &= ~uintptr_t{15};
+  auto* frame = reinterpret_cast<void**>(top) - 7;  // six registers and a return address
+  for (int i = 0; i < 6; ++i) frame[i] = nullptr;
+  frame[4] = reinterpret_cast<void*>(entry);  // rbx
+  frame[6] = reinterpret_cast<void*>(&lionet_context_start);
+  ec.fctx = frame;
+#else
   ec.fctx = bctx::make_fcontext(static_cast<char*>(stack_bottom) + size, size,
                                 reinterpret_cast<void (*)(bctx::transfer_t)>(reinterpret_cast<void (*)()>(entry)));
+#endif
   ec.stack_bottom = stack_bottom;
   ec.stack_size = size;
 #ifdef LIONET_ANNOTATE_TSAN
@@ -62,6 +124,7 @@ void destroy_context(ExecutionContext& ec) noexcept {
   ec.fctx = nullptr;
 }
 
+#ifdef LIONET_CONTEXT_ANNOTATED
 Transfer jump(ExecutionContext& from, ExecutionContext& to, void* data) noexcept {
 #ifdef LIONET_ANNOTATE_ASAN
   __sanitizer_start_switch_fiber(&from.asan_fake_stack, to.stack_bottom, to.stack_size);
@@ -69,11 +132,11 @@ Transfer jump(ExecutionContext& from, ExecutionContext& to, void* data) noexcept
 #ifdef LIONET_ANNOTATE_TSAN
   __tsan_switch_to_fiber(to.tsan_fiber, 0);
 #endif
-  bctx::transfer_t t = bctx::jump_fcontext(to.fctx, data);
+  const Transfer t = raw_switch(to.fctx, data);
 #ifdef LIONET_ANNOTATE_ASAN
   __sanitizer_finish_switch_fiber(from.asan_fake_stack, nullptr, nullptr);
 #endif
-  return Transfer{t.fctx, t.data};
+  return t;
 }
 
 void jump_final(ExecutionContext& to, void* data) noexcept {
@@ -84,7 +147,7 @@ void jump_final(ExecutionContext& to, void* data) noexcept {
 #ifdef LIONET_ANNOTATE_TSAN
   __tsan_switch_to_fiber(to.tsan_fiber, 0);
 #endif
-  bctx::jump_fcontext(to.fctx, data);
+  raw_switch(to.fctx, data);
   __builtin_unreachable();
 }
 
@@ -93,4 +156,5 @@ void on_context_start() noexcept {
   __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
 }
+#endif  // LIONET_CONTEXT_ANNOTATED
 }  // namespace lionet::detail

@@ -1,13 +1,23 @@
-// lionet/fiber/detail/context.h: the one adapter over Boost.Context (ARCHITECTURE decision 1).
+// lionet/fiber/detail/context.h: the one adapter over the machine's context switch
+// (ARCHITECTURE decision 1).
 //
 // Owns: creating a context on a stack and jumping between contexts, with the sanitizer
 // annotations (ASan fake stacks, TSan fiber switches) that make ASan/TSan runs meaningful.
 // Must not: decide what runs next (sched/ does), allocate, or throw.
 //
-// Choice of Boost.Context API (measured by bench/fiber_bench BM_Raw*, see bench/RESULTS.md):
-// fcontext (jump_fcontext / make_fcontext) is the raw primitive under both
-// boost::context::fiber and callcc; it does no allocation and no bookkeeping, so it is the
-// fastest of the three and the one used here.
+// The switch primitive. On x86-64 ELF (Linux, the BSDs) it is LioNet's own, ten instructions in
+// context.cc: push the six callee-saved registers, swap stack pointers, pop, `ret`. Elsewhere it
+// is Boost.Context's fcontext (jump_fcontext / make_fcontext), the raw primitive under
+// boost::context::fiber and callcc (measured by bench/fiber_bench BM_Raw*). Why our own where we
+// can: Boost's jump_fcontext leaves through `jmp *%r8`, so every call into it leaves a return
+// address on the CPU's return-stack predictor that no `ret` consumes, and the next `ret` of the
+// resumed fiber is mispredicted (~5 ns of a ~16 ns yield, measured with perf on BM_FiberSwitch).
+// Ours returns with `ret`: when the resumed fiber switched out from the same call site as the
+// one leaving (a yield ring, a ping-pong), the prediction is right. It also does not save the
+// MXCSR / x87 control words per context (Boost does): fibers share their thread's
+// floating-point control state, as in Photon and Go. Not compatible with CET shadow stacks
+// (neither is Debian's Boost.Context build). bench/fiber_bench BM_RawLionetRoundTrip measures it
+// beside BM_RawFcontextRoundTrip.
 #pragma once
 
 #include <cstddef>
@@ -40,11 +50,41 @@ void init_thread_context(ExecutionContext& ec) noexcept;
 // Releases what make_context() allocated for the sanitizers (nothing in normal builds).
 void destroy_context(ExecutionContext& ec) noexcept;
 
+#if defined(LIONET_ASAN) || defined(__SANITIZE_ADDRESS__) || defined(LIONET_TSAN) || defined(__SANITIZE_THREAD__)
+#define LIONET_CONTEXT_ANNOTATED 1
+#endif
+#if defined(__x86_64__) && defined(__ELF__)
+#define LIONET_OWN_SWITCH 1
+#endif
+
+// The raw primitive: saves the running context, resumes the one saved at `to`, which receives
+// {the saved context of the caller, data}. Bound by symbol name, so no header includes Boost:
+// context.cc defines lionet_switch_context, or asserts that Transfer has Boost's transfer_t
+// layout (two pointers, returned in registers) for jump_fcontext.
+#ifdef LIONET_OWN_SWITCH
+Transfer raw_switch(void* to, void* data) noexcept __asm__("lionet_switch_context");
+#else
+Transfer raw_switch(void* to, void* data) noexcept __asm__("jump_fcontext");
+#endif
+
 // Suspends the running context `from` and resumes `to` with `data`. Returns when someone jumps
 // back to `from`; the returned Transfer names who did. The caller stores from_ctx.
+// Like jump(), jump_final() is for a context that will never be resumed (a finished fiber).
+// On_context_start() is the first thing a ContextEntry does (sanitizer bookkeeping).
+#ifdef LIONET_CONTEXT_ANNOTATED
 Transfer jump(ExecutionContext& from, ExecutionContext& to, void* data) noexcept;
-// Like jump(), for a context that will never be resumed (a finished fiber).
 [[noreturn]] void jump_final(ExecutionContext& to, void* data) noexcept;
-// First thing a ContextEntry does (sanitizer bookkeeping for the first switch in).
 void on_context_start() noexcept;
+#else
+// Without sanitizers a switch is the raw primitive alone, called inline from the scheduler's
+// switch path (measured: an out-of-line wrapper cost ~1 ns of a yield).
+inline Transfer jump(ExecutionContext&, ExecutionContext& to, void* data) noexcept {
+  return raw_switch(to.fctx, data);
+}
+[[noreturn]] inline void jump_final(ExecutionContext& to, void* data) noexcept {
+  raw_switch(to.fctx, data);
+  __builtin_unreachable();
+}
+inline void on_context_start() noexcept {}
+#endif
 }  // namespace lionet::detail

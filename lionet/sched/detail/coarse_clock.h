@@ -6,7 +6,7 @@
 // of steady_clock, so a dump can compare it with now() and with deadlines; the vDSO returns
 // the kernel's last tick without reading the TSC (a few ns, no syscall); its resolution of
 // one jiffy (1-4 ms) is far below what a fiber dump shows. Workers read it only every
-// kTimerCheckInterval scheduling points and after waking from idle, and stamp fibers with
+// kSlowTickInterval scheduling points and after waking from idle, and stamp fibers with
 // that cached value (Worker::coarse_now_ns), so a switch pays one load and one store; a stamp
 // is early by at most that many fiber slices (the dump may overstate a duration by as much).
 #pragma once

@@ -31,7 +31,8 @@ class LocalQueue {
                  "local queue capacity must be a power of two in [4, 2^30]");
   }
 
-  // Owner only. Returns false if the queue is full (the caller spills with take_half()).
+  // Owner only. Returns false if the queue is full (the caller keeps the fiber elsewhere, or
+  // moves half out with take_half()).
   bool try_push(Fiber* f) noexcept {
     const uint32_t tail = tail_.load(std::memory_order_relaxed);  // owner's own write
     /*1*/ const uint32_t steal = unpack_steal(head_.load(std::memory_order_acquire));

@@ -25,6 +25,7 @@
 namespace lionet::detail {
 
 class SchedulerImpl;
+class Worker;
 
 // A counter written only by one worker and read by anyone: a plain add on x86, no lock prefix.
 class OwnerCounter {
@@ -39,13 +40,16 @@ class OwnerCounter {
 // What the fiber that switched out asks the context it resumes to do with it.
 enum class AfterSwitch : uint8_t {
   kNothing,  // from the worker's main loop
-  kRequeue,  // yield: put prev back at the tail of the run queue
+  kRequeue,  // yield: put prev at the tail of the worker's own FIFO (Worker::mine)
   kPark,     // park: prev waits for unpark() (unless NOTIFIED already)
+  kParkUnlock,  // park_and_unlock: prev is PARKED (a store), then SwitchMsg::lock is released
   kFinish,   // prev's body returned: release its stack, wake its joiner, drop the reference
 };
 struct SwitchMsg {
-  Fiber* prev;  // null when switching out of the main loop
+  Worker* worker;  // the worker performing the switch: the resumed side runs on it (no TLS read)
+  Fiber* prev;     // null when switching out of the main loop
   AfterSwitch action;
+  SpinLock* lock = nullptr;  // kParkUnlock: released after prev is PARKED
 };
 
 class alignas(kCacheLine) Worker {
@@ -59,8 +63,11 @@ class alignas(kCacheLine) Worker {
   // Makes f runnable here. lifo: put it in the LIFO slot (message passing wake-ups).
   // notify: wake an idle worker if none is searching (new work others could take).
   void schedule_local(Fiber* f, bool lifo, bool notify) noexcept;
+  // A fiber this worker switched out (yield, or a park an unpark beat) runs again later: the
+  // tail of `mine` (its home's pinned list if pinned).
+  void requeue(Fiber* f) noexcept;
   // Switches the running fiber `self` out; `action` says what the resumed side does with it.
-  void switch_away(Fiber* self, AfterSwitch action) noexcept;
+  void switch_away(Fiber* self, AfterSwitch action, SpinLock* lock = nullptr) noexcept;
   [[noreturn]] void finish_current(Fiber* self) noexcept;
   void add_timer(TimerEntry* e) { timers.add(e); }
   bool yield_current(Fiber* self) noexcept;
@@ -74,7 +81,6 @@ class alignas(kCacheLine) Worker {
 
   // Owned by this worker's thread unless noted.
   LocalQueue queue;               // stealable by others (see local_queue.h)
-  std::unique_ptr<Fiber*[]> spill_buf;  // scratch for spill(): capacity/2 + 1 fibers
   // The oldest few fibers of `queue`, claimed with one CAS (LocalQueue::pop_batch) so that
   // the CAS is paid once per kPopBatch switches. Not stealable: at most kPopBatch - 1 fibers
   // wait here while their worker runs a fiber that does not yield.
@@ -83,8 +89,33 @@ class alignas(kCacheLine) Worker {
   uint32_t popped_pos = 0, popped_len = 0;
   Fiber* lifo_slot = nullptr;
   uint32_t lifo_streak = 0;       // consecutive LIFO runs, capped (kMaxLifoStreak)
-  uint32_t timer_countdown = 32;   // scheduling points until timers are looked at again
-  uint32_t inject_countdown = 61;  // ... until the inject queue is looked at first
+  // Fibers this worker requeued itself (yields): an intrusive FIFO through Fiber::next_, owner
+  // only, no atomics, not stealable. publish_mine() moves its older half into `queue` when
+  // another worker is idle (protocol 2). mine_turn: the slow tick gives `mine` one turn ahead
+  // of `queue` (a yielder's wait stays bounded while the ring keeps being refilled).
+  Fiber* mine_head = nullptr;
+  Fiber* mine_tail = nullptr;
+  uint32_t mine_len = 0;
+  bool mine_turn = false;
+  Fiber* running = nullptr;  // the fiber this worker runs now (owner only)
+  // Whether `mine` is used at all: not when workers outnumber CPUs. Then a worker may sit
+  // preempted by the kernel for milliseconds, and fibers only it can see would wait with it
+  // (measured: 16 workers on 2 CPUs, CPU-bound yielders, 0.82x of 2 workers instead of 0.88x):
+  // requeues go to the stealable ring and overflow to the inject queue, as before `mine`.
+  bool use_mine = true;
+  std::unique_ptr<Fiber*[]> spill_buf;  // scratch for spill() (use_mine off): capacity/2 + 1
+  // Scheduling points until the slow tick (timers, inject check, driver poll, publishing).
+  uint32_t tick_countdown = 32;
+  uint32_t slow_ticks = 0;
+  // The driver is polled by a busy worker every driver_every slow ticks: reset to the minimum
+  // when a poll finds events, doubled up to the maximum while polls find none (protocol 8).
+  uint32_t driver_every = 2, driver_countdown = 2;
+  int64_t driver_polled_ns = 0;  // coarse time of the last busy poll
+  // Slow ticks until publish_mine() may publish and wake a sleeper again: doubles after each
+  // publication while no thief takes anything from our ring (the wakes were wasted), reset
+  // once a steal from us is seen or every worker is busy.
+  uint32_t publish_every = 1, publish_countdown = 1;
+  uint64_t stolen_seen = 0;  // stolen_from as of the last publish_mine()
   bool searching = false;         // counted in SchedulerImpl::idle_state_ searching
   ExecutionContext main_ctx;      // this thread's own stack
   StackCache stacks;
@@ -100,36 +131,50 @@ class alignas(kCacheLine) Worker {
   std::deque<Fiber*> pinned;           // fibers pinned here, woken from any thread
   std::atomic<uint32_t> pinned_len{0};  // written under pinned_mu
 
+  // Steals taken from this worker's ring (thieves add; relaxed: a hint for publish_mine()).
+  alignas(kCacheLine) std::atomic<uint64_t> stolen_from{0};
+
   // Idle parking: 0 = no wake pending, 1 = woken. Futex word.
   alignas(kCacheLine) std::atomic<uint32_t> wake_word{0};
   bool sleeping = false;  // guarded by SchedulerImpl::sleepers_mu_
   std::atomic<bool> in_driver{false};  // inside Driver::wait(): wake() goes through the driver
-  uint32_t driver_countdown = 61;      // scheduling points until a busy worker polls the driver
 
   // Statistics (Scheduler::stats()). Each is written only by this worker's thread.
   // fiber_parks: park() calls of fibers running here that switched out; fiber_unparks:
   // unpark() calls made on this thread aimed at fibers of this scheduler.
   OwnerCounter spawned, switches, steals, parks, finished, fiber_parks, fiber_unparks;
   // Cached CLOCK_MONOTONIC_COARSE (detail/coarse_clock.h): refreshed every
-  // kTimerCheckInterval scheduling points and after idle sleeps; stamps fibers' state changes.
+  // kSlowTickInterval scheduling points and after idle sleeps; stamps fibers' state changes.
   int64_t coarse_now_ns = 0;
   std::thread thread;
 
-  // Live fibers spawned by code running on this worker (fiber_registry.h). Its own line: the
-  // lock is taken by this worker at spawn and exit, and by dumps and migrated fibers' exits.
+  // Live fibers spawned by code running on this worker (fiber_registry.h, kOwnerBiased: only
+  // this worker inserts and removes, with no atomic RMW; dumps read it). Fibers of it that
+  // finish on another worker come back through `handback` (a Treiber stack through
+  // Fiber::next_, pushed by any worker, drained by this one at its slow tick, before it sleeps
+  // and before it exits), with the scheduler's reference, which drain_handback() drops.
   alignas(kCacheLine) FiberRegistryShard registry;
+  std::atomic<Fiber*> handback{nullptr};
+  void hand_back(Fiber* f) noexcept;  // any worker
+  void drain_handback() noexcept;     // this worker
 
  private:
   Fiber* next_runnable() noexcept;  // fast local sources only
+  Fiber* slow_tick() noexcept;      // every kSlowTickInterval scheduling points
+  void push_mine(Fiber* f) noexcept;
+  Fiber* pop_mine() noexcept;
+  void publish_mine() noexcept;     // share yielders with idle workers (protocol 2)
+  void overflow(Fiber* f) noexcept;  // the ring is full: `mine`, or half the ring to inject
+  void spill(Fiber* f) noexcept;
   Fiber* find_work() noexcept;      // local, then steal, then inject (main loop)
   Fiber* steal_work() noexcept;
   Fiber* take_inject() noexcept;
   void run_fiber(Fiber* f) noexcept;  // from the main loop
   void prepare_to_run(Fiber* f) noexcept;
+  void first_run(Fiber* f) noexcept;
   void park_idle() noexcept;
-  void spill(Fiber* f) noexcept;
   void maybe_fire_timers() noexcept;
-  void poll_driver() noexcept;
+  bool poll_driver() noexcept;  // true if the driver delivered events
   friend class SchedulerImpl;
 };
 
@@ -142,8 +187,8 @@ class SchedulerImpl {
 
   // Any thread: makes a runnable fiber known (local queue when called on one of our workers).
   void submit(Fiber* f);
-  // Any thread: schedules an unparked fiber.
-  void schedule_woken(Fiber* f) noexcept;
+  // Any thread: schedules an unparked fiber. w: the calling thread's worker (current_worker()).
+  void schedule_woken(Fiber* f, Worker* w) noexcept;
   // Wakes one sleeping worker if none is searching (see "Wake-up" in scheduler.cc).
   void notify_parked() noexcept;
   void notify_all() noexcept;
@@ -211,4 +256,8 @@ void unregister_scheduler(SchedulerImpl* s) noexcept;
 
 // The worker running the calling code, or nullptr. Never cached across a switch (see fiber.h).
 Worker* current_worker() noexcept;
+// The variable behind it, for the switch paths (yield, park) that read it once before their
+// switch and never after (on_resumed takes the worker from the SwitchMsg). Anything else calls
+// current_worker().
+extern constinit thread_local Worker* t_worker;
 }  // namespace lionet::detail

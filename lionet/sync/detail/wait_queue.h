@@ -8,7 +8,9 @@
 // THE WAKE RULE (every primitive follows it; numbered so the .cc files can cite it):
 //  W1. A waiter fills a WaitNode, links it under the primitive's lock, releases the lock, then
 //      parks. It never holds a SpinLock across park() (a worker would spin on a lock held by a
-//      fiber that cannot run).
+//      fiber that cannot run). A plain node may instead park_and_unlock() (sched/park.h): the
+//      lock is released on the far side of the switch, once the fiber is marked parked, so the
+//      park needs no CAS (channels do; the lock is held only across the switch itself).
 //  W2. A waker removes the node under the same lock. For a plain node (claim == nullptr) the
 //      removal alone decides the wake-up: the waker copies the Parker, releases the lock, and
 //      calls unpark() (never under the lock: unpark may wake a sleeping worker, a syscall).
