@@ -111,6 +111,20 @@ AppConfig define_config(config::Registry& r) {
       "app.shutdown_timeout", std::chrono::milliseconds(10000),
       "On SIGTERM/SIGINT: how long in-flight requests may run after the listeners closed.",
       config::range(std::chrono::milliseconds(0), std::chrono::milliseconds(3600000)));
+  c.memory_trim_interval = r.define<std::chrono::milliseconds>(
+      "memory.trim_interval", std::chrono::milliseconds(5000),
+      "How often to look whether connections dropped; after a drop (memory.trim_after_closed) the "
+      "allocator's free memory goes back to the system (malloc_trim). 0: never.",
+      config::range(std::chrono::milliseconds(0), std::chrono::milliseconds(3600000)));
+  c.memory_trim_after_closed = r.define<std::size_t>(
+      "memory.trim_after_closed", 1000,
+      "Connections closed since the last trim, with at most half of the peak still open, that trigger one.",
+      config::range(std::size_t{1}, std::size_t{1000000000}));
+  c.memory_arena_max = r.define<int>(
+      "memory.arena_max", 0,
+      "glibc malloc arenas at most (M_ARENA_MAX; 0: glibc's default, 8 per CPU). Fewer arenas keep less "
+      "memory after bursts, at some contention between threads that allocate at once.",
+      config::range(0, 1024));
   const FiberDumpOptions fd;
   c.debug_fibers_max_per_group = r.define<std::size_t>(
       "debug.fibers.max_per_group", fd.max_per_group,

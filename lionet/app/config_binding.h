@@ -47,6 +47,9 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
   std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;
+  std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> memory_trim_interval;
+  std::shared_ptr<config::ConfigVar<std::size_t>> memory_trim_after_closed;
+  std::shared_ptr<config::ConfigVar<int>> memory_arena_max;
   std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_per_group;
   std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_fibers;
   StorageConfig storage;

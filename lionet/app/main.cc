@@ -19,6 +19,7 @@
 //     SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for app.shutdown_timeout,
 //     flush storage, stop the pools) on another thread and exit 0 when it is done; a second
 //     SIGINT/SIGTERM meanwhile exits at once with status 1.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -268,10 +269,14 @@ int main(int argc, char** argv) {
   warn_needs_restart(*cfg.workers);
   warn_needs_restart(*cfg.storage.topics);
   warn_needs_restart(*cfg.storage.data_dir);
+  warn_needs_restart(*cfg.memory_trim_interval);
+  warn_needs_restart(*cfg.memory_trim_after_closed);
+  warn_needs_restart(*cfg.memory_arena_max);
 
   LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
   int rc = 0;
   try {
+    if (const int arenas = cfg.memory_arena_max->value(); arenas > 0) mallopt(M_ARENA_MAX, arenas);
     configure_offload(app::offload_options(cfg));
     const SchedulerOptions so = app::scheduler_options(cfg);
     LIONET_LOG_INFO(lg,

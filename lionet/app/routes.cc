@@ -116,6 +116,9 @@ std::string render_metrics(const Runtime::Impl& im) {
   w.family("lionet_uptime_seconds", "gauge", "Seconds since the process started serving.");
   w.sample("lionet_uptime_seconds", {},
            std::chrono::duration<double>(std::chrono::steady_clock::now() - im.started_at).count());
+  w.family("lionet_memory_trims_total", "counter",
+           "Times free allocator memory was returned to the system after connections dropped (memory.trim_*).");
+  w.sample("lionet_memory_trims_total", {}, static_cast<double>(im.trims.load(std::memory_order_relaxed)));
 
   std::vector<std::pair<std::string, SchedulerStats>> pools;
   for (const auto& p : im.pools)

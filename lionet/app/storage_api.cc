@@ -186,9 +186,13 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
   return std::nullopt;
 }
 
+// Whether a request may create the topic it names: appends may (Store::log(), as
+// auto_create_topics says), reads never (Store::find()).
+enum class Access { kAppend, kRead };
+
 // The partition's log from the path parameters, or an answer already written.
 storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
-                       uint32_t* partition) {
+                       Access access, uint32_t* partition) {
   const std::string_view topic = req.param("topic");
   if (!storage::valid_topic_name(topic)) {
     fail(res, st, 400, "invalid topic name '" + std::string(topic) + "': 1 to 200 of [A-Za-z0-9._-]");
@@ -200,7 +204,7 @@ storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& 
     return nullptr;
   }
   *partition = p;
-  auto log = store.log(topic, p);
+  auto log = access == Access::kAppend ? store.log(topic, p) : store.find(topic, p);
   if (!log) {
     std::string what = "topic '" + std::string(topic) + "' partition " + std::to_string(p) + ": ";
     if (log.error() == storage::Errc::kNotFound) what += "no such topic";
@@ -215,7 +219,7 @@ storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& 
 void post_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
                   const StorageApiOptions& opt) {
   uint32_t partition = 0;
-  storage::Log* log = find_log(req, res, store, st, &partition);
+  storage::Log* log = find_log(req, res, store, st, Access::kAppend, &partition);
   if (!log) return;
   bool bad_query = false;
   const std::optional<std::string> key = query_param(req.query(), "key", &bad_query);
@@ -288,7 +292,7 @@ void post_records(http::Request& req, http::Response& res, storage::Store& store
 void get_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
                  const StorageApiOptions& opt) {
   uint32_t partition = 0;
-  storage::Log* log = find_log(req, res, store, st, &partition);
+  storage::Log* log = find_log(req, res, store, st, Access::kRead, &partition);
   if (!log) return;
   bool malformed = false, bad = false;
   int64_t offset = log->start_offset();
@@ -340,6 +344,16 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   res.set_header("X-Next-Offset", std::string_view(next, static_cast<std::size_t>(next_end - next)));
 }
 
+// The answer to a request the server refused by its head alone (a Content-Length over the
+// server's max_body_bytes, 413; the body is never read): the API's JSON error instead of
+// http/'s plain text.
+void refused(http::Request& req, http::Response& res, StorageApiStats& st, int status, std::string_view reason) {
+  if (status != 413) return fail(res, st, status, reason);
+  fail(res, st, status,
+       "request body over the server's max_body_bytes (Content-Length: " +
+           std::to_string(req.content_length().value_or(0)) + ")");
+}
+
 void list_topics(http::Response& res, storage::Store& store) {
   std::string out = "{\"topics\":[";
   bool first = true;
@@ -362,12 +376,17 @@ void add_storage_routes(http::Router& router, std::string_view prefix, storage::
   std::string base(prefix);
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string records = base + "/{topic}/partitions/{p}/records";
-  router.get(base.empty() ? "/" : base, [&store](http::Request&, http::Response& res) { list_topics(res, store); });
-  router.post(records, [&store, &stats, options](http::Request& q, http::Response& s) {
-    post_records(q, s, store, stats, options);
-  });
-  router.get(records, [&store, &stats, options](http::Request& q, http::Response& s) {
-    get_records(q, s, store, stats, options);
-  });
+  const http::RefusalHandler refusal = [&stats](http::Request& q, http::Response& s, int status,
+                                                std::string_view reason) { refused(q, s, stats, status, reason); };
+  router.get(
+      base.empty() ? "/" : base, [&store](http::Request&, http::Response& res) { list_topics(res, store); }, refusal);
+  router.post(
+      records,
+      [&store, &stats, options](http::Request& q, http::Response& s) { post_records(q, s, store, stats, options); },
+      refusal);
+  router.get(
+      records,
+      [&store, &stats, options](http::Request& q, http::Response& s) { get_records(q, s, store, stats, options); },
+      refusal);
 }
 }  // namespace lionet::app

@@ -23,9 +23,12 @@
 // Errors: JSON {"error": "..."}:
 //   400 malformed number (not digits, negative, overflowing: offset=-1 as offset=abc), topic
 //       name or partition, empty body, malformed percent-encoding;
-//   404 unknown topic (auto_create_topics off), or a partition past the topic's count;
+//   404 unknown topic (a read, or an append with auto_create_topics off), or a partition past
+//       the topic's count;
 //   405 other methods (the Router's answer, plain text, with Allow);
-//   413 record or batch over max_batch_bytes, body over max_body_bytes, too many lines;
+//   413 record or batch over max_batch_bytes, body over the server's max_body_bytes (a
+//       Content-Length over it is answered from the head, the body unread, and the connection
+//       closes), too many lines;
 //   416 offset out of range (the message gives the valid range);
 //   500 corrupt data (the message names the offset) or an IO error (the append whose
 //       fdatasync failed gets this one: EIO);
@@ -33,8 +36,9 @@
 //       (EROFS, EPERM, EACCES); reads go on;
 //   507 no space (ENOSPC, EDQUOT, EFBIG): the batch was not appended; earlier records stay
 //       readable and later appends succeed once there is room.
-// With auto_create_topics on, any request naming a valid unknown topic (a GET too) creates it,
-// as Store::log() does; a GET of it then answers 200 with no records.
+// With auto_create_topics on, an append naming a valid unknown topic creates it, as Store::log()
+// does. Reads never create (Store::find()): a GET of an unknown topic is 404, and the topic list
+// and the data directory stay as they were.
 //
 // Owns: request parsing and JSON for these routes. Must not: throw on the request path, or
 // answer 201 before the append returned.
@@ -66,7 +70,9 @@ struct StorageApiStats {
   Counter errors;          // requests answered with an error
 };
 
-// Registers the routes above on `router`; store and stats must outlive the server.
+// Registers the routes above on `router`, each with its JSON answer to requests the server
+// refuses by their head (the 413 above: it reaches clients when the server's
+// ServerOptions::refusal is router.refusal_handler()); store and stats must outlive the server.
 void add_storage_routes(http::Router& router, std::string_view prefix, storage::Store& store, StorageApiStats& stats,
                         StorageApiOptions options = {});
 }  // namespace lionet::app

@@ -64,8 +64,9 @@ StorageConfig define_storage_config(config::Registry& r) {
   c.max_batch_bytes = r.define<uint32_t>("storage.max_batch_bytes", lo.max_batch_bytes,
                                          "Largest batch accepted (and believed during recovery), bytes.",
                                          config::range(uint32_t{1024}, uint32_t{1} << 30));
-  c.auto_create_topics = r.define<bool>("storage.auto_create_topics", so.auto_create_topics,
-                                        "Create a topic on its first use, with default_partitions partitions.");
+  c.auto_create_topics = r.define<bool>(
+      "storage.auto_create_topics", so.auto_create_topics,
+      "Create a topic on its first append, with default_partitions partitions (reads never create).");
   c.default_partitions = r.define<uint32_t>("storage.default_partitions", so.default_partitions,
                                             "Partitions of an auto-created topic.", config::range(1u, limits::kPartitionsMax));
   c.topics = r.define<std::vector<storage::TopicOptions>>(

@@ -2,8 +2,10 @@
 #include "lionet/fiber/fiber.h"
 
 #include <atomic>
+#include <utility>
 
 #include "lionet/base/fiber_id.h"
+#include "lionet/base/object_cache.h"
 #include "lionet/fiber/fiber_local.h"
 #include "lionet/fiber/fiber_registry.h"
 
@@ -90,69 +92,38 @@ namespace {
 constexpr std::size_t kObjectClassBytes = 64;
 constexpr std::size_t kObjectClasses = 16;  // objects up to 1 KiB are cached
 
-// Set once this thread's cache is destroyed (thread exit): later frees go to the allocator.
-constinit thread_local bool t_object_cache_gone = false;
-
-// Recently freed Fiber objects of this thread, per size class (fiber.h). Owner-thread only.
-struct ObjectCache {
-  struct Node {
-    Node* next;
-  };
-  Node* head[kObjectClasses] = {};
-  uint32_t count[kObjectClasses] = {};
-  ~ObjectCache() {
-    t_object_cache_gone = true;
-    for (std::size_t c = 0; c < kObjectClasses; ++c) {
-      while (Node* n = head[c]) {
-        head[c] = n->next;
-        ::operator delete(n, (c + 1) * kObjectClassBytes);
-      }
-    }
-  }
-};
-thread_local ObjectCache t_object_cache;
-
 constexpr std::size_t object_class(std::size_t size) noexcept { return (size - 1) / kObjectClassBytes; }
+
+// Size class c's per-thread cache (base/object_cache.h); dispatched at run time over the classes.
+template <std::size_t C>
+using ClassCache = base::ObjectCache<(C + 1) * kObjectClassBytes, Fiber::kObjectCacheDepth>;
+
+template <std::size_t... C>
+void* allocate_in_class(std::size_t c, std::size_t size, std::index_sequence<C...>) {
+  void* p = nullptr;
+  ((c == C ? (p = ClassCache<C>::allocate(size), true) : false) || ...);
+  return p;
+}
+template <std::size_t... C>
+void deallocate_in_class(std::size_t c, void* p, std::index_sequence<C...>) noexcept {
+  ((c == C ? (ClassCache<C>::deallocate(p), true) : false) || ...);
+}
 }  // namespace
 
-// Sanitizer builds use the allocator directly, so that ASan sees every use after free.
-#ifdef LIONET_CONTEXT_ANNOTATED
-void* Fiber::operator new(std::size_t size) { return ::operator new(size); }
-void Fiber::operator delete(void* p, std::size_t size) noexcept { ::operator delete(p, size); }
-#else
 void* Fiber::operator new(std::size_t size) {
   const std::size_t c = object_class(size);
-  if (c >= kObjectClasses || t_object_cache_gone) return ::operator new(size);
-  ObjectCache& cache = t_object_cache;
-  if (ObjectCache::Node* n = cache.head[c]) {
-    cache.head[c] = n->next;
-    --cache.count[c];
-    return n;
-  }
-  return ::operator new((c + 1) * kObjectClassBytes);
+  if (c >= kObjectClasses) return ::operator new(size);
+  return allocate_in_class(c, size, std::make_index_sequence<kObjectClasses>{});
 }
 
 void Fiber::operator delete(void* p, std::size_t size) noexcept {
   const std::size_t c = object_class(size);
   if (c >= kObjectClasses) {
-    ::operator delete(p, size);
+    ::operator delete(p);
     return;
   }
-  if (t_object_cache_gone) {
-    ::operator delete(p, (c + 1) * kObjectClassBytes);
-    return;
-  }
-  ObjectCache& cache = t_object_cache;
-  if (cache.count[c] >= kObjectCacheDepth) {
-    ::operator delete(p, (c + 1) * kObjectClassBytes);
-    return;
-  }
-  auto* n = static_cast<ObjectCache::Node*>(p);
-  n->next = cache.head[c];
-  cache.head[c] = n;
-  ++cache.count[c];
+  deallocate_in_class(c, p, std::make_index_sequence<kObjectClasses>{});
 }
-#endif
 
 Fiber::Fiber(int pinned_worker) noexcept : id_(next_fiber_id()), pinned_worker_(pinned_worker) {}
 

@@ -270,6 +270,25 @@ void StackPool::release(Stack s) noexcept {
   im.cold.insert(im.cold.end(), batch.begin(), batch.end());
 }
 
+std::size_t StackPool::trim(std::size_t keep) noexcept {
+  Impl& im = *impl_;
+  std::vector<Stack> batch;
+  {
+    std::lock_guard<std::mutex> lk(im.mu);
+    batch.swap(im.trim);
+    if (im.warm.size() > keep) {  // warm is LIFO: its front holds the coldest
+      const auto n = static_cast<std::ptrdiff_t>(im.warm.size() - keep);
+      batch.insert(batch.end(), im.warm.begin(), im.warm.begin() + n);
+      im.warm.erase(im.warm.begin(), im.warm.begin() + n);
+    }
+  }
+  if (batch.empty()) return 0;
+  im.trim_batch(batch);  // outside the lock, as in release()
+  std::lock_guard<std::mutex> lk(im.mu);
+  im.cold.insert(im.cold.end(), batch.begin(), batch.end());
+  return batch.size();
+}
+
 void StackPool::protect(Stack& s) noexcept {
   Impl& im = *impl_;
   const StackProtection mode = im.opts.protection;

@@ -103,6 +103,11 @@ class StackPool {
   // their touched pages (no madvise per release: it costs TLB shootdowns); beyond that, their
   // pages are returned to the kernel in batches.
   void release(Stack s) noexcept;
+  // Returns the touched pages of the unused stacks beyond the `keep` most recently released to
+  // the kernel (they stay carved, like those beyond shared_cache), after a burst: the shared
+  // cache would otherwise hold up to shared_cache stacks' pages for good. Thread-safe; one
+  // madvise per run of neighbouring stacks. Returns how many stacks gave their pages back.
+  std::size_t trim(std::size_t keep) noexcept;
 
   // Gives s (s.guard == kNone) its overflow protection, per the options. Never fails: a stack
   // that cannot get a guard page gets a canary. Any thread.

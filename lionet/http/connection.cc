@@ -131,7 +131,11 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
     RequestParser::State st = parser_.parse(buf_.get() + r_, w_ - r_);
     if (st == RequestParser::State::kDone) break;
     if (st == RequestParser::State::kError) {
-      send_error(parser_.error_status(), parser_.error_reason());
+      if (parser_.head_complete() && options_.refusal) {
+        refuse(parser_.error_status(), parser_.error_reason());
+      } else {
+        send_error(parser_.error_status(), parser_.error_reason());
+      }
       return false;
     }
     if (!have_deadline) {
@@ -340,6 +344,38 @@ void Connection::send_error(int status, const char* reason) noexcept {
     if (stream_.write(out_.data(), out_.size())) lingering_close();
   } catch (...) {
   }
+}
+
+void Connection::refuse(int status, const char* reason) {
+  // The head's views point at buf_ + r_ (nothing moves from here on); the body stays unread:
+  // read_body() reports the refusal.
+  const RequestHead& h = parser_.head();
+  head_end_ = r_ + parser_.head_size();
+  start_body();
+  body_error_status_ = status;
+  request_.reset(&h, this);
+  request_.set_connection_info(info_);
+  response_.reset();
+  try {
+    options_.refusal(request_, response_, status, reason);
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(http_log(), "refusal handler for {} {} threw: {}", h.method, h.target, e.what());
+    response_.reset();
+  } catch (...) {
+    LIONET_LOG_ERROR(http_log(), "refusal handler for {} {} threw a non-std exception", h.method, h.target);
+    response_.reset();
+  }
+  if (response_.status() != status) {
+    response_.reset();
+    send_error(status, reason);
+    return;
+  }
+  if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
+  log_rejected(info_, status, reason);
+  bool keep = false;
+  const bool sent = send_response(keep).ok();
+  response_.reset();
+  if (sent) lingering_close();
 }
 
 void Connection::lingering_close() noexcept {

@@ -42,6 +42,7 @@ void RequestParser::reset() noexcept {
   line_start_ = scanned_ = headers_start_ = head_size_ = 0;
   error_status_ = 0;
   error_reason_ = "";
+  head_complete_ = false;
   method_ = target_ = path_ = query_ = host_ = Span{};
   path_is_static_slash_ = false;
   fields_.clear();
@@ -97,7 +98,10 @@ RequestParser::State RequestParser::parse(const char* d, size_t size) noexcept {
     }
     if (end == line_start_) {  // the empty line: end of the head
       head_size_ = next;
-      if (!finish(d)) return state_;
+      if (!finish(d)) {
+        if (head_complete_) bind(d);
+        return state_;
+      }
       bind(d);
       state_ = State::kDone;
       return state_;
@@ -260,9 +264,14 @@ bool RequestParser::finish(const char* d) noexcept {
     if (te_other) return fail(501, "transfer coding not implemented"), false;
     head_.body_kind = BodyKind::kChunked;
   } else if (has_cl) {
-    if (cl > limits_.max_body_bytes) return fail(413, "Content-Length over the limit"), false;
     head_.content_length = cl;
     head_.body_kind = cl > 0 ? BodyKind::kContentLength : BodyKind::kNone;
+    if (cl > limits_.max_body_bytes) {
+      // Refused before the Host rule is checked (the status stays 413 either way), so the head
+      // counts as complete only if that rule holds too.
+      head_complete_ = hosts > 0 || head_.version_minor == 0;
+      return fail(413, "Content-Length over the limit"), false;
+    }
   }
   if (hosts == 0 && head_.version_minor >= 1) return fail(400, "HTTP/1.1 request without Host"), false;
   head_.keep_alive = head_.version_minor >= 1 ? !connection_close : (connection_keep_alive && !connection_close);
@@ -280,6 +289,6 @@ void RequestParser::bind(const char* d) noexcept {
 }
 
 void RequestParser::rebind(const char* d) noexcept {
-  if (state_ == State::kDone) bind(d);
+  if (state_ == State::kDone || head_complete_) bind(d);
 }
 }  // namespace lionet::http

@@ -10,8 +10,11 @@
 // same prefix each time (data may move between calls: the parser keeps offsets, never
 // pointers). kNeedMore asks for more bytes; kDone means head_size() bytes form the head and
 // head() views data; kError means error_status() is the status to answer with and the
-// connection must be closed. If the bytes move after kDone, rebind(new_data) re-points the
-// views. reset() before the next request (capacity is kept).
+// connection must be closed. A kError with head_complete() (today only a Content-Length over
+// max_body_bytes) refused a head that is whole and otherwise valid: head() views data as after
+// kDone, so the server can let the route it was meant for word the answer. If the bytes move
+// after kDone (or such a kError), rebind(new_data) re-points the views. reset() before the next
+// request (capacity is kept).
 //
 // Rules (strict where leniency lets a proxy and this server disagree about message bounds):
 //   - lines end in CRLF (a bare LF or CR is 400); up to 4 empty lines before a request are
@@ -93,6 +96,9 @@ class RequestParser {
   RequestHead& head() noexcept { return head_; }
   int error_status() const noexcept { return error_status_; }
   const char* error_reason() const noexcept { return error_reason_; }
+  // After kError: the head was read whole and only a limit on what it announces refused it
+  // (see the top of the file); head() and head_size() are then valid.
+  bool head_complete() const noexcept { return head_complete_; }
 
  private:
   struct Span {
@@ -121,6 +127,7 @@ class RequestParser {
   size_t head_size_ = 0;
   int error_status_ = 0;
   const char* error_reason_ = "";
+  bool head_complete_ = false;  // kError on a whole, otherwise valid head
   Span method_, target_, path_, query_, host_;
   bool path_is_static_slash_ = false;  // absolute-form without a path: path is "/"
   std::vector<FieldSpans> fields_;

@@ -32,12 +32,13 @@ Router::Router() {
   not_found_ = [](Request&, Response& res) { res.reply(404, "Not Found\n"); };
 }
 
-Router& Router::route(std::string_view methods, std::string_view pattern, Handler h) {
+Router& Router::route(std::string_view methods, std::string_view pattern, Handler h, RefusalHandler refused) {
   if (pattern.empty() || (pattern[0] != '/' && pattern != "*"))
     throw std::invalid_argument("lionet::http::Router: pattern must start with '/': " + std::string(pattern));
   auto r = std::make_unique<Route>();
   r->pattern = std::string(pattern);
   r->handler = std::move(h);
+  r->refused = std::move(refused);
   r->order = routes_.size();
   // Methods.
   std::string_view rest = methods;
@@ -110,10 +111,10 @@ Router& Router::route(std::string_view methods, std::string_view pattern, Handle
   return *this;
 }
 
-Router& Router::prefix(std::string_view methods, std::string_view path, Handler h) {
+Router& Router::prefix(std::string_view methods, std::string_view path, Handler h, RefusalHandler refused) {
   std::string p(path);
   while (!p.empty() && p.back() == '/') p.pop_back();
-  return route(methods, p + "/**", std::move(h));
+  return route(methods, p + "/**", std::move(h), std::move(refused));
 }
 
 Router& Router::not_found(Handler h) {
@@ -239,6 +240,18 @@ void Router::run(const Handler& h, Request& req, Response& res) const {
   }
   if (go) h(req, res);
   for (const auto& a : after_) a(req, res);
+}
+
+void Router::refuse(Request& req, Response& res, int status, std::string_view reason) const {
+  uint32_t allow = 0;
+  bool path_matched = false;
+  req.clear_params();
+  const Route* r = find(req, &allow, &path_matched);
+  if (!r || !r->refused) return;
+  req.clear_params();
+  if (!r->exact) match(*r, req.path(), &req);
+  req.set_route_pattern(r->pattern);
+  r->refused(req, res, status, reason);
 }
 
 void Router::dispatch(Request& req, Response& res) const {

@@ -24,6 +24,11 @@
 // Middleware: before hooks run in registration order once the route is known (params are
 // set); one returning false stops the chain (it has filled the response) and the handler is
 // skipped. after hooks always run, in registration order, before anything is sent.
+// Refusals: a route may also give a RefusalHandler (server.h) for requests the server refuses
+// after reading their head (a Content-Length over max_body_bytes), so that its clients get its
+// error format; refusal_handler() is the ServerOptions::refusal that routes them (params set,
+// no middleware: the request is refused, not served). Routes without one, and requests that
+// match no route, get the server's own answer.
 // Owns: the route table. Must not: allocate per request, or change after the server starts
 // (configuration calls are not thread-safe; dispatch() is, being const).
 #pragma once
@@ -53,15 +58,26 @@ class Router {
 
   // methods: comma-separated method names or "*". Throws std::invalid_argument for a malformed
   // pattern (empty, not starting with '/', `**` not last, bad `{name}`).
-  Router& route(std::string_view methods, std::string_view pattern, Handler h);
-  Router& get(std::string_view pattern, Handler h) { return route("GET", pattern, std::move(h)); }
-  Router& post(std::string_view pattern, Handler h) { return route("POST", pattern, std::move(h)); }
-  Router& put(std::string_view pattern, Handler h) { return route("PUT", pattern, std::move(h)); }
-  Router& del(std::string_view pattern, Handler h) { return route("DELETE", pattern, std::move(h)); }
-  Router& any(std::string_view pattern, Handler h) { return route("*", pattern, std::move(h)); }
+  // `refused`: the route's answer to refused requests (see the top of the file), if any.
+  Router& route(std::string_view methods, std::string_view pattern, Handler h, RefusalHandler refused = {});
+  Router& get(std::string_view pattern, Handler h, RefusalHandler refused = {}) {
+    return route("GET", pattern, std::move(h), std::move(refused));
+  }
+  Router& post(std::string_view pattern, Handler h, RefusalHandler refused = {}) {
+    return route("POST", pattern, std::move(h), std::move(refused));
+  }
+  Router& put(std::string_view pattern, Handler h, RefusalHandler refused = {}) {
+    return route("PUT", pattern, std::move(h), std::move(refused));
+  }
+  Router& del(std::string_view pattern, Handler h, RefusalHandler refused = {}) {
+    return route("DELETE", pattern, std::move(h), std::move(refused));
+  }
+  Router& any(std::string_view pattern, Handler h, RefusalHandler refused = {}) {
+    return route("*", pattern, std::move(h), std::move(refused));
+  }
   // `path` and everything below it ("/static" serves "/static", "/static/", "/static/a/b");
   // the part after "path/" is param("**").
-  Router& prefix(std::string_view methods, std::string_view path, Handler h);
+  Router& prefix(std::string_view methods, std::string_view path, Handler h, RefusalHandler refused = {});
 
   Router& not_found(Handler h);
   Router& before(Before hook);
@@ -72,6 +88,13 @@ class Router {
   // A Server handler calling dispatch() on this router (which must outlive the server).
   Handler handler() const {
     return [this](Request& q, Response& s) { dispatch(q, s); };
+  }
+  // Routes a refused request (sets its params and route_pattern) to its route's RefusalHandler;
+  // leaves res alone when there is none.
+  void refuse(Request& req, Response& res, int status, std::string_view reason) const;
+  // A ServerOptions::refusal calling refuse() on this router (which must outlive the server).
+  RefusalHandler refusal_handler() const {
+    return [this](Request& q, Response& s, int status, std::string_view reason) { refuse(q, s, status, reason); };
   }
 
  private:
@@ -87,6 +110,7 @@ class Router {
     bool any_method = false;
     std::vector<std::string> extra;  // unknown method names listed
     Handler handler;
+    RefusalHandler refused;  // may be empty
     size_t order = 0;
     bool exact = false;  // literal segments only: found by the hash lookup
   };

@@ -19,7 +19,9 @@
 //      closes silently); on a new connection header_timeout runs from the start.
 //   2. Read until the head is complete. header_timeout bounds the WHOLE head from its first
 //      byte (slowloris-safe: trickling bytes does not extend it); expiry answers 408 and closes.
-//      Limits and grammar errors answer 400/413/414/417/431/501/505 and close.
+//      Limits and grammar errors answer 400/413/414/417/431/501/505 and close. A head refused
+//      whole (a Content-Length over max_body_bytes: 413) is first offered to
+//      ServerOptions::refusal, which may word the answer; the body is never read either way.
 //   3. Run the handler (in this fiber). The head's views stay valid: the input buffer is never
 //      moved or grown until the request is done (body bytes are read into its tail or straight
 //      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
@@ -40,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lionet/base/clock.h"
@@ -61,6 +64,15 @@ namespace lionet::http {
 // A handler runs in the connection's fiber and may block (read a file, call a Client, lock a
 // lionet::Mutex). It must not keep Request or Response past its return.
 using Handler = std::function<void(Request&, Response&)>;
+
+// Words the answer to a request the server refuses after reading its whole head (today only a
+// Content-Length over limits.max_body_bytes: status 413, reason "Content-Length over the
+// limit"), e.g. in the format of the route it was meant for (Router::refusal_handler()). Runs in
+// the connection's fiber like a handler; the body is never read (read_body() fails: EMSGSIZE).
+// The response is kept only if it has that very status (a refusal cannot become a success);
+// otherwise, or if it throws, the server sends its own plain-text answer. Either way it goes
+// out with Connection: close and the connection closes as after the server's own answer.
+using RefusalHandler = std::function<void(Request&, Response&, int status, std::string_view reason)>;
 
 struct ServerOptions {
   // Request line, header and body limits (keys http.max_request_line, http.max_header_bytes,
@@ -86,6 +98,8 @@ struct ServerOptions {
   // Initial input buffer per connection (grows up to the limits while a head is read).
   // YAML: http.input_buffer
   std::size_t input_buffer = 4096;
+  // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
+  RefusalHandler refusal;
   // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
   // TcpServerOptions.
   TcpServerOptions tcp;

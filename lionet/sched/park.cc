@@ -10,6 +10,7 @@
 
 #include "lionet/base/macros.h"
 #include "lionet/fiber/fiber.h"
+#include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
 #include "lionet/sched/timer.h"
@@ -130,6 +131,11 @@ void park() noexcept {
     f->wait_.clear();
     return;
   }
+  // A park is stamped with the time it happens, not with the worker's last refresh: after a
+  // long slice that one may be the slice's length old, and a dump overstated every wait that
+  // followed it. One vDSO read (~5 ns). park_and_unlock (channels: message passing, where a
+  // round trip is ~48 ns) keeps the cached value.
+  w->coarse_now_ns = detail::coarse_monotonic_ns();
   w->switch_away(f, detail::AfterSwitch::kPark);
   f->wait_.clear();  // f is this fiber: valid on whichever worker it resumed
 }

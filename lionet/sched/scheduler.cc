@@ -885,7 +885,9 @@ void SchedulerImpl::submit(Fiber* f) {
 }
 
 void SchedulerImpl::schedule_woken(Fiber* f, Worker* w) noexcept {
-  f->state_since_ns_.store(w ? w->coarse_now_ns : coarse_monotonic_ns(), std::memory_order_relaxed);
+  // A worker inside the driver's wait() has not refreshed its clock since it went to sleep.
+  const bool cached = w && !w->in_driver.load(std::memory_order_relaxed);
+  f->state_since_ns_.store(cached ? w->coarse_now_ns : coarse_monotonic_ns(), std::memory_order_relaxed);
   if (w && w->sched == this) {
     w->schedule_local(f, /*lifo=*/true, /*notify=*/true);
     return;
@@ -1103,6 +1105,8 @@ SchedulerStats Scheduler::stats() const noexcept {
   s.stack_bytes_reserved = st.reserved_bytes;
   return s;
 }
+
+std::size_t Scheduler::trim_stacks(std::size_t keep) noexcept { return impl_->stack_pool.trim(keep); }
 
 StackPoolStats Scheduler::stack_stats() const noexcept {
   StackPoolStats st = impl_->stack_pool.stats();

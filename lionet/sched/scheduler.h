@@ -248,6 +248,10 @@ class Scheduler {
   SchedulerStats stats() const noexcept;
   // The stack pool's figures (mappings, guard pages, canaries). Any thread.
   StackPoolStats stack_stats() const noexcept;
+  // After a burst of fibers: the pages of unused stacks beyond the `keep` most recently used go
+  // back to the kernel (StackPool::trim; workers' own small caches are kept). Any thread.
+  // Returns how many stacks gave their pages back.
+  std::size_t trim_stacks(std::size_t keep = 64) noexcept;
   // Fibers spawned and not yet finished (approximate while running).
   uint64_t alive() const noexcept;
 

@@ -97,14 +97,16 @@ Result<void> Store::create_topic(const TopicOptions& options) {
   return create_locked(options);
 }
 
+Result<Log*> Store::find(std::string_view topic, uint32_t partition) const {
+  std::shared_lock<lionet::SharedMutex> g(mu_);
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return make_error_code(Errc::kNotFound);
+  if (partition >= it->second->partitions.size()) return make_error_code(Errc::kInvalidArgument);
+  return it->second->partitions[partition].get();
+}
+
 Result<Log*> Store::log(std::string_view topic, uint32_t partition) {
-  {
-    std::shared_lock<lionet::SharedMutex> g(mu_);
-    if (auto it = topics_.find(topic); it != topics_.end()) {
-      if (partition >= it->second->partitions.size()) return make_error_code(Errc::kInvalidArgument);
-      return it->second->partitions[partition].get();
-    }
-  }
+  if (auto l = find(topic, partition); l || l.error() != Errc::kNotFound) return l;
   if (!opt_.auto_create_topics) return make_error_code(Errc::kNotFound);
   if (partition >= opt_.default_partitions) return make_error_code(Errc::kInvalidArgument);
   std::unique_lock<lionet::SharedMutex> g(mu_);

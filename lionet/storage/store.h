@@ -6,9 +6,9 @@
 // `storage:` YAML section onto StoreOptions) or hold its table lock across a Log operation
 // other than opening it.
 //
-// Concurrency: every method may run from any fiber or thread. log() takes a shared lock for the
-// table lookup only; creating a topic takes it exclusively (and opens/recovers the logs under
-// it). Log pointers stay valid until the Store is destroyed.
+// Concurrency: every method may run from any fiber or thread. log() and find() take a shared
+// lock for the table lookup only; creating a topic takes it exclusively (and opens/recovers the
+// logs under it). Log pointers stay valid until the Store is destroyed.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +51,7 @@ struct StoreOptions {
   // storage.retention.bytes / .ms, storage.max_batch_bytes (see log_options.h).
   LogOptions log;
   // YAML: storage.auto_create_topics. log() of an unknown topic creates it with
-  // default_partitions partitions (a partition past that: kInvalidArgument).
+  // default_partitions partitions (a partition past that: kInvalidArgument); find() never does.
   bool auto_create_topics = true;
   uint32_t default_partitions = 1;  // YAML: storage.default_partitions
   std::vector<TopicOptions> topics; // YAML: storage.topics (created at open)
@@ -82,9 +82,13 @@ class Store {
 
   // Creates the topic or, if it exists, grows it to options.partitions (never shrinks).
   Result<void> create_topic(const TopicOptions& options);
-  // The log of one partition; creates the topic on demand when auto_create_topics.
-  // Unknown topic otherwise: kNotFound; partition out of range: kInvalidArgument.
+  // The log of one partition; creates the topic on demand when auto_create_topics (for
+  // writers). Unknown topic otherwise: kNotFound; partition out of range: kInvalidArgument.
   Result<Log*> log(std::string_view topic, uint32_t partition);
+  // The log of one partition of an existing topic, never creating anything whatever
+  // auto_create_topics says (for readers). Unknown topic: kNotFound; partition out of range:
+  // kInvalidArgument.
+  Result<Log*> find(std::string_view topic, uint32_t partition) const;
 
   std::vector<std::string> list_topics() const;  // sorted
   Result<TopicInfo> describe(std::string_view topic) const;

@@ -1,6 +1,8 @@
 // tests/app/app_e2e_test.cc: the lionet binary end to end, as a user meets it: a temp conf with
 // random ports (http + https + echo + storage), every route hit with curl and with
-// lionet::http::Client, records appended and read back over HTTP, /metrics counters that move,
+// lionet::http::Client, records appended and read back over HTTP (a read of an unknown topic is
+// 404 and creates nothing; a Content-Length over max_body_bytes gets the API's JSON 413),
+// /metrics counters that move,
 // the fiber dump (route and SIGQUIT), SIGTERM during a wrk run (exit 0, no error responses,
 // every acknowledged record readable after a restart), a second signal, start-up failures
 // (port in use, bad certificate, missing root), --check on broken configs, SIGHUP reopening logs.
@@ -428,6 +430,86 @@ TEST(AppE2E, StorageApiEncodingsPagingAndErrors) {
     EXPECT_NE(r.body.find("{\"error\":"), std::string::npos) << c.args << " -> " << r.body;
     EXPECT_NE(r.body.find(c.words), std::string::npos) << c.args << " -> " << r.body;
   }
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
+// A read names a topic that does not exist: 404 with the API's JSON error, and nothing is
+// created (auto_create_topics is on, as by default: only appends create).
+TEST(AppE2E, StorageReadOfUnknownTopicIs404AndCreatesNothing) {
+  Site site;
+  site.write_conf();
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  auto r = curl("-D - '" + site.url("/topics/ghost/partitions/0/records?offset=0") + "'");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_NE(r.body.find("Content-Type: application/json"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("{\"error\":\"topic 'ghost' partition 0: no such topic\"}"), std::string::npos) << r.body;
+  EXPECT_EQ(curl("'" + site.url("/topics/ghost/partitions/3/records") + "'").status, 404);
+  auto list = curl("'" + site.url("/topics") + "'");
+  EXPECT_EQ(list.status, 200);
+  EXPECT_EQ(list.body.find("ghost"), std::string::npos) << list.body;
+  EXPECT_FALSE(fs::exists(site.root() / "data" / "ghost-0"));
+  for (const auto& e : fs::directory_iterator(site.root() / "data"))
+    EXPECT_EQ(e.path().filename().string().find("ghost"), std::string::npos) << e.path();
+  // Appends still create it, and then it reads.
+  EXPECT_EQ(curl("--data-binary x '" + site.url("/topics/ghost/partitions/0/records") + "'").status, 201);
+  EXPECT_NE(curl("'" + site.url("/topics") + "'").body.find("{\"name\":\"ghost\",\"partitions\":1}"),
+            std::string::npos);
+  EXPECT_TRUE(fs::is_directory(site.root() / "data" / "ghost-0"));
+  EXPECT_EQ(curl("'" + site.url("/topics/ghost/partitions/0/records") + "'").status, 200);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
+// Sends `request` on a new connection to 127.0.0.1:port and returns all it gets until the server
+// closes (or 5 s pass without a byte).
+std::string raw_exchange(int port, const std::string& request) {
+  std::string got;
+  const int s = connect_to(port);
+  if (s < 0) return got;
+  if (::write(s, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(s, buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(s);
+  return got;
+}
+
+// A Content-Length over the server's max_body_bytes (8 MiB by default) is refused before the
+// body is read; on a storage route the answer is the API's JSON error, on the others the
+// server's plain text as before. Either way the connection closes after the answer.
+TEST(AppE2E, StorageBodyOverMaxBodyBytesIsJson413) {
+  Site site;
+  site.write_conf();
+  Process p({"-c", site.conf()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  const std::string big = "Content-Length: " + std::to_string((8 << 20) + 1) + "\r\n";
+  std::string r = raw_exchange(site.http, "POST /topics/big/partitions/0/records HTTP/1.1\r\nHost: x\r\n"
+                                          "Content-Type: application/octet-stream\r\n" + big + "\r\nfirst bytes");
+  EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
+  EXPECT_NE(r.find("\r\nContent-Type: application/json\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("\r\nConnection: close\r\n"), std::string::npos) << r;
+  const auto body_at = r.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << r;
+  const std::string body = r.substr(body_at + 4);
+  EXPECT_EQ(body.rfind("{\"error\":\"", 0), 0u) << body;
+  EXPECT_NE(body.find("max_body_bytes"), std::string::npos) << body;
+  EXPECT_EQ(body.substr(body.size() - 3), "\"}\n") << body;
+  // A GET of the topic list with such a body: the same JSON answer.
+  r = raw_exchange(site.http, "GET /topics HTTP/1.1\r\nHost: x\r\n" + big + "\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
+  EXPECT_NE(r.find("{\"error\":"), std::string::npos) << r;
+  // Other routes keep the server's plain-text 413.
+  r = raw_exchange(site.http, "GET /healthz HTTP/1.1\r\nHost: x\r\n" + big + "\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
+  EXPECT_NE(r.find("\r\nContent-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("Content-Length over the limit"), std::string::npos) << r;
+  // Nothing was appended or created, and the server serves on.
+  EXPECT_EQ(curl("'" + site.url("/topics") + "'").body, "{\"topics\":[]}\n");
+  EXPECT_EQ(curl("'" + site.url("/healthz") + "'").status, 200);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
 }

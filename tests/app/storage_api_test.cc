@@ -338,6 +338,7 @@ class StorageApiTest : public ::testing::Test {
     router_ = std::make_unique<http::Router>();
     add_storage_routes(*router_, "/topics", *store_, stats_, ao);
     add_storage_routes(*router_, "/fixed/", *fixed_, stats_, ao);
+    ho.refusal = router_->refusal_handler();  // as the lionet binary's servers
     server_ = std::make_unique<TestServer>(router_->handler(), ho);
     server_->start();
   }
@@ -632,6 +633,27 @@ TEST_F(StorageApiTest, ListsTopicsWithPartitionCounts) {
   EXPECT_EQ(r.body, "{\"topics\":[{\"name\":\"orders\",\"partitions\":2}]}\n");
 }
 
+// Only appends create topics (auto_create_topics on): a read of an unknown topic is 404 and
+// leaves neither a topic in the list nor a directory in the data dir.
+TEST_F(StorageApiTest, ReadOfUnknownTopicIs404AndCreatesNothing) {
+  start();
+  expect_error(get(records("ghost") + "?offset=0"), 404, "topic 'ghost' partition 0: no such topic", "GET ghost");
+  expect_error(get(records("ghost", "7")), 404, "no such topic", "GET ghost partition 7");
+  EXPECT_EQ(get("/topics").body, "{\"topics\":[]}\n");
+  EXPECT_TRUE(store_->list_topics().empty());
+  EXPECT_FALSE(fs::exists(dir_ + "/main/ghost-0"));
+  EXPECT_TRUE(fs::is_empty(dir_ + "/main"));
+  // A known topic's partition past its count is 404 too, and does not grow it.
+  ASSERT_EQ(append("real", "x"), 0);
+  expect_error(get(records("real", "1")), 404, "no such partition", "GET real partition 1");
+  EXPECT_EQ(store_->describe("real").value().partitions.size(), 1u);
+  // An append still creates the topic; then it reads.
+  ASSERT_EQ(append("ghost", "boo"), 0);
+  EXPECT_EQ(get("/topics").body,
+            "{\"topics\":[{\"name\":\"ghost\",\"partitions\":1},{\"name\":\"real\",\"partitions\":1}]}\n");
+  EXPECT_EQ(read(records("ghost")).size(), 1u);
+}
+
 TEST_F(StorageApiTest, EveryErrorIsJsonWithTheRightStatus) {
   storage::StoreOptions so;
   so.log.max_batch_bytes = 4096;
@@ -678,9 +700,10 @@ TEST_F(StorageApiTest, EveryErrorIsJsonWithTheRightStatus) {
   // chunked), more records than max_records_per_post.
   check(post(records("e"), std::string(5000, 'r')), 413, "larger than max_batch_bytes (4096 bytes)",
         "record too large");
-  // A Content-Length over max_body_bytes is refused by the request parser before any handler
-  // runs: 413, but http/'s plain-text answer (only a chunked body reaches read_body's limit).
-  EXPECT_EQ(post(records("e"), std::string(100 << 10, 'b')).status, 413);
+  // A Content-Length over max_body_bytes is refused from the head, before the handler runs and
+  // the body is read: the routes' refusal answer words it as JSON too.
+  check(post(records("e"), std::string(100 << 10, 'b')), 413, "max_body_bytes (Content-Length: 102400)",
+        "Content-Length over max_body_bytes");
   {
     http::ClientRequest q;
     q.method = "POST";

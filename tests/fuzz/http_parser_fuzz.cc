@@ -2,7 +2,8 @@
 // from the input itself (first byte), each call seeing a freshly copied buffer (the server may
 // move its buffer between reads), then pipelined requests are parsed one after another. Checks
 // the parser's own invariants: kDone only with head_size within the input, views inside the
-// input, identical results whatever the split.
+// input (after kDone, and after a kError that kept the whole head), identical results whatever
+// the split.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +22,18 @@ void check_inside(std::string_view v, const std::string& buf) {
   // "/" of an absolute-form target without a path is a static string: allowed outside.
   if (v == "/") return;
   if (v.data() < buf.data() || v.data() + v.size() > buf.data() + buf.size()) std::abort();
+}
+
+void check_head_inside(const lionet::http::RequestHead& h, const std::string& buf) {
+  check_inside(h.method, buf);
+  check_inside(h.target, buf);
+  check_inside(h.path, buf);
+  check_inside(h.query, buf);
+  check_inside(h.host, buf);
+  for (const auto& f : h.headers) {
+    check_inside(f.name, buf);
+    check_inside(f.value, buf);
+  }
 }
 }  // namespace
 
@@ -48,25 +61,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       b = pieces.parse(copy.data(), copy.size());
       if (b != RequestParser::State::kNeedMore || have == rest.size()) break;
     }
-    if (b == RequestParser::State::kDone) pieces.rebind(rest.data());
+    if (b == RequestParser::State::kDone || pieces.head_complete()) pieces.rebind(rest.data());
     if (a != b) std::abort();
     if (a == RequestParser::State::kError) {
       if (whole.error_status() != pieces.error_status()) std::abort();
       if (whole.error_status() < 400 || whole.error_status() > 505) std::abort();
+      // A head refused whole (Content-Length over the limit) stays readable, as after kDone.
+      if (whole.head_complete() != pieces.head_complete()) std::abort();
+      if (whole.head_complete()) {
+        if (whole.error_status() != 413 || whole.head_size() > rest.size()) std::abort();
+        if (whole.head().content_length <= limits.max_body_bytes) std::abort();
+        check_head_inside(whole.head(), rest);
+        check_head_inside(pieces.head(), rest);
+      }
       break;
     }
     if (a == RequestParser::State::kNeedMore) break;
     if (whole.head_size() != pieces.head_size() || whole.head_size() > rest.size()) std::abort();
     const auto& h = whole.head();
-    check_inside(h.method, rest);
-    check_inside(h.target, rest);
-    check_inside(h.path, rest);
-    check_inside(h.query, rest);
-    check_inside(h.host, rest);
-    for (const auto& f : h.headers) {
-      check_inside(f.name, rest);
-      check_inside(f.value, rest);
-    }
+    check_head_inside(h, rest);
     if (h.headers.size() != pieces.head().headers.size()) std::abort();
     if (h.body_kind != pieces.head().body_kind || h.content_length != pieces.head().content_length) std::abort();
     if (h.content_length > limits.max_body_bytes) std::abort();

@@ -233,6 +233,44 @@ TEST(RequestParser, LimitsAnswerTheirStatus) {
   EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n", l), 200);
 }
 
+// A Content-Length over max_body_bytes refuses a head that is whole and otherwise valid: the
+// head stays readable (a route may word the 413), unlike the heads other errors cut short.
+TEST(RequestParser, ContentLengthOverTheLimitKeepsTheWholeHead) {
+  ParserLimits l;
+  l.max_body_bytes = 1000;
+  RequestParser p(l);
+  const std::string s = "POST /t/x?a=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 1001\r\n\r\nbody";
+  Parsed r = parse_all(p, s);
+  EXPECT_EQ(r.state, State::kError);
+  EXPECT_EQ(r.status, 413);
+  ASSERT_TRUE(p.head_complete());
+  EXPECT_EQ(r.head_size, s.size() - 4);
+  EXPECT_EQ(p.head().method, "POST");
+  EXPECT_EQ(p.head().path, "/t/x");
+  EXPECT_EQ(p.head().query, "a=1");
+  EXPECT_EQ(p.head().host, "h");
+  EXPECT_EQ(p.head().headers.get("content-length"), "1001");
+  EXPECT_EQ(p.head().body_kind, BodyKind::kContentLength);
+  EXPECT_EQ(p.head().content_length, 1001u);
+  EXPECT_FALSE(p.head().keep_alive);
+  // Views follow the bytes when they move, as after kDone.
+  const std::string moved = s;
+  p.rebind(moved.data());
+  EXPECT_EQ(p.head().path.data(), moved.data() + 5);
+  // Still 413 without Host, but that head is not valid: not complete. Nor are heads refused by
+  // other rules, and reset() forgets it.
+  EXPECT_EQ(parse_all(p, "POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n").status, 413);
+  EXPECT_FALSE(p.head_complete());
+  EXPECT_EQ(parse_all(p, "POST / HTTP/1.0\r\nContent-Length: 1001\r\n\r\n").status, 413);
+  EXPECT_TRUE(p.head_complete());
+  EXPECT_EQ(parse_all(p, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").status, 400);
+  EXPECT_FALSE(p.head_complete());
+  EXPECT_EQ(parse_all(p, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n").status, 400);
+  EXPECT_FALSE(p.head_complete());
+  EXPECT_EQ(parse_all(p, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n").state, State::kDone);
+  EXPECT_FALSE(p.head_complete());
+}
+
 TEST(RequestParser, EverySplitPointGivesTheSameResult) {
   std::string s =
       "POST http://h:1/p/q?z=%20 HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nX-Long: " + std::string(300, 'x') +

@@ -1,5 +1,6 @@
 // Tests of lionet/http/server.h (and client.h) over real sockets on 127.0.0.1: the project's
-// Client, curl, and raw sockets for pipelining, limits, smuggling, Expect and the timeouts.
+// Client, curl, and raw sockets for pipelining, limits (and the routes' answers to refused
+// heads), smuggling, Expect and the timeouts.
 #include "lionet/http/server.h"
 
 #include <fcntl.h>
@@ -9,8 +10,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "http_test_util.h"
 #include "lionet/http/client.h"
@@ -291,6 +294,64 @@ TEST_F(ServerTest, PipelinedOneByteAtATime) {
   std::string out = c.read_until("hello world");
   EXPECT_NE(out.find("abcd"), std::string::npos) << out;
   EXPECT_NE(out.find("hello world"), std::string::npos) << out;
+}
+
+// ServerOptions::refusal through Router::refusal_handler(): a route that gives a refusal
+// answer words the 413 of a Content-Length over max_body_bytes (params set, the body unread
+// and refused to read_body()); routes without one, requests matching no route, and answers
+// with another status get the server's plain text. The connection closes after each.
+TEST_F(ServerTest, RefusedHeadIsWordedByItsRoute) {
+  std::atomic<int> handler_runs{0};
+  std::mutex mu;
+  std::string seen;  // under mu: what the refusal answer saw of the request
+  auto saw = [&] {
+    std::lock_guard<std::mutex> g(mu);
+    return std::exchange(seen, std::string());
+  };
+  auto json_413 = [&](Request& q, Response& s, int status, std::string_view reason) {
+    char c;
+    const auto r = q.read_body(&c, 1);
+    std::lock_guard<std::mutex> g(mu);
+    seen = std::string(q.param("id")) + " " + std::string(q.route_pattern()) + " " +
+           (!r && r.error() == std::errc::message_size ? "EMSGSIZE" : "read");
+    s.reply(status, "{\"error\":\"" + std::string(reason) + "\"}\n", "application/json");
+    s.set_header("X-Route", "worded");
+  };
+  auto ran = [&handler_runs](Request&, Response& s) {
+    ++handler_runs;
+    s.reply(200, "ran\n");
+  };
+  router_.post("/worded/{id}", ran, json_413);
+  router_.post("/unworded", ran, [](Request&, Response& s, int, std::string_view) { s.reply(200, "no success\n"); });
+  ServerOptions o;
+  o.limits.max_body_bytes = 1000;
+  o.refusal = router_.refusal_handler();
+  auto ts = start(o);
+  auto exchange = [&](const std::string& target, std::string_view method = "POST") {
+    RawClient rc(ts->port());
+    EXPECT_TRUE(rc.send(std::string(method) + " " + target + " HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n" +
+                        std::string(100, 'x')));
+    return rc.read_until_closed();
+  };
+  std::string out = exchange("/worded/42");
+  EXPECT_EQ(out.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << out;
+  EXPECT_NE(out.find("\r\nContent-Type: application/json\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\nX-Route: worded\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\nConnection: close\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\n{\"error\":\"Content-Length over the limit\"}\n"), std::string::npos) << out;
+  EXPECT_EQ(saw(), "42 /worded/{id} EMSGSIZE");
+  // A method the route does not take, a route without an answer, no route, and an answer with
+  // another status than the refusal's: the server's plain text.
+  for (const auto& [target, method] : {std::pair<std::string, std::string_view>{"/worded/1", "PUT"},
+                                      {"/echo", "POST"}, {"/nowhere", "POST"}, {"/unworded", "POST"}}) {
+    out = exchange(target, method);
+    EXPECT_EQ(out.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << method << " " << target << ": " << out;
+    EXPECT_NE(out.find("\r\nContent-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("Content Too Large: Content-Length over the limit\n"), std::string::npos) << out;
+    EXPECT_EQ(saw(), "") << target;
+  }
+  EXPECT_EQ(handler_runs.load(), 0);  // a refused request never reaches its handler
+  EXPECT_EQ(ts->server().stats().errors.load(), 5u);
 }
 
 struct LimitCase {

@@ -510,6 +510,60 @@ TEST(FiberDump, FibersFinishingOnAnotherWorkerAreUnlistedByTheirOwn) {
   EXPECT_EQ(s.stats().fibers_finished, static_cast<uint64_t>(kFibers) + 4);
 }
 
+// The milliseconds a dump shows for `name` ("fiber 7 \"name\" worker 0, 203ms: ..."), or -1.
+long shown_ms(const std::string& dump, const std::string& name) {
+  const std::string key = "\"" + name + "\" worker ";
+  const std::size_t at = dump.find(key);
+  if (at == std::string::npos) return -1;
+  const std::size_t comma = dump.find(", ", at);
+  if (comma == std::string::npos) return -1;
+  const char* p = dump.c_str() + comma + 2;
+  char* end = nullptr;
+  const double v = std::strtod(p, &end);
+  if (end == p) return -1;
+  if (std::strncmp(end, "ms", 2) == 0) return static_cast<long>(v);
+  if (*end == 's') return static_cast<long>(v * 1000);
+  return -1;
+}
+
+// A dump's "time in state" is the time since the fiber entered that state, whatever the worker
+// did before: a fiber that parks on a worker that sat idle, and one that parks right after a
+// 300 ms slice without a scheduling point (the worker's cached coarse clock was that old).
+TEST(FiberDump, TimeInStateOfAParkedFiberIsWhatItWaited) {
+  lionet::Scheduler s({.threads = 1, .name = "clock"});
+  std::this_thread::sleep_for(300ms);  // the worker idles first
+  lionet::Event gate_a, gate_b;
+  auto a = s.spawn([&] { gate_a.wait(); }, {.name = "after-idle"});
+  wait_for_snapshot(s, [&](const std::vector<FiberInfo>& v) { return parked_on(v, "after-idle", WaitKind::kEvent); });
+  std::this_thread::sleep_for(200ms);
+  {
+    const std::string dump = lionet::dump_fibers(s);
+    const long ms = shown_ms(dump, "after-idle");
+    EXPECT_GE(ms, 150) << dump;
+    EXPECT_LE(ms, 400) << dump;
+  }
+  gate_a.set();
+  a.join();
+  auto b = s.spawn(
+      [&] {
+        const auto until = std::chrono::steady_clock::now() + 300ms;
+        while (std::chrono::steady_clock::now() < until) {
+        }  // a long slice: no scheduling point
+        auto c = lionet::Scheduler::current()->spawn([&] { gate_b.wait(); }, {.name = "after-busy"});
+        gate_b.wait();
+        c.join();
+      },
+      {.name = "busy"});
+  wait_for_snapshot(s, [&](const std::vector<FiberInfo>& v) { return parked_on(v, "after-busy", WaitKind::kEvent); });
+  std::this_thread::sleep_for(200ms);
+  const std::string dump = lionet::dump_fibers(s);
+  const long ms = shown_ms(dump, "after-busy");
+  EXPECT_GE(ms, 150) << dump;
+  EXPECT_LE(ms, 400) << dump;
+  gate_b.set();
+  b.join();
+}
+
 TEST(FiberDump, RegistryOffListsNothingButCountsStill) {
   lionet::Scheduler s({.threads = 1, .name = "quiet", .fiber_registry = false});
   lionet::Event ev;

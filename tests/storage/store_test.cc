@@ -1,5 +1,6 @@
 // tests/storage/store_test.cc: Store: topics with partitions from options, on demand and
-// explicitly; per-topic overrides; list/describe; reopen finds topics on disk.
+// explicitly; find() never creates; per-topic overrides; list/describe; reopen finds topics on
+// disk.
 #include "lionet/storage/store.h"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,27 @@ TEST(StorageStore, OnDemandTopicsAndReopen) {
   EXPECT_EQ(test::verify_range(*l, 0, 10), 10);
   EXPECT_EQ(store->log("unknown", 0).error(), Errc::kNotFound);
   EXPECT_TRUE(store->enforce_retention().ok());
+}
+
+// find() is the lookup of readers: it never creates, whatever auto_create_topics says.
+TEST(StorageStore, FindNeverCreates) {
+  TempDir d;
+  StoreOptions o = options(d.path());
+  o.default_partitions = 2;
+  auto store = Store::open(o).value();
+  ASSERT_TRUE(o.auto_create_topics);
+  EXPECT_EQ(store->find("ghost", 0).error(), Errc::kNotFound);
+  EXPECT_EQ(store->find("ghost", 5).error(), Errc::kNotFound);
+  EXPECT_EQ(store->list_topics(), std::vector<std::string>{"orders"});
+  EXPECT_FALSE(std::filesystem::exists(d.path() + "/data/ghost-0"));
+  EXPECT_EQ(store->describe("ghost").error(), Errc::kNotFound);
+  // A topic that exists: the same Log as log(); a partition past its count: kInvalidArgument.
+  EXPECT_EQ(store->find("orders", 2).value(), store->log("orders", 2).value());
+  EXPECT_EQ(store->find("orders", 3).error(), Errc::kInvalidArgument);
+  // Once log() created a topic on demand, find() sees it.
+  Log* l = store->log("ghost", 1).value();
+  EXPECT_EQ(store->find("ghost", 1).value(), l);
+  EXPECT_EQ(store->find("ghost", 2).error(), Errc::kInvalidArgument);
 }
 
 TEST(StorageStore, TopicNames) {

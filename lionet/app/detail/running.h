@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lionet/app/runtime.h"
@@ -73,6 +75,15 @@ struct Runtime::Impl {
   std::vector<std::unique_ptr<Running>> servers;  // last: destroyed first
   std::mutex stop_mu;
   bool stopped = false;  // under stop_mu
+
+  // Memory trimmer (memory.trim_*): a plain thread, so that malloc_trim never holds a worker.
+  void start_trimmer();
+  void stop_trimmer();
+  std::thread trimmer;
+  std::mutex trim_mu;
+  std::condition_variable trim_cv;
+  bool trim_stop = false;  // under trim_mu
+  std::atomic<uint64_t> trims{0};
 };
 
 // routes.cc

@@ -53,6 +53,9 @@ class Connection final : public BodySource {
   // Reads and discards the rest of the body; false if it cannot be done within the limits.
   bool drain_body();
   void send_error(int status, const char* reason) noexcept;
+  // Answers a head the parser refused whole (head_complete()) with options_.refusal's response
+  // if it keeps the status, else with send_error().
+  void refuse(int status, const char* reason);
   void lingering_close() noexcept;
 
   Stream& stream_;

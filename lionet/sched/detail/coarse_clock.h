@@ -5,10 +5,11 @@
 // Why CLOCK_MONOTONIC_COARSE: it is the same clock (same epoch) as CLOCK_MONOTONIC, the base
 // of steady_clock, so a dump can compare it with now() and with deadlines; the vDSO returns
 // the kernel's last tick without reading the TSC (a few ns, no syscall); its resolution of
-// one jiffy (1-4 ms) is far below what a fiber dump shows. Workers read it only every
-// kSlowTickInterval scheduling points and after waking from idle, and stamp fibers with
-// that cached value (Worker::coarse_now_ns), so a switch pays one load and one store; a stamp
-// is early by at most that many fiber slices (the dump may overstate a duration by as much).
+// one jiffy (1-4 ms) is far below what a fiber dump shows. Workers read it every
+// kSlowTickInterval scheduling points, after waking from idle and at every park() (not a
+// channel's park_and_unlock), and stamp fibers with that cached value (Worker::coarse_now_ns),
+// so a yield pays one load and one store; a park's stamp is fresh, other stamps early by at
+// most that many fiber slices.
 #pragma once
 
 #include <time.h>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/object_cache.h"
 
 namespace lionet::detail {
 
@@ -27,7 +28,13 @@ struct TimerEntry {
   void release() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
+  // One entry per timed wait (every kept-alive HTTP request's read has a deadline): entries come
+  // from a per-thread cache instead of malloc (base/object_cache.h).
+  using Cache = base::ObjectCache<128, 256>;
+  static void* operator new(std::size_t n) { return Cache::allocate(n); }
+  static void operator delete(void* p) noexcept { Cache::deallocate(p); }
 };
+static_assert(sizeof(TimerEntry) <= 128, "TimerEntry outgrew its cache's block size");
 
 class TimerQueue {
  public:
