@@ -2,7 +2,7 @@
 // threads (and overflowing local queues) hand fibers to the workers.
 //
 // A mutex around an intrusive FIFO list (Fiber::next_), like Tokio's inject queue: it is off
-// the hot path (workers prefer their local queues and look here every 61 ticks or when
+// the hot path (workers prefer their local queues and look here every 64 ticks or when
 // idle), and a batch costs one lock. len_ lets workers skip the lock when it is empty.
 #pragma once
 

@@ -2,12 +2,12 @@
 // multi_thread/queue.rs): a FIFO ring that one owner pushes to and pops from, and that
 // any number of thieves steal HALF of at a time.
 //
-// Who may call what: push_back()/pop() only on the owning worker; steal_into() by a thief,
-// which must own `dst`; len()/empty() from anyone (approximate).
+// Who may call what: try_push()/pop()/pop_batch()/take_half() only on the owning worker;
+// steal_into() by a thief, which must own `dst`; len()/empty() from anyone (approximate).
 //
 // Layout: head_ packs two u32 indexes, (steal << 32) | real. real is the next slot to pop;
 // steal trails it while a thief copies slots [steal, real) out. While steal != real no
-// other thief may start, and the owner may not overwrite those slots (push_back checks
+// other thief may start, and the owner may not overwrite those slots (try_push checks
 // tail - steal < capacity). tail_ is written only by the owner. Indexes wrap as u32.
 // Slots are relaxed atomics: they are only read after the acquire of tail_ (thieves) or are
 // the owner's own writes; being atomic keeps TSan precise without costing anything on x86.
