@@ -454,7 +454,18 @@ void Worker::publish_mine() noexcept {
     if (searching_of(s) == 0 && unparked_of(s) >= n) return;
   }
   if (--publish_countdown != 0) return;
-  for (uint32_t k = mine_len - mine_len / 2; k > 0 && queue.try_push(mine_head); --k) pop_mine();
+  for (uint32_t k = mine_len - mine_len / 2; k > 0; --k) {
+    // Unlinked before it is published: once in the ring a thief may run it at once, and its
+    // next_ is reused (a hand-back when it finishes) before we could read it.
+    Fiber* f = pop_mine();
+    if (!queue.try_push(f)) {  // full: f goes back to the front of `mine`
+      f->next_ = mine_head;
+      mine_head = f;
+      if (!mine_tail) mine_tail = f;
+      ++mine_len;
+      break;
+    }
+  }
   if (searching_of(s) == 0) sched->notify_parked();
   publish_countdown = publish_every;
   publish_every = std::min(publish_every * 2, kPublishBackoffMax);

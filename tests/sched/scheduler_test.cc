@@ -203,6 +203,34 @@ TEST(Scheduler, AYielderIsNotStarvedByAStreamOfNewFibers) {
   EXPECT_LT(spawned_before_back.load(), 1000) << "the yielder waited behind a stream of new fibers";
 }
 
+// The shape of bench/fiber_bench's spawn+join on 2 workers, as a stress test: a fiber spawns
+// batches of 1000 (the ring overflows into the worker's private FIFO), joins them all (the
+// joiner migrates, fibers are stolen and finish on the other worker, and are handed back to the
+// one that listed them). Every result must arrive exactly once.
+TEST(Scheduler, SpawnJoinBatchesOnTwoWorkersLoseNothing) {
+#if defined(LIONET_TSAN) || defined(LIONET_ASAN)
+  constexpr int kRounds = 40;
+#else
+  constexpr int kRounds = 400;
+#endif
+  constexpr int kBatch = 1000;
+  lionet::Scheduler s({.threads = 2});
+  const int64_t sum = s.spawn([&] {
+                        std::vector<lionet::JoinHandle<int>> hs;
+                        hs.reserve(kBatch);
+                        int64_t total = 0;
+                        for (int r = 0; r < kRounds; ++r) {
+                          for (int i = 0; i < kBatch; ++i) hs.push_back(lionet::Scheduler::current()->spawn([i] { return i; }));
+                          for (auto& h : hs) total += h.join();
+                          hs.clear();
+                        }
+                        return total;
+                      }).join();
+  EXPECT_EQ(sum, static_cast<int64_t>(kRounds) * kBatch * (kBatch - 1) / 2);
+  s.stop();
+  EXPECT_EQ(s.alive(), 0u);
+}
+
 TEST(Scheduler, StopWaitsForEveryFiber) {
   std::atomic<int> finished{0};
   lionet::Scheduler s({.threads = 2});
