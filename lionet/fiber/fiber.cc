@@ -101,12 +101,12 @@ using ClassCache = base::ObjectCache<(C + 1) * kObjectClassBytes, Fiber::kObject
 template <std::size_t... C>
 void* allocate_in_class(std::size_t c, std::size_t size, std::index_sequence<C...>) {
   void* p = nullptr;
-  ((c == C ? (p = ClassCache<C>::allocate(size), true) : false) || ...);
+  (void)((c == C ? (p = ClassCache<C>::allocate(size), true) : false) || ...);
   return p;
 }
 template <std::size_t... C>
 void deallocate_in_class(std::size_t c, void* p, std::index_sequence<C...>) noexcept {
-  ((c == C ? (ClassCache<C>::deallocate(p), true) : false) || ...);
+  (void)((c == C ? (ClassCache<C>::deallocate(p), true) : false) || ...);
 }
 }  // namespace
 
