@@ -140,16 +140,23 @@ void Socket::cancel_waiters() noexcept {
 }
 
 void Socket::close() noexcept {
-  uint32_t s = state_.fetch_or(kClosed, std::memory_order_acq_rel);
-  if (s & kClosed) return;
-  if (s & kCount) {
-    // Calls in flight: make the fd ready for good (EOF / EPIPE, accept fails with EINVAL) so a
-    // waiter that registers after the cancel below still returns at once, then wake the
-    // waiters that are registered. The last call to leave closes the fd.
+  // close() holds a call slot of its own while it touches fd_: otherwise the last call in flight
+  // could finish (close the fd, clear fd_) between our reads of it, and the shutdown below could
+  // hit a number already reused by another socket (a race TSan reported in Server::stop).
+  uint32_t s = state_.fetch_add(1, std::memory_order_acq_rel);
+  if (!(s & kClosed)) s = state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  if (s & kClosed) {  // closed already: drop our slot (if it was the last, that finishes)
+    leave();
+    return;
+  }
+  if ((s & kCount) > 1) {
+    // Calls in flight besides ours: make the fd ready for good (EOF / EPIPE, accept fails with
+    // EINVAL) so a waiter that registers after the cancel below still returns at once, then wake
+    // the waiters that are registered.
     detail::sys::shutdown(fd_, SHUT_RDWR);
     cancel_waiters();
   }
-  try_finish();
+  leave();  // the last slot to leave (ours or a call's) closes the fd
 }
 
 int Socket::release() noexcept {
