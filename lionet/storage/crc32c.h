@@ -22,7 +22,7 @@ namespace lionet::storage {
 uint32_t crc32c(uint32_t crc, const void* data, std::size_t n) noexcept;
 // Boost.CRC table-driven implementation (portable fallback and test oracle).
 uint32_t crc32c_portable(uint32_t crc, const void* data, std::size_t n) noexcept;
-// The simple one-stream SSE4.2 loop (8 bytes per crc32q; what ../shared/peers/log/logbench
+// The simple one-stream SSE4.2 loop (8 bytes per crc32q; what bench/reference/log/logbench
 // uses); exposed for the benchmark. Only call when crc32c_hardware_available().
 uint32_t crc32c_sse42_simple(uint32_t crc, const void* data, std::size_t n) noexcept;
 bool crc32c_hardware_available() noexcept;
