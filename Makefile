@@ -35,7 +35,7 @@ test-asan: deps
 
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
-	@cmake --build --preset tsan -j $(JOBS) --target sched_tests sync_tests io_tests storage_tests
+	@cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
 
 # libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, under ASan+UBSan (clang).

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -405,7 +406,9 @@ void die_of_stack_overflow(uint64_t fiber_id, const char* name, std::size_t size
   p = put_str(p, end, "-byte stack (caught by its ");
   p = put_str(p, end, how);
   p = put_str(p, end, "; raise fiber.stack_size)\n");
-  (void)!write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
+  // The raw system call: write() may be the hook layer's, which is not async-signal-safe (its
+  // fd table allocates on first sight of an fd; TSan reported it from this handler).
+  (void)!syscall(SYS_write, STDERR_FILENO, buf, static_cast<size_t>(p - buf));
   signal(SIGABRT, SIG_DFL);
   abort();
 }

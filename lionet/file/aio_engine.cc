@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "lionet/base/spinlock.h"
+#include "lionet/base/tsan.h"
 #include "lionet/file/detail/completion_reaper.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/log/log.h"
@@ -68,6 +69,7 @@ class AioContext final : public ReapedContext {
     if (n <= 0) return 0;
     for (int i = 0; i < n; ++i) {
       auto* r = static_cast<FileRequest*>(events[i].data);
+      tsan_acquire(r);  // pairs with tsan_release in prep(): the kernel ordered them
       // res is the byte count or -errno; res2 is unused by the kernel for files.
       int64_t res = static_cast<int64_t>(static_cast<long>(events[i].res));
       static_cast<BatchWaiter*>(r->engine_data)->complete(*r, res);  // r may be gone after this
@@ -178,6 +180,7 @@ class AioEngine final : public ReapedEngineBase {
 
   void prep(iocb& cb, FileRequest& r, BatchWaiter* w) noexcept {
     r.engine_data = w;
+    tsan_release(&r);  // the reaper on another thread reads r: ordered by the kernel
     switch (r.op) {
       case FileOp::kRead:
         if (r.iov) io_prep_preadv(&cb, r.fd, r.iov, r.iovcnt, r.offset);

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <optional>
 
+#include "lionet/base/tsan.h"
 #include "lionet/file/detail/completion_reaper.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/log/log.h"
@@ -59,6 +60,7 @@ class UringContext final : public ReapedContext {
     int n = 0;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       auto* r = static_cast<FileRequest*>(io_uring_cqe_get_data(cqe));
+      tsan_acquire(r);  // pairs with tsan_release in prep(): the kernel ordered them
       static_cast<BatchWaiter*>(r->engine_data)->complete(*r, cqe->res);  // r may be gone now
       if (++n == max) break;
     }
@@ -128,6 +130,7 @@ class UringEngine final : public ReapedEngineBase {
  private:
   static void prep(io_uring_sqe* sqe, FileRequest& r, BatchWaiter* w) noexcept {
     r.engine_data = w;
+    tsan_release(&r);  // the reaper on another thread reads r: ordered by the kernel
     switch (r.op) {
       case FileOp::kRead:
         if (r.iov) io_uring_prep_readv(sqe, r.fd, r.iov, static_cast<unsigned>(r.iovcnt), r.offset);

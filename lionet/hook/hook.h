@@ -47,7 +47,7 @@
 //                     blocks only under dirty-page throttling. Why the fast paths: a 4 KiB
 //                     page-cache read costs ~1.7 us as a plain syscall but ~17 us through the
 //                     offload pool (figures in lionet/file/README.md); with them hooked cached
-//                     reads cost ~1.1-1.2x the plain call. Needs no IOManager. Limits:
+//                     reads cost ~1.03-1.14x the plain call. Needs no IOManager. Limits:
 //                     configure_regular_files(); counters: regular_file_stats().
 //                     (lionet::File is the API with kernel AIO, queue depth and batches.)
 // Ttys, eventfds and every other fd that is not a socket, a pipe or a regular file pass through.
@@ -62,8 +62,10 @@
 // another thread's errno). See fiber/fiber.h, MIGRATION HAZARD.
 // What the hooks cannot fix: a CALLER that computed errno's address before the call (an
 // `errno = 0;` earlier in the same function, or an errno read hoisted out of a retry loop) may
-// read the old worker's errno after a migration. Plain "call, then test errno" code is safe;
-// code that must also be safe against the hoisting should run in a fiber pinned to one worker
+// read the old worker's errno after a migration. Hooked fd waits and regular-file offloads pin
+// the fiber to its worker for the call, so they are safe even then; hooked sleeps and name
+// lookups do not pin. Plain "call, then test errno" code is always safe; other code that must
+// be safe against the hoisting should run in a fiber pinned to one worker
 // (SpawnOptions::pin_worker). tests/hook reads errno through a non-inlined accessor for this.
 //
 // HOW A PROGRAM GETS THE HOOKS. The hooks are ordinary extern "C" definitions of read, write,
