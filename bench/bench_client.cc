@@ -1,6 +1,6 @@
 // bench/bench_client.cc: echo load client on LioNet fibers. Each connection is a fiber that
 // keeps exactly one message in flight: write S bytes, read S bytes back, verify every byte,
-// repeat (the same ping-pong as ../shared/peers/echo/echo_client.c, so the two clients can be
+// repeat (the same ping-pong as bench/reference's echo_client, so the two clients can be
 // compared against the same server).
 //
 //   bench_client -h host -p port -c connections -s size -d seconds [-t threads] [-b backend]

@@ -1,23 +1,20 @@
 // bench/bench_server.cc: the echo server of the echo benchmark: a TcpServer on 127.0.0.1 with
 // one fiber per connection that reads into a 64 KiB buffer and writes back what it read
-// (the same buffer size as the peer epoll reference, ../shared/peers/echo/).
+// (the same buffer size as the epoll reference, bench/reference/echo/).
 //
 //   bench_server [port] [--threads N] [--backend epoll|io_uring]
 //
 // Defaults: port 9000, 1 worker, epoll. Runs until SIGINT/SIGTERM, then stops gracefully and
 // prints `RESULT accepted=N backend=B threads=T errors=0` as its last line.
-// Compared side by side by scripts/bench-echo.sh (../shared/peers/compare/echo.sh).
-#include <signal.h>
-
+// Compared side by side with bench/reference's echo servers by scripts/bench-echo.sh.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "lionet/io/io_manager.h"
+#include "bench/common/server_main.h"
 #include "lionet/net/tcp_server.h"
-#include "lionet/sched/scheduler.h"
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
@@ -43,20 +40,12 @@ int main(int argc, char** argv) {
   }
   if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring")) usage(argv[0]);
 
-  // Signals are taken by sigwait() in main, so block them before any worker thread exists.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
   // The default runtime: the scheduler's own IO driver, on the backend asked for.
-  lionet::Scheduler sched({.threads = threads, .name = "echo", .io = {.backend = backend}});
-  const lionet::IOManager& io = *lionet::IOManager::of(sched);
+  lionet::bench::ServerMain runtime(threads, "echo", backend);
   lionet::TcpServerOptions opts;
   opts.reuse_port_per_worker = threads > 1;  // one listener per worker, kernel-balanced
   opts.name = "echo";
-  lionet::TcpServer server(sched, [](lionet::SocketStream& s) {
+  lionet::TcpServer server(runtime.scheduler(), [](lionet::SocketStream& s) {
     constexpr size_t kBuf = 64 * 1024;
     std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
     for (;;) {
@@ -73,13 +62,12 @@ int main(int argc, char** argv) {
   }
   server.start();
   std::fprintf(stderr, "bench_server: listening on %s, %d worker(s), backend %s\n",
-               server.addresses()[0].to_string().c_str(), threads, io.backend());
+               server.addresses()[0].to_string().c_str(), threads, runtime.backend());
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
-  sched.stop();
+  runtime.stop();
   std::printf("RESULT accepted=%llu backend=%s threads=%d errors=0\n",
-              static_cast<unsigned long long>(server.accepted()), io.backend(), threads);
+              static_cast<unsigned long long>(server.accepted()), runtime.backend(), threads);
   return 0;
 }

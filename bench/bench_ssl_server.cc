@@ -1,25 +1,22 @@
 // bench/bench_ssl_server.cc: the TLS echo server of the TLS benchmark: a TcpServer on
 // 127.0.0.1 whose connection fibers wrap the socket in an SslStream, handshake, and write back
 // what they read through a 64 KiB buffer (the libevent + OpenSSL reference in
-// ../shared/peers/tls/ echoes the same way).
+// bench/reference/tls/ echoes the same way).
 //
 //   bench_ssl_server port cert.pem key.pem [--threads N] [--tickets N]
 //
 // Defaults: 1 worker, epoll, the SslOptions defaults (TLS 1.2-1.3, stateless tickets).
 // Runs until SIGINT/SIGTERM, then prints `RESULT accepted=N handshakes=H failed_handshakes=F
-// threads=T errors=0` as its last line. Compared side by side by scripts/bench-tls.sh
-// (../shared/peers/compare/tls.sh).
-#include <signal.h>
-
+// threads=T errors=0` as its last line. Compared side by side with bench/reference's
+// tls_echo_server by scripts/bench-tls.sh.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
-#include "lionet/io/io_manager.h"
+#include "bench/common/server_main.h"
 #include "lionet/net/tcp_server.h"
-#include "lionet/sched/scheduler.h"
 #include "lionet/ssl/ssl_stream.h"
 
 namespace {
@@ -50,19 +47,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  sigset_t sigs;  // taken by sigwait() in main: block before any worker thread exists
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
-  lionet::Scheduler sched({.threads = threads, .name = "tls"});
-  lionet::IOManager io(sched);
+  lionet::bench::ServerMain runtime(threads, "tls");  // the scheduler's own IO driver (auto: epoll)
   std::atomic<uint64_t> handshakes{0}, failed{0};
   lionet::TcpServerOptions opts;
   opts.reuse_port_per_worker = threads > 1;
   opts.name = "tls";
-  lionet::TcpServer server(io, [&](lionet::SocketStream& s) {
+  lionet::TcpServer server(runtime.scheduler(), [&](lionet::SocketStream& s) {
     lionet::SslStream tls_stream(ctx, s.socket());
     if (!tls_stream.handshake()) {
       failed.fetch_add(1, std::memory_order_relaxed);
@@ -87,10 +77,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "bench_ssl_server: listening on %s, %d worker(s), kTLS %s\n",
                server.addresses()[0].to_string().c_str(), threads, ctx->ktls_enabled() ? "on" : "off");
 
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
-  sched.stop();
+  runtime.stop();
   std::printf("RESULT accepted=%llu handshakes=%llu failed_handshakes=%llu threads=%d errors=0\n",
               static_cast<unsigned long long>(server.accepted()), static_cast<unsigned long long>(handshakes.load()),
               static_cast<unsigned long long>(failed.load()), threads);

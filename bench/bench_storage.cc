@@ -3,13 +3,13 @@
 // mixed; plus the CRC-32C implementations side by side (the figure behind storage/README.md).
 //
 // Every row reports bytes_per_second (payload bytes: record values, like the reference
-// ../shared/peers/log/logbench counts them), ns per message/op, allocated bytes per message
+// bench/reference's logbench counts them), ns per message/op, allocated bytes per message
 // (a global operator new counter in this binary) and the flush policy (label and counter).
 // scripts/bench-storage.sh runs this beside logbench and prints the ratios.
 //
 // Usage: bench_storage [--dir DIR] [benchmark flags]   (DIR also from LIONET_BENCH_DIR;
 // default /tmp/lionet-bench-storage). Page cache figures swing with the VM's memory balloon:
-// run /tmp/lionet-peers/warm (touch and free 1.25 GiB) first, as the script does.
+// run bench/reference's `warm` (touch and free 1.25 GiB) first, as the script does.
 #include <benchmark/benchmark.h>
 
 #include <atomic>

@@ -9,18 +9,15 @@
 // Defaults: mode auto, 1 worker. Runs until SIGINT/SIGTERM, then stops and prints
 // `RESULT requests=N accepted=N files=N memory_hits=N memory_misses=N threads=T errors=N`
 // (errors = requests the server itself answered 4xx/5xx).
-#include <signal.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "bench/common/server_main.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http/static_files.h"
-#include "lionet/io/io_manager.h"
-#include "lionet/sched/scheduler.h"
 #include "lionet/ssl/ssl_context.h"
 
 namespace {
@@ -66,12 +63,6 @@ int main(int argc, char** argv) {
       (tls_port >= 0 && (cert.empty() || key.empty())))
     usage(argv[0]);
 
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
   std::unique_ptr<lionet::http::StaticFiles> files;
   try {
     lionet::http::StaticOptions so;
@@ -84,7 +75,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  lionet::Scheduler sched({.threads = threads, .name = "files"});  // comes with its IO driver
+  lionet::bench::ServerMain runtime(threads, "files");  // the scheduler comes with its IO driver
+  lionet::Scheduler& sched = runtime.scheduler();
   lionet::http::Router router;
   router.prefix("GET", "/", files->handler());
   lionet::http::ServerOptions opts;
@@ -111,11 +103,10 @@ int main(int argc, char** argv) {
                server.addresses()[0].to_string().c_str(),
                tls_server ? (" and https " + tls_server->addresses()[0].to_string()).c_str() : "",
                std::string(lionet::http::file_mode_name(mode)).c_str(), threads);
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
   if (tls_server) tls_server->stop(std::chrono::seconds(1));
-  sched.stop();
+  runtime.stop();
   auto st = files->stats();
   uint64_t requests = server.stats().requests.load(), errors = server.stats().errors.load();
   uint64_t accepted = server.tcp().accepted();

@@ -9,16 +9,13 @@
 // last two are there for scripts/abuse.sh (flood and slowloris). Runs until SIGINT/SIGTERM, then stops gracefully and prints
 // `RESULT requests=N accepted=N threads=T errors=N` as its last line (errors = requests the
 // server itself answered 4xx/5xx: malformed input, limits, timeouts).
-#include <signal.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "bench/common/server_main.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
-#include "lionet/io/io_manager.h"
-#include "lionet/sched/scheduler.h"
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
@@ -57,15 +54,8 @@ int main(int argc, char** argv) {
       max_connections < 0 || header_timeout_ms < 0)
     usage(argv[0]);
 
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
   // The default runtime: the scheduler's own IO driver, on the backend asked for.
-  lionet::Scheduler sched({.threads = threads, .name = "hello", .io = {.backend = backend}});
-  const lionet::IOManager& io = *lionet::IOManager::of(sched);
+  lionet::bench::ServerMain runtime(threads, "hello", backend);
   lionet::http::Router router;
   router.get("/hello", [](lionet::http::Request&, lionet::http::Response& res) {
     res.set_header("Content-Type", "text/plain");
@@ -76,7 +66,7 @@ int main(int argc, char** argv) {
   opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
   if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);
   if (header_timeout_ms > 0) opts.header_timeout = std::chrono::milliseconds(header_timeout_ms);
-  lionet::http::Server server(sched, router.handler(), opts);
+  lionet::http::Server server(runtime.scheduler(), router.handler(), opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {
@@ -85,11 +75,10 @@ int main(int argc, char** argv) {
   }
   server.start();
   std::fprintf(stderr, "http_hello_server: listening on %s, %d worker(s), backend %s\n",
-               server.addresses()[0].to_string().c_str(), threads, io.backend());
-  int sig = 0;
-  sigwait(&sigs, &sig);
+               server.addresses()[0].to_string().c_str(), threads, runtime.backend());
+  runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
-  sched.stop();
+  runtime.stop();
   std::printf("RESULT requests=%llu accepted=%llu threads=%d errors=%llu\n",
               static_cast<unsigned long long>(server.stats().requests.load()),
               static_cast<unsigned long long>(server.tcp().accepted()), threads,

@@ -8,37 +8,19 @@
 #               <!-- fiber:begin --> and <!-- fiber:end --> (other sections are kept).
 #   --no-build  use the existing build/release/bench/fiber_bench as is.
 #   other flags go to fiber_bench, e.g. --benchmark_filter=Switch --benchmark_min_time=1
-# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc).
-# Needs python3 (JSON parsing). The last line printed is the benchmark's RESULT line.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-write=0
-build=1
-args=()
-for a in "$@"; do
-  case "$a" in
-    --write) write=1 ;;
-    --no-build) build=0 ;;
-    *) args+=("$a") ;;
-  esac
-done
-BUILD_DIR=${BUILD_DIR:-build/release}
-JOBS=${JOBS:-$(nproc)}
-
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target fiber_bench
-fi
-bin="$BUILD_DIR/bench/fiber_bench"
-[ -x "$bin" ] || { echo "bench-fiber: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default 2).
+# Needs python3 (JSON parsing). The last line printed is the benchmark's RESULT line; the exit
+# status is fiber_bench's (1 also if that line lacks errors=0).
+BENCH="fiber"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build ..." "$@"
+bench_build fiber_bench
+bin=$(bench_bin fiber_bench)
+bench_start
 
 set +e
-"$bin" --benchmark_out="$tmp/out.json" --benchmark_out_format=json ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
+"$bin" --benchmark_out="$tmp/out.json" --benchmark_out_format=json ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} | tee "$tmp/console.txt"
 rc=${PIPESTATUS[0]}
 set -e
 
@@ -46,16 +28,16 @@ result=$(grep '^RESULT ' "$tmp/console.txt" | tail -1 || true)
 [ -n "$result" ] || result="RESULT errors=1 note=fiber_bench_exited_without_result_rc_$rc"
 
 # The machine, as the table's caption.
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+cpu=$(bench_cpu)
 compiler=$(grep -m1 '^CMAKE_CXX_COMPILER:' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null | cut -d= -f2- || true)
 compiler_version=$("${compiler:-c++}" --version 2>/dev/null | head -1 || echo unknown)
 boost=$(sed -n 's/^#define BOOST_LIB_VERSION "\(.*\)"/\1/p' /usr/include/boost/version.hpp 2>/dev/null | tr _ . || true)
 gbench=$(dpkg-query -W -f='${Version}' libbenchmark-dev 2>/dev/null || echo unknown)
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-git diff --quiet HEAD -- lionet bench 2>/dev/null || commit="$commit+dirty"
+commit=$(bench_commit lionet bench)
 
-export BF_NPROC=$(nproc) BF_CPU="$cpu" BF_KERNEL=$(uname -r) BF_COMPILER="$compiler_version" BF_BOOST="$boost" \
-  BF_GBENCH="$gbench" BF_COMMIT="$commit" BF_LOAD="$load_before" BF_DATE=$(date -u +%Y-%m-%d)
+BF_NPROC=$(nproc) BF_KERNEL=$(uname -r) BF_DATE=$(date -u +%Y-%m-%d)
+export BF_NPROC BF_CPU="$cpu" BF_KERNEL BF_COMPILER="$compiler_version" BF_BOOST="$boost" \
+  BF_GBENCH="$gbench" BF_COMMIT="$commit" BF_LOAD="$load_before" BF_DATE
 python3 - "$tmp/out.json" "$tmp/section.md" "$result" <<'PYEOF'
 import json, os, re, sys
 
@@ -172,14 +154,5 @@ section = "\n".join([
     *lines, "", *raw_lines, "", "Targets (issue 18):", "", *targets, "", "```", result_line, "```", ""])
 open(out_path, "w").write(section)
 PYEOF
-
-echo
-cat "$tmp/section.md"
-
-if [ "$write" -eq 1 ]; then
-  "$(dirname "$0")/write-results-section.py" fiber "$tmp/section.md" bench/RESULTS.md
-  echo "bench-fiber: wrote the fiber section of bench/RESULTS.md"
-fi
-
-echo "$result"
-[ "$rc" -eq 0 ]
+bench_section "$tmp/section.md"
+bench_result "$result" && [ "$rc" -eq 0 ]

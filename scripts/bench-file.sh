@@ -5,63 +5,42 @@
 # 2. Creates (or reuses) the 1 GiB file $DIR/lionet-bench-1g.dat on the real disk (not
 #    tmpfs: O_DIRECT must reach the device) with bench_file_io itself.
 # 3. 4 KiB random reads, O_DIRECT, queue depth 1 / 4 / 32, engines libaio and io_uring:
-#    ../shared/peers/fio/randread.sh FILE ENGINE QD SECS and `bench_file_io -w QD -b 4096
+#    bench/reference/fio/randread.sh FILE ENGINE QD SECS and `bench_file_io -w QD -b 4096
 #    --direct --rw randread --engine ENGINE` (QD fibers, one request each in flight) on the
 #    same file, alternately, RUNS times; LioNet's op count is sized from fio's last figure so
 #    both run about SECS seconds. Both are pinned to the same CPU (taskset -c $CPU).
 # 4. The earlier report's job: `bench_file_io -w 4 -n 1000 -b 4096 -batch 1|4 --engine libaio
-#    --direct --rw mixed` vs ../shared/peers/fio/seed-randrw.sh DIR 1|4 (read+write IOPS).
-# 5. Hooked ::pread of page-cache-resident 4 KiB blocks vs the plain syscall (--hook-bench).
+#    --direct --rw mixed` vs bench/reference/fio/seed-randrw.sh DIR 1|4 (read+write IOPS).
+# 5. Hooked ::pread of page-cache-resident 4 KiB blocks vs the plain syscall (--hook-bench),
+#    after the reference `warm`.
 # Prints a markdown table (medians, ratio LioNet/fio, target >= 0.9x met or missed), and with
 # --write puts it into bench/RESULTS.md between <!-- file:begin --> and <!-- file:end -->.
 #
-# Usage: scripts/bench-file.sh [--write] [--no-build]
+# Usage: scripts/bench-file.sh [--write] [--no-build] [--quick]
+#   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), DIR (/var/tmp/lionet-bench), RUNS (3), SECS (5),
-#   CPU (1), JOBS (2), PEERS (../shared/peers), PEERS_OUT (/tmp/lionet-peers, for `warm`).
+#   CPU (1), JOBS (2), REF_DIR (bench/reference), REF_OUT (/tmp/lionet-ref, for `warm`).
 # Last line: RESULT libaio_qd1_ratio=.. ... uring_qd32_ratio=.. seed_b1_ratio=.. seed_b4_ratio=..
 #   hook_ratio=.. errors=N
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-write=0
-build=1
-for a in "$@"; do
-  case "$a" in
-    --write) write=1 ;;
-    --no-build) build=0 ;;
-    *) echo "usage: $0 [--write] [--no-build]" >&2; exit 2 ;;
-  esac
-done
-BUILD_DIR=${BUILD_DIR:-build/release}
-DIR=${DIR:-/var/tmp/lionet-bench}
-RUNS=${RUNS:-3}
-SECS=${SECS:-5}
-CPU=${CPU:-1}
-JOBS=${JOBS:-2}
-PEERS=${PEERS:-$(cd .. && pwd)/shared/peers}
-command -v fio >/dev/null || { echo "bench-file: fio is not installed (Debian package fio)" >&2; exit 1; }
-[ -x "$PEERS/fio/randread.sh" ] || [ -f "$PEERS/fio/randread.sh" ] || { echo "bench-file: $PEERS/fio/randread.sh not found" >&2; exit 1; }
-
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target bench_file_io
-fi
-bench="$BUILD_DIR/bench/bench_file_io"
-[ -x "$bench" ] || { echo "bench-file: $bench not built" >&2; exit 1; }
+BENCH="file"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build --quick" "$@"
+bench_defaults RUNS=3 SECS=5 CPU=1 DIR=/var/tmp/lionet-bench
+bench_need fio
+randread=$(ref_file fio/randread.sh)
+seed_randrw=$(ref_file fio/seed-randrw.sh)
+bench_build bench_file_io
+bench=$(bench_bin bench_file_io)
 mkdir -p "$DIR"
 fs=$(stat -f -c %T "$DIR")
 [ "$fs" = tmpfs ] && echo "bench-file: warning: $DIR is on tmpfs; O_DIRECT will not reach a disk" >&2
 file="$DIR/lionet-bench-1g.dat"
 "$bench" -w 1 -n 1 -b 4096 -d "$DIR" --engine threadpool --direct --rw randread >/dev/null  # creates the file
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+bench_start
 pin="taskset -c $CPU"
 errors=0
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-
-median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" | tail -1; }
 
 declare -A ratio
 rows=""
@@ -70,7 +49,7 @@ for eng in libaio io_uring; do
     : >"$tmp/fio" ; : >"$tmp/ln"
     last=20000
     for r in $(seq "$RUNS"); do
-      f=$($pin bash "$PEERS/fio/randread.sh" "$file" "$eng" "$qd" "$SECS" | awk '{print $1}')
+      f=$($pin bash "$randread" "$file" "$eng" "$qd" "$SECS" | awk '{print $1}')
       echo "$f" >>"$tmp/fio"
       last=${f%.*}
       n=$(( (last * SECS) / qd )); [ "$n" -lt 1000 ] && n=1000
@@ -94,7 +73,7 @@ for b in 1 4; do
   : >"$tmp/fio" ; : >"$tmp/ln"
   for r in $(seq "$RUNS"); do
     rm -f "$DIR"/seed.*
-    f=$($pin bash "$PEERS/fio/seed-randrw.sh" "$DIR" "$b")
+    f=$($pin bash "$seed_randrw" "$DIR" "$b")
     echo "$f" | awk '{print $2 + $5}' >>"$tmp/fio"
     out=$($pin "$bench" -w 4 -n 1000 -b 4096 -batch "$b" -d "$DIR" --engine libaio --direct --rw mixed --threads 1)
     echo "$out" | grep '^RESULT' | awk '{for(i=1;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]}} END {print v["read_iops"]+v["write_iops"]}' >>"$tmp/ln"
@@ -111,9 +90,7 @@ done
 
 # ---- hooked page-cache reads ----
 # The VM returns guest pages left free for ~2 s to the host (NOTES.md): touch memory first.
-warm="${PEERS_OUT:-/tmp/lionet-peers}/warm"
-[ -x "$warm" ] || make -s -C "$PEERS" OUT="${PEERS_OUT:-/tmp/lionet-peers}" "$warm" >/dev/null 2>&1 || true
-[ -x "$warm" ] && "$warm" >/dev/null 2>&1 || true
+bench_warm
 hout=$($pin "$bench" --hook-bench -n 200000 -d "$DIR")
 hres=$(echo "$hout" | grep '^RESULT')
 hooked=$(echo "$hres" | field hooked_ns); plain=$(echo "$hres" | field plain_ns); offl=$(echo "$hres" | field offload_ns)
@@ -135,7 +112,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "|---|---|---|---|---|---|"
   printf '%s' "$rows"
   echo
-  echo "The earlier report's libaio job (read + write IOPS; fio: \`fio/seed-randrw.sh DIR BATCH\`, 4 jobs):"
+  echo "The earlier report's libaio job (read + write IOPS; fio: \`bench/reference/fio/seed-randrw.sh DIR BATCH\`, 4 jobs):"
   echo
   echo "| job | LioNet IOPS | fio IOPS | ratio | earlier LioNet |"
   echo "|---|---|---|---|---|"
@@ -144,11 +121,10 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "Hooked \`::pread\` of 4 KiB page-cache hits in a fiber: ${hooked} ns/op, plain syscall ${plain} ns/op"
   echo "(${hratio}x), always offloaded ${offl} ns/op: the RWF_NOWAIT fast path is why hooked reads cost about what"
   echo "a plain read costs. Errors over all runs: $errors."
-} >"$tmp/section"
-cat "$tmp/section"
-[ "$write" -eq 1 ] && python3 scripts/write-results-section.py file "$tmp/section"
+} >"$tmp/section.md"
+bench_section "$tmp/section.md"
 line="RESULT"
 for k in libaio_qd1_ratio libaio_qd4_ratio libaio_qd32_ratio uring_qd1_ratio uring_qd4_ratio uring_qd32_ratio seed_b1_ratio seed_b4_ratio; do
   line+=" $k=${ratio[$k]}"
 done
-echo "$line hook_ratio=$hratio errors=$errors"
+bench_result "$line hook_ratio=$hratio errors=$errors"

@@ -7,45 +7,36 @@
 #   --write     also (re)write the many-fibers section of bench/RESULTS.md.
 #   --no-build  use the existing $BUILD_DIR/bench/many_fibers as is.
 #   --no-go     skip the Go peer.
+#   --rounds R  interleaved rounds (default 3).
 #   N           fibers (default 1000000).
-# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc).
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default 2).
 # Needs about 5 GiB of free memory at N = 1,000,000 (each side in turn).
 # Last line: RESULT fibers=N rss_bytes_per_fiber=... maps=... spawn_seconds=... parked_seconds=...
 #            go_rss_bytes_per_fiber=... go_parked_seconds=... errors=N
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-write=0 build=1 use_go=1 rounds=3 n=1000000
+BENCH="many-fibers"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build --no-go ..." "$@"
+rounds=3 n=1000000
+set -- ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --write) write=1 ;;
-    --no-build) build=0 ;;
-    --no-go) use_go=0 ;;
-    --rounds) rounds=$2; shift ;;
+    --rounds) [ $# -ge 2 ] || bench_usage "[--rounds R] [N]"; rounds=$2; shift ;;
     [0-9]*) n=$1 ;;
-    *) echo "bench-many-fibers: unknown argument $1" >&2; echo "RESULT errors=1"; exit 2 ;;
+    *) echo "bench-many-fibers: unknown argument $1" >&2; bench_usage "[--rounds R] [N]" ;;
   esac
   shift
 done
-BUILD_DIR=${BUILD_DIR:-build/release}
-JOBS=${JOBS:-$(nproc)}
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target many_fibers
-fi
-bin="$BUILD_DIR/bench/many_fibers"
-[ -x "$bin" ] || { echo "bench-many-fibers: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
+bench_build many_fibers
+bin=$(bench_bin many_fibers)
+bench_start
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 gobin=""
-if [ "$use_go" -eq 1 ] && command -v go >/dev/null; then
-  repo=$(pwd)
-  (cd "$tmp" && go build -o "$tmp/many_goroutines" "$repo/bench/go/many_goroutines.go") &&
+if ! bench_opt --no-go && bench_have_go; then
+  (cd "$tmp" && go build -o "$tmp/many_goroutines" "$REPO/bench/go/many_goroutines.go") &&
     gobin="$tmp/many_goroutines" || echo "bench-many-fibers: the Go peer did not build; LioNet only" >&2
 fi
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 errors=0
 for r in $(seq "$rounds"); do
   echo "== round $r: lionet (load $(cut -d' ' -f1 /proc/loadavg))"
@@ -56,9 +47,9 @@ for r in $(seq "$rounds"); do
   fi
 done
 
-python3 - "$tmp" "$n" "$rounds" "$errors" "$load_before" "$write" <<'PYEOF'
-import os, statistics, subprocess, sys
-tmp, n, rounds, errors, load, write = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
+python3 - "$tmp" "$n" "$rounds" "$errors" "$load_before" <<'PYEOF'
+import os, statistics, sys
+tmp, n, rounds, errors, load = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 
 def results(name):
     path = os.path.join(tmp, name)
@@ -102,18 +93,14 @@ if rss is not None:
               f"<= 4,608 B: {verdict(rss <= 4608)}; kernel mappings < 10,000: {verdict(maps < 10000)}; spawn <= 1.0 s: "
               f"{verdict(sp <= 1.0)} for the spawn calls ({sp:.2f} s), {verdict(pk <= 1.0)} until every fiber has "
               f"parked ({pk:.2f} s: each fiber's first stack page is a fresh page fault, about 3 us each on this VM)."]
-section = "\n".join(lines) + "\n"
-print()
-print(section)
-if write:
-    p = os.path.join(tmp, "section.md")
-    open(p, "w").write(section)
-    subprocess.run([sys.executable, "scripts/write-results-section.py", "many-fibers", p], check=True)
+open(os.path.join(tmp, "section.md"), "w").write("\n".join(lines) + "\n")
 def fmtv(v, f="{:.3f}"):
     return f.format(v) if v is not None else "na"
-print(f"RESULT fibers={n} rss_bytes_per_fiber={fmtv(med(lio, 'rss_bytes_per_fiber'), '{:.0f}')} "
+open(os.path.join(tmp, "result.txt"), "w").write(f"RESULT fibers={n} rss_bytes_per_fiber={fmtv(med(lio, 'rss_bytes_per_fiber'), '{:.0f}')} "
       f"maps={fmtv(med(lio, 'maps'), '{:.0f}')} spawn_seconds={fmtv(med(lio, 'spawn_seconds'))} "
       f"parked_seconds={fmtv(med(lio, 'parked_seconds'))} "
       f"go_rss_bytes_per_fiber={fmtv(med(go, 'rss_bytes_per_fiber'), '{:.0f}')} "
-      f"go_parked_seconds={fmtv(med(go, 'parked_seconds'))} errors={errors}")
+      f"go_parked_seconds={fmtv(med(go, 'parked_seconds'))} errors={errors}\n")
 PYEOF
+bench_section "$tmp/section.md"
+bench_result "$(cat "$tmp/result.txt")"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # scripts/bench-storage.sh: bench/bench_storage (lionet::storage::Log) beside the raw reference
-# ../shared/peers/log/logbench (plain write() of length+CRC+payload frames, read()/pread()).
+# logbench of bench/reference (plain write() of length+CRC+payload frames, read()/pread()).
 #
-# 1. Builds the release preset's bench_storage (unless --no-build) and the logbench and warm peers.
-# 2. Runs /tmp/lionet-peers/warm (touches and frees 1.25 GiB: page-cache figures on these VMs
-#    swing ~10x with the host's memory balloon otherwise), then bench_storage (JSON).
+# 1. Builds the release preset's bench_storage (unless --no-build) and the reference logbench
+#    and warm into $REF_OUT.
+# 2. Runs warm (touches and frees 1.25 GiB: page-cache figures on these VMs swing ~10x with the
+#    host's memory balloon otherwise), then bench_storage (JSON).
 # 3. Runs warm again, then logbench with the same record sizes (full run, REPS reps; QUICK=1:
 #    only the 1 / 100 / 1000-record write configs via ONLY=, no durable/mixed reference rows).
 # 4. Prints one table: per row LioNet MB/s, ns per message, bytes allocated per message, the
@@ -18,69 +19,46 @@
 # Usage: scripts/bench-storage.sh [--write] [--no-build]
 # Environment: BUILD_DIR (build/release), JOBS (2), MIN_TIME (0.5, bench_storage seconds per
 #   row), REPS (1, logbench reps), QUICK (0), DIR (/tmp/lionet-bench-storage: the log files;
-#   needs ~2 GiB free), PEERS_OUT (/tmp/lionet-peers), PEERS (../shared/peers).
+#   needs ~2 GiB free), REF_DIR (bench/reference), REF_OUT (/tmp/lionet-ref).
 # Last line: RESULT append_1k_mbs=.. batch100_1k_ratio=.. batch1000_1k_ratio=.. read_1k_ratio=..
 #   mixed_us=.. ... errors=N  (errors: failed benchmark rows or missing reference rows).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-write=0
-build=1
-for a in "$@"; do
-  case "$a" in
-    --write) write=1 ;;
-    --no-build) build=0 ;;
-    *) echo "usage: $0 [--write] [--no-build]" >&2; exit 2 ;;
-  esac
-done
-BUILD_DIR=${BUILD_DIR:-build/release}
-JOBS=${JOBS:-2}
-MIN_TIME=${MIN_TIME:-0.5}
-REPS=${REPS:-1}
-QUICK=${QUICK:-0}
-DIR=${DIR:-/tmp/lionet-bench-storage}
-PEERS_OUT=${PEERS_OUT:-/tmp/lionet-peers}
-PEERS=${PEERS:-$(cd .. && pwd)/shared/peers}
-[ -f "$PEERS/log/logbench.cpp" ] || { echo "bench-storage: $PEERS/log/logbench.cpp not found" >&2; exit 1; }
-
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target bench_storage
-fi
-bench="$BUILD_DIR/bench/bench_storage"
-[ -x "$bench" ] || { echo "bench-storage: $bench not built" >&2; exit 1; }
-for p in logbench warm; do
-  make -s -C "$PEERS" OUT="$PEERS_OUT" "$PEERS_OUT/$p" || { echo "bench-storage: peer $p did not build" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -rf "$DIR/ref"' EXIT
+BENCH="storage"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build" "$@"
+bench_defaults MIN_TIME=0.5 REPS=1 QUICK=0 DIR=/tmp/lionet-bench-storage
+bench_build bench_storage
+bench=$(bench_bin bench_storage)
+logbench=$(ref logbench)
+warm=$(ref warm)
+bench_start
+# shellcheck disable=SC2016  # expanded at exit
+bench_at_exit 'rm -rf "$DIR/ref"'
 mkdir -p "$DIR"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "== bench_storage (min_time $MIN_TIME s per row) =="
-"$PEERS_OUT/warm"
+"$warm"
 "$bench" --dir "$DIR" --benchmark_min_time="$MIN_TIME" --benchmark_format=console \
   --benchmark_out="$tmp/ours.json" --benchmark_out_format=json | tee "$tmp/ours.txt"
 
+# shellcheck disable=SC2153  # REPS: set by bench_defaults
 echo "== logbench (reference, reps $REPS${QUICK:+, quick=$QUICK}) =="
 mkdir -p "$DIR/ref"
 if [ "$QUICK" = 1 ]; then
   : > "$tmp/ref.txt"
   for rs in 100 1024 10240; do
     for bs in 1 100 1000; do
-      "$PEERS_OUT/warm"
-      ONLY="$rs,$bs" "$PEERS_OUT/logbench" "$DIR/ref" "$REPS" | grep -v '^  rep ' | tee -a "$tmp/ref.txt"
+      "$warm"
+      ONLY="$rs,$bs" "$logbench" "$DIR/ref" "$REPS" | grep -v '^  rep ' | tee -a "$tmp/ref.txt"
     done
   done
 else
-  "$PEERS_OUT/warm"
-  "$PEERS_OUT/logbench" "$DIR/ref" "$REPS" | tee "$tmp/ref.txt"
+  "$warm"
+  "$logbench" "$DIR/ref" "$REPS" | tee "$tmp/ref.txt"
 fi
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-git diff --quiet HEAD -- lionet/storage bench/bench_storage.cc 2>/dev/null || commit="$commit+dirty"
+cpu=$(bench_cpu)
+commit=$(bench_commit lionet/storage bench/bench_storage.cc)
 python3 - "$tmp" "$commit" "$cpu" "$load_before" "$MIN_TIME" "$REPS" "$QUICK" <<'PYEOF'
 import json, os, re, sys
 tmp, commit, cpu, load, min_time, reps, quick = sys.argv[1:8]
@@ -163,7 +141,7 @@ for n in (1024, 65536):
         if b: crc[(label, n)] = b["bytes_per_second"] / 1e9
 if not ref_write: errors += 1
 out = [
-    "## Storage (lionet/storage): bench_storage vs ../shared/peers/log/logbench",
+    "## Storage (lionet/storage): bench_storage vs bench/reference logbench",
     "",
     f"Produced by `scripts/bench-storage.sh --write` at commit {commit} on {cpu}; load average before: {load}.",
     f"bench_storage rows: Google Benchmark, wall-clock time, min_time {min_time} s; logbench: {reps} rep(s)"
@@ -188,12 +166,5 @@ open(os.path.join(tmp, "section.md"), "w").write("\n".join(out) + "\n")
 res = "RESULT " + " ".join(f"{k}={v:.3f}" for k, v in sorted(summary.items())) + f" errors={errors}"
 open(os.path.join(tmp, "result.txt"), "w").write(res + "\n")
 PYEOF
-echo
-cat "$tmp/section.md"
-if [ "$write" -eq 1 ]; then
-  "$(dirname "$0")/write-results-section.py" storage "$tmp/section.md" bench/RESULTS.md
-  echo "bench-storage: wrote the storage section of bench/RESULTS.md"
-fi
-echo
-cat "$tmp/result.txt"
-grep -q ' errors=0$' "$tmp/result.txt"
+bench_section "$tmp/section.md"
+bench_result "$(cat "$tmp/result.txt")"

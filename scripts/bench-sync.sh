@@ -2,55 +2,33 @@
 # scripts/bench-sync.sh: builds the release preset, runs build/release/bench/sync_bench and
 # prints a markdown table: each LioNet sync figure beside its reference from the same run
 # (Boost.Fiber channels and mutex, std::mutex) and their ratio; optionally Go's unbuffered
-# channel ping-pong from ../shared/peers/go (when `go` is installed).
+# channel ping-pong from bench/reference/go (when `go` is installed).
 #
 # Usage: scripts/bench-sync.sh [--write] [--no-build] [--no-go] [sync_bench flags...]
 #   --write     also (re)write the sync section of bench/RESULTS.md, between the markers
 #               <!-- sync:begin --> and <!-- sync:end --> (everything else is kept; the
 #               file is created with just this section if absent).
 #   --no-build  use the existing $BUILD_DIR/bench/sync_bench as is.
-#   --no-go     skip the Go peer.
+#   --no-go     skip the Go reference.
 #   other flags go to sync_bench, e.g. --benchmark_filter=Chan --benchmark_min_time=1
-# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default nproc),
-#   PEERS (default ../shared/peers relative to the repository).
+# Environment: BUILD_DIR (default build/release), JOBS (build parallelism, default 2),
+#   REF_DIR (default bench/reference of the repository).
 # The last line printed is the benchmark's RESULT line (plus go_chan_pingpong_ns and
 # ratio_vs_go when Go ran).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-
-write=0
-build=1
-use_go=1
-args=()
-for a in "$@"; do
-  case "$a" in
-    --write) write=1 ;;
-    --no-build) build=0 ;;
-    --no-go) use_go=0 ;;
-    *) args+=("$a") ;;
-  esac
-done
-BUILD_DIR=${BUILD_DIR:-build/release}
-JOBS=${JOBS:-$(nproc)}
-PEERS=${PEERS:-$(cd .. && pwd)/shared/peers}
-
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target sync_bench
-fi
-bin="$BUILD_DIR/bench/sync_bench"
-[ -x "$bin" ] || { echo "bench-sync: $bin not found (build it first)" >&2; echo "RESULT errors=1"; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+BENCH="sync"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build --no-go ..." "$@"
+bench_build sync_bench
+bin=$(bench_bin sync_bench)
+bench_start
 
 set +e
 # Defaults first (later flags win): 5 repetitions, randomly interleaved across benchmarks so
 # that load from other processes on this shared machine hits LioNet and references alike;
 # sync_bench's RESULT line keeps each benchmark's fastest repetition.
 "$bin" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 \
-  ${args[@]+"${args[@]}"} | tee "$tmp/console.txt"
+  ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} | tee "$tmp/console.txt"
 rc=${PIPESTATUS[0]}
 set -e
 result=$(sed 's/\x1b\[[0-9;]*m//g' "$tmp/console.txt" | grep '^RESULT ' | tail -1 || true)
@@ -58,15 +36,14 @@ result=$(sed 's/\x1b\[[0-9;]*m//g' "$tmp/console.txt" | grep '^RESULT ' | tail -
 
 # Go's unbuffered channel ping-pong (one goroutine pair, GOMAXPROCS=1): ns per round trip.
 go_ns=""
-if [ "$use_go" -eq 1 ] && command -v go >/dev/null && [ -d "$PEERS/go" ]; then
-  go_out=$(cd "$PEERS/go" && timeout 300 go test -run '^$' -bench 'UnbufferedChanPingPong' -cpu 1 2>&1 || true)
+if ! bench_opt --no-go && bench_have_go && [ -d "$REF_DIR/go" ]; then
+  go_out=$(cd "$REF_DIR/go" && { timeout 300 go test -run '^$' -bench 'UnbufferedChanPingPong' -cpu 1 2>&1 || true; })
   echo "$go_out" | grep -E '^Benchmark' || true
   go_ns=$(echo "$go_out" | awk '/^BenchmarkUnbufferedChanPingPong/ {print $3; exit}')
 fi
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-git diff --quiet HEAD -- lionet/sync bench/sync_bench.cc 2>/dev/null || commit="$commit+dirty"
+cpu=$(bench_cpu)
+commit=$(bench_commit lionet/sync bench/sync_bench.cc)
 
 python3 - "$result" "$go_ns" "$tmp/section.md" "$tmp/result.txt" <<PYEOF
 import sys
@@ -120,14 +97,5 @@ err = [p for p in parts if p.startswith("errors=")]
 body = [p for p in parts if not p.startswith("errors=")]
 open(result_out, "w").write(" ".join(body) + extra + (" " + err[-1] if err else " errors=1") + "\n")
 PYEOF
-
-echo
-cat "$tmp/section.md"
-
-if [ "$write" -eq 1 ]; then
-  "$(dirname "$0")/write-results-section.py" sync "$tmp/section.md" bench/RESULTS.md
-  echo "bench-sync: wrote the sync section of bench/RESULTS.md"
-fi
-echo
-cat "$tmp/result.txt"
-grep -q ' errors=0$' "$tmp/result.txt"
+bench_section "$tmp/section.md"
+bench_result "$(cat "$tmp/result.txt")"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# scripts/bench-tls.sh: the TLS benchmark, side by side with ../shared/peers (libevent+OpenSSL).
+# scripts/bench-tls.sh: the TLS benchmark, side by side with the libevent+OpenSSL reference of
+# bench/reference.
 #
-# 1. Builds the release preset's bench_ssl_server and bench_ssl_client (skip: --no-build).
+# 1. Builds the release preset's bench_ssl_server and bench_ssl_client (skip: --no-build), and
+#    the reference tls_echo_server and tls_echo_client into $REF_OUT.
 # 2. Makes the certificate with scripts/make-test-cert.sh (once, in $CERT_DIR).
-# 3. Runs ../shared/peers/compare/tls.sh against bench_ssl_server --threads 1 (server on CPU 0,
-#    peer tls_echo_client on CPU 1, RUNS interleaved runs of SECS s): 47 B x 100 and 200
+# 3. bench_ssl_server --threads 1 vs the reference tls_echo_server (server on CPU 0, the
+#    reference tls_echo_client on CPU 1, RUNS interleaved runs of SECS s): 47 B x 100 and 200
 #    connections, 64 KiB x 10, full and resumed handshakes.
 # 4. Runs the project's bench_ssl_client (CPU 1) with the earlier report's parameters
 #    (200 x 500 x 47 B; 10 x 200 x 64 KiB; 50 x 200 x 64 KiB) against bench_ssl_server and the
@@ -13,55 +15,76 @@
 #    of findings per severity and the HIGH/CRITICAL ones (skip: --no-testssl).
 # Prints the tables; with --write puts them between <!-- tls:begin --> and <!-- tls:end --> of
 # bench/RESULTS.md (scripts/write-results-section.py).
-# Usage: scripts/bench-tls.sh [--write] [--no-build] [--no-testssl]
-# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), PEERS_OUT, CERT_DIR.
+# Usage: scripts/bench-tls.sh [--write] [--no-build] [--quick] [--no-testssl]
+#   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
+# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), CERT_DIR
+#   (/tmp/lionet-bench-tls), REF_DIR (bench/reference), REF_OUT (/tmp/lionet-ref).
 # Last line: RESULT case1_ratio=.. ... client1_ratio=.. testssl_high=N errors=N
-set -euo pipefail
-cd "$(dirname "$0")/.."
-write=0 build=1 testssl_on=1
-for a in "$@"; do
-  case "$a" in
-    --write) write=1 ;; --no-build) build=0 ;; --no-testssl) testssl_on=0 ;;
-    *) echo "usage: $0 [--write] [--no-build] [--no-testssl]" >&2; exit 2 ;;
-  esac
-done
-BUILD_DIR=${BUILD_DIR:-build/release}
-JOBS=${JOBS:-2}
-export RUNS=${RUNS:-3} SECS=${SECS:-4} PEERS_OUT=${PEERS_OUT:-/tmp/lionet-peers}
-PEERS=${PEERS:-$(cd .. && pwd)/shared/peers}
-CERT_DIR=${CERT_DIR:-/tmp/lionet-bench-tls}
-if [ "$build" -eq 1 ]; then
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "$JOBS" --target bench_ssl_server bench_ssl_client
-fi
-server=$BUILD_DIR/bench/bench_ssl_server client=$BUILD_DIR/bench/bench_ssl_client
-for b in "$server" "$client"; do [ -x "$b" ] || { echo "bench-tls: $b not built" >&2; exit 1; }; done
+BENCH="tls"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build --quick --no-testssl" "$@"
+bench_defaults RUNS=3 SECS=4 CERT_DIR=/tmp/lionet-bench-tls
+bench_build bench_ssl_server bench_ssl_client
+server=$(bench_bin bench_ssl_server)
+client=$(bench_bin bench_ssl_client)
+ref_server=$(ref tls_echo_server)
+ref_client=$(ref tls_echo_client)
 scripts/make-test-cert.sh "$CERT_DIR" >/dev/null
 cert=$CERT_DIR/cert.pem key=$CERT_DIR/key.pem
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+bench_start
 
-echo "== compare/tls.sh =="
-"$PEERS/compare/tls.sh" "$server {port} {cert} {key} --threads 1" | tee "$tmp/cmp.txt"
+# ---- 3. the reference client against both servers ----
+# hs_run SERVER_TEMPLATE "CLIENT ARGS" -> QPS, or handshakes/s for -m hs (0 on errors)
+hs_run() {
+  local out
+  port=$(free_port)
+  start_server "$(fill "$1")" "$port"
+  # shellcheck disable=SC2086  # $2: the client's arguments, one word each
+  out=$(taskset -c 1 "$ref_client" -p "$port" $2 -d "$SECS" 2>&1 | grep '^RESULT' || true)
+  stop_server
+  if [ "$(echo "$out" | field errors)" != 0 ]; then echo 0; return; fi
+  case "$2" in *"-m hs"*) echo "$out" | field hs_per_s ;; *) echo "$out" | field qps ;; esac
+}
+echo "== bench_ssl_server vs the reference tls_echo_server (reference tls_echo_client) =="
+summary="RESULT" i=0
+for args in "-c 100 -s 47" "-c 200 -s 47" "-c 10 -s 65536" "-m hs -c 50 -s 47" "-m hs -R -c 50 -s 47"; do
+  m=(); r=(); i=$((i + 1))
+  for _ in $(seq "$RUNS"); do
+    r+=("$(hs_run "$ref_server -p {port} -c {cert} -k {key}" "$args")")
+    m+=("$(hs_run "$server {port} {cert} {key} --threads 1" "$args")")
+  done
+  mm=$(printf '%s\n' "${m[@]}" | median) rr=$(printf '%s\n' "${r[@]}" | median)
+  printf '%-22s yours=%-8s reference=%-8s ratio=%s  (runs: %s | %s)\n' "[$args]" "$mm" "$rr" \
+    "$(ratio "$mm" "$rr")" "${m[*]}" "${r[*]}" | tee -a "$tmp/cmp.txt"
+  summary="$summary case${i}_ratio=$(ratio "$mm" "$rr")"
+done
+echo "$summary" | tee -a "$tmp/cmp.txt"
 
-source "$PEERS/compare/lib.sh"
-ref=$(peer tls_echo_server)
+# ---- 4. bench_ssl_client against both servers ----
 # one SERVER_TEMPLATE CONNS REQS SIZE -> the RESULT line of bench_ssl_client
-one() { port=$(free_port); start_server "$(fill "$1")" "$port"
+one() {
+  port=$(free_port)
+  start_server "$(fill "$1")" "$port"
   taskset -c 1 "$client" 127.0.0.1 "$port" "$2" "$3" "$4" 2>&1 | grep '^RESULT' || echo "RESULT errors=1"
-  stop_server; }
+  stop_server
+}
 : > "$tmp/client.txt"
 for p in "200 500 47" "10 200 65536" "50 200 65536"; do
   for _ in $(seq "$RUNS"); do
-    echo "ref $p $(one "$ref -p {port} -c {cert} -k {key}" $p)" >> "$tmp/client.txt"
+    # shellcheck disable=SC2086  # $p: connections, requests, size
+    echo "ref $p $(one "$ref_server -p {port} -c {cert} -k {key}" $p)" >> "$tmp/client.txt"
+    # shellcheck disable=SC2086
     echo "ours $p $(one "$server {port} {cert} {key} --threads 1" $p)" >> "$tmp/client.txt"
   done
 done
 cat "$tmp/client.txt"
 
+# ---- 5. testssl ----
 : > "$tmp/testssl.txt"
-if [ "$testssl_on" -eq 1 ] && command -v testssl >/dev/null; then
-  port=$(free_port); start_server "$server $port $cert $key --threads 1" "$port"
+if ! bench_opt --no-testssl && command -v testssl >/dev/null; then
+  port=$(free_port)
+  start_server "$server $port $cert $key --threads 1" "$port"
   timeout 1200 testssl --quiet --color 0 --warnings batch --jsonfile "$tmp/testssl.json" "127.0.0.1:$port" >/dev/null 2>&1 || true
   stop_server
   python3 - "$tmp/testssl.json" > "$tmp/testssl.txt" <<'PYEOF' || echo "testssl: no JSON output" > "$tmp/testssl.txt"
@@ -81,15 +104,15 @@ PYEOF
 fi
 cat "$tmp/testssl.txt"
 
-commit=$(git rev-parse --short HEAD)
-python3 - "$tmp" "$commit" "$load_before" "$RUNS" "$SECS" <<'PYEOF'
+python3 - "$tmp" "$(bench_commit lionet/ssl lionet/net bench/bench_ssl_server.cc bench/bench_ssl_client.cc)" \
+  "$load_before" "$RUNS" "$SECS" <<'PYEOF'
 import os, re, sys, statistics
 tmp, commit, load, runs, secs = sys.argv[1:6]
 def kv(s): return dict(t.split("=", 1) for t in s.split() if "=" in t)
-out = ["## TLS (lionet/ssl): bench_ssl_server vs libevent+OpenSSL (../shared/peers)", "",
+out = ["## TLS (lionet/ssl): bench_ssl_server vs libevent+OpenSSL (bench/reference)", "",
        f"Produced by `scripts/bench-tls.sh --write` at commit {commit}; load average before: {load}.",
        f"Server pinned to CPU 0 with 1 worker, client on CPU 1, {runs} interleaved runs, medians.", "",
-       "### compare/tls.sh (peer tls_echo_client; QPS, or handshakes/s for -m hs)", "",
+       "### Reference client tls_echo_client (QPS, or handshakes/s for -m hs)", "",
        "| Case | LioNet | Reference | Ratio | Runs (LioNet / ref) |", "|---|---:|---:|---:|---|"]
 summary = {}
 for line in open(os.path.join(tmp, "cmp.txt")):
@@ -123,7 +146,5 @@ zero = sum(1 for k, v in summary.items() if k.endswith("_ratio") and v == 0)
 open(os.path.join(tmp, "result.txt"), "w").write("RESULT " + " ".join(f"{k}={v:.3f}" for k, v in sorted(summary.items()))
     + f" testssl_high={high} errors={errors + zero}\n")
 PYEOF
-echo; cat "$tmp/section.md"
-if [ "$write" -eq 1 ]; then scripts/write-results-section.py tls "$tmp/section.md" bench/RESULTS.md; echo "bench-tls: wrote the tls section of bench/RESULTS.md"; fi
-echo; cat "$tmp/result.txt"
-grep -q ' errors=0$' "$tmp/result.txt"
+bench_section "$tmp/section.md"
+bench_result "$(cat "$tmp/result.txt")"

@@ -34,7 +34,7 @@ TEST_PACKAGES=(
 BENCH_PACKAGES=(
   fio nginx-light       # file IO and HTTP references
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
-  golang-go             # Go peers in ../shared/peers
+  golang-go             # Go references in bench/reference (echo server, static server, benchmarks)
   gnuplot-nox           # benchmark report charts
 )
 PACKAGES=("${RUN_PACKAGES[@]}")

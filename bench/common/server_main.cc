@@ -1,0 +1,36 @@
+// bench/common/server_main.cc: see server_main.h.
+#include "bench/common/server_main.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "lionet/io/io_manager.h"
+
+namespace lionet::bench {
+
+sigset_t ServerMain::block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+ServerMain::ServerMain(int threads, std::string name, std::string backend)
+    : signals_(block_stop_signals()),
+      sched_({.threads = threads, .name = std::move(name), .io = {.backend = std::move(backend)}}) {}
+
+const char* ServerMain::backend() const noexcept {
+  const IOManager* io = IOManager::of(sched_);
+  return io ? io->backend() : "none";
+}
+
+int ServerMain::wait_for_stop() {
+  int sig = 0;
+  sigwait(&signals_, &sig);
+  return sig;
+}
+
+}  // namespace lionet::bench
