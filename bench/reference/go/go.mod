@@ -1,0 +1,3 @@
+module lionet.local/reference/gobench
+
+go 1.19

@@ -1,0 +1,3 @@
+module lionet.local/reference/go_static_server
+
+go 1.19
