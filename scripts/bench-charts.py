@@ -101,8 +101,8 @@ def echo_chart(sec, out):
     series = {}
     for r in rows(sec):
         if len(r) >= 5 and r[1].isdigit():
-            label = r[0].replace("LioNet bench_server, 1 worker, ", "LioNet ").replace(" (peers, 1 thread)", "")
-            label = re.sub(r" \(peers.*\)", "", label)
+            label = r[0].replace("LioNet bench_server, 1 worker, ", "LioNet ").replace(" (reference, 1 thread)", "")
+            label = re.sub(r" \(reference.*\)", "", label)
             series.setdefault(label, []).append((int(r[1]), num(r[2])))
     return plot(out, "echo", "Echo 256 B, 1 server thread: QPS vs connections", "connections", "requests/s",
                 sorted(series.items()), logx=True, xtics=[("100", 100), ("1000", 1000)])

@@ -125,8 +125,8 @@ for backend in ("epoll", "io_uring"):
         c = d["conns"]
         ours, ref, go = float(d["yours"]), float(d["epoll_ref"]), float(d["go"])
         if backend == "epoll":
-            rows.append((c, 0, "epoll reference (peers, 1 thread)", ref, runs_of(line, 1), ref))
-            rows.append((c, 4, "Go net (peers, pinned to CPU 0)", go, runs_of(line, 2), ref))
+            rows.append((c, 0, "epoll reference (reference, 1 thread)", ref, runs_of(line, 1), ref))
+            rows.append((c, 4, "Go net (reference, pinned to CPU 0)", go, runs_of(line, 2), ref))
         rows.append((c, 1 if backend == "epoll" else 2, f"LioNet bench_server, 1 worker, {backend}", ours, runs_of(line, 0), ref))
         key = "" if backend == "epoll" else "uring_"
         summary[f"{key}c{c}_ratio"] = ours / ref if ref else 0
@@ -139,7 +139,7 @@ for line in extra:
         c = d["conns"]
         ours, ref, asio = float(d["yours"]), float(d["ref"]), float(d["asio"])
         parts = line.split("runs: ")[1].split("|")
-        rows.append((c, 5, "Boost.Asio (peers, 1 io_context thread)", asio, parts[2].strip(), ref))
+        rows.append((c, 5, "Boost.Asio (reference, 1 io_context thread)", asio, parts[2].strip(), ref))
         rows.append((c, 6, "LioNet epoll, rerun beside Asio", ours, parts[0].strip(), ref))
         summary[f"c{c}_vs_asio"] = ours / asio if asio else 0
         if d.get("uring", "-") != "-":
@@ -147,20 +147,20 @@ for line in extra:
             rows.append((c, 2, "LioNet bench_server, 1 worker, io_uring", u, parts[3].strip(), ref))
             summary[f"uring_c{c}_ratio"] = u / ref if ref else 0
         if f"c{c}_ratio" not in summary:
-            rows.append((c, 0, "epoll reference (peers, 1 thread)", ref, parts[1].strip(), ref))
+            rows.append((c, 0, "epoll reference (reference, 1 thread)", ref, parts[1].strip(), ref))
             rows.append((c, 1, "LioNet bench_server, 1 worker, epoll", ours, parts[0].strip(), ref))
             summary[f"c{c}_ratio"] = ours / ref if ref else 0
     elif line.startswith("clients"):
         pc, oc = float(d["peer_client"]), float(d["bench_client"])
         summary["client_ratio"] = oc / pc if pc else 0
-        client_line = (f"Client check (epoll reference server, 100 connections): peer echo_client {pc:.0f} QPS, "
+        client_line = (f"Client check (epoll reference server, 100 connections): reference echo_client {pc:.0f} QPS, "
                        f"LioNet bench_client {oc:.0f} QPS, ratio {oc / pc if pc else 0:.3f} (runs: {line.split('runs: ')[1]}).")
 rows.sort()
 out = [
     "## Echo (lionet/net): bench_server vs bench/reference",
     "",
     f"Produced by `scripts/bench-echo.sh --write` at commit {commit} on {cpu}; load average before: {load}.",
-    f"256-byte ping-pong, server pinned to CPU 0 with 1 worker, peer `echo_client` on CPU 1, {runs} interleaved",
+    f"256-byte ping-pong, server pinned to CPU 0 with 1 worker, reference `echo_client` on CPU 1, {runs} interleaved",
     f"runs of {secs} s per row, medians. Ratio = QPS / epoll reference QPS measured in the same comparison",
     "(0.9-1.1 reads as equal). The \"rerun beside Asio\" row is LioNet again in the Asio comparison.",
     "",

@@ -6,7 +6,7 @@
 # one after another on an otherwise idle machine, each refreshing its own section of
 # bench/RESULTS.md with LioNet, the reference from the same run and their ratio:
 #   fiber (fiber_bench vs raw Boost.Context and Boost.Fiber), sync (vs Boost.Fiber, Go),
-#   echo (vs the peers' epoll server, Go, Asio), file (bench_file_io vs fio), tls (vs the
+#   echo (vs the reference epoll server, Go, Asio), file (bench_file_io vs fio), tls (vs the
 #   libevent+OpenSSL peer, testssl), http (static files vs nginx and Go), http-hello (vs
 #   nginx), storage (bench_storage vs logbench);
 # then draws the charts (scripts/bench-charts.py -> bench/charts/*.png).

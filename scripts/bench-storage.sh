@@ -17,8 +17,9 @@
 # BM_AppendDurable / BM_AppendBatchDurable (flush every_batch) <-> "write+fdatasync/batch".
 #
 # Usage: scripts/bench-storage.sh [--write] [--no-build]
-# Environment: BUILD_DIR (build/release), JOBS (2), MIN_TIME (0.5, bench_storage seconds per
-#   row), REPS (1, logbench reps), QUICK (0), DIR (/tmp/lionet-bench-storage: the log files;
+# Environment: BUILD_DIR (build/release), JOBS (2), MIN_TIME (2, bench_storage seconds per
+#   row: at 0.5 s the rows writing 1 MB batches read 0.2-0.3x of the reference, at 2 s 0.94-1.17x;
+#   the short runs measure the VM's first touch of new page-cache memory), REPS (1, logbench reps), QUICK (0), DIR (/tmp/lionet-bench-storage: the log files;
 #   needs ~2 GiB free), REF_DIR (bench/reference), REF_OUT (/tmp/lionet-ref).
 # Last line: RESULT append_1k_mbs=.. batch100_1k_ratio=.. batch1000_1k_ratio=.. read_1k_ratio=..
 #   mixed_us=.. ... errors=N  (errors: failed benchmark rows or missing reference rows).
@@ -26,7 +27,7 @@ BENCH="storage"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 bench_parse "--write --no-build" "$@"
-bench_defaults MIN_TIME=0.5 REPS=1 QUICK=0 DIR=/tmp/lionet-bench-storage
+bench_defaults MIN_TIME=2 REPS=1 QUICK=0 DIR=/tmp/lionet-bench-storage
 bench_build bench_storage
 bench=$(bench_bin bench_storage)
 logbench=$(ref logbench)
