@@ -14,6 +14,7 @@ RUN_PACKAGES=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   liburing-dev libaio-dev   # io/ and file/ backends
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
+  libnghttp2-dev         # http2/ (frames, HPACK, stream states)
 )
 
 # What building and running the tests needs besides (`make test`, the default).
@@ -26,6 +27,8 @@ TEST_PACKAGES=(
   redis-server libhiredis-dev libcurl4-openssl-dev
   postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
+  nghttp2-client           # http2/ interop tests (nghttp, h2load)
+  golang-go                # builds h2spec (below) and the Go references in bench/reference
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
 )
@@ -34,7 +37,6 @@ TEST_PACKAGES=(
 BENCH_PACKAGES=(
   fio nginx-light       # file IO and HTTP references
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
-  golang-go             # Go references in bench/reference (echo server, static server, benchmarks)
   gnuplot-nox           # benchmark report charts
 )
 PACKAGES=("${RUN_PACKAGES[@]}")
@@ -49,8 +51,7 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
+install_missing() {
 echo "install-deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -71,4 +72,20 @@ if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
     # only the services of packages this run installed: never one the user had already
     [[ " ${missing[*]} " == *" ${pkg_unit%%:*} "* ]] && $SUDO systemctl disable --now "${pkg_unit##*:}" >/dev/null 2>&1 || true
   done
+fi
+}
+[ ${#missing[@]} -eq 0 ] || install_missing
+
+# h2spec, the HTTP/2 conformance tester the http2 tests run (tests and benchmarks only): built
+# with Debian's Go from the module in tests/tools/h2spec, which pins dependencies that Go 1.19
+# can build (`go install ...h2spec@latest` cannot).
+if [ "${1:-}" != "--run" ] && ! command -v h2spec >/dev/null; then
+  echo "install-deps: building h2spec (tests/tools/h2spec)"
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  tmpbin=$(mktemp -d)
+  (cd "$here/tests/tools/h2spec" && GOFLAGS=-mod=mod GOPATH="${GOPATH:-$HOME/go}" go build -o "$tmpbin/h2spec" \
+    github.com/summerwind/h2spec/cmd/h2spec) && $SUDO install -m 755 "$tmpbin/h2spec" /usr/local/bin/h2spec
+  rm -rf "$tmpbin"
 fi

@@ -31,6 +31,7 @@ class CountingStream final : public Stream {
   }
   Result<void> shutdown_write() override { return inner_.shutdown_write(); }
   void close() noexcept override { inner_.close(); }
+  std::string_view application_protocol() const noexcept override { return inner_.application_protocol(); }
   void set_timeouts(std::optional<Duration> read, std::optional<Duration> write) override {
     inner_.set_timeouts(read, write);
   }

@@ -12,6 +12,7 @@
 
 #include "lionet/app/detail/running.h"
 #include "lionet/app/self_signed.h"
+#include "lionet/http2/server.h"
 #include "lionet/log/log.h"
 #include "lionet/net/address.h"
 #include "lionet/ssl/ssl_context.h"
@@ -44,6 +45,14 @@ http::ServerOptions http_options(const ServerConfig& c) {
   o.body_timeout = c.body_timeout;
   o.tcp.max_connections = c.max_connections;
   o.tcp.name = c.name;
+  if (c.http2) {
+    http2::Options h2;
+    h2.max_concurrent_streams = c.http2_max_concurrent_streams;
+    h2.initial_window_size = c.http2_initial_window_size;
+    h2.max_frame_size = c.http2_max_frame_size;
+    h2.max_header_list_size = c.http2_max_header_list_size;
+    http2::enable(o, h2);
+  }
   return o;
 }
 
@@ -58,6 +67,9 @@ std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
   o.certificates = {{t.cert, t.key}};
   o.min_version = t.min_version;
   o.alpn = t.alpn;
+  // HTTP/2 is offered first on every TLS server that has it (unless the list names h2 itself).
+  if (c.http2 && std::find(o.alpn.begin(), o.alpn.end(), "h2") == o.alpn.end()) o.alpn.insert(o.alpn.begin(), "h2");
+  if (!c.http2) std::erase(o.alpn, "h2");
   o.handshake_timeout = t.handshake_timeout;
   try {
     return SslContext::server(o);

@@ -175,8 +175,9 @@ YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) {
 
 ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "idle_timeout", "header_timeout",
-                  "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "tls",
-                  "routes"});
+                  "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
+                  "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
+                  "http2_max_header_list_size", "tls", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -194,6 +195,11 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "max_header_bytes", s.max_header_bytes);
   read_field(n, "max_headers", s.max_headers);
   read_field(n, "max_body_bytes", s.max_body_bytes);
+  read_field(n, "http2", s.http2);
+  read_field(n, "http2_max_concurrent_streams", s.http2_max_concurrent_streams);
+  read_field(n, "http2_initial_window_size", s.http2_initial_window_size);
+  read_field(n, "http2_max_frame_size", s.http2_max_frame_size);
+  read_field(n, "http2_max_header_list_size", s.http2_max_header_list_size);
   read_field(n, "tls", s.tls);
   read_field(n, "routes", s.routes);
   if (s.max_connections < 1 || s.max_connections > 1000000) {
@@ -205,6 +211,14 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.max_request_line < 64) field_error(n, "max_request_line", "must be at least 64");
   if (s.max_header_bytes < 256) field_error(n, "max_header_bytes", "must be at least 256");
   if (s.max_headers < 1) field_error(n, "max_headers", "must be at least 1");
+  if (s.http2_max_concurrent_streams < 1) field_error(n, "http2_max_concurrent_streams", "must be at least 1");
+  if (s.http2_initial_window_size < 1 || s.http2_initial_window_size > 2147483647u) {
+    field_error(n, "http2_initial_window_size", "must be in 1..2147483647 (RFC 9113 6.5.2)");
+  }
+  if (s.http2_max_frame_size < 16384 || s.http2_max_frame_size > 16777215u) {
+    field_error(n, "http2_max_frame_size", "must be in 16384..16777215 (RFC 9113 6.5.2)");
+  }
+  if (s.http2_max_header_list_size < 256) field_error(n, "http2_max_header_list_size", "must be at least 256");
   return s;
 }
 YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
@@ -221,6 +235,11 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["max_header_bytes"] = s.max_header_bytes;
   n["max_headers"] = s.max_headers;
   n["max_body_bytes"] = s.max_body_bytes;
+  n["http2"] = s.http2;
+  n["http2_max_concurrent_streams"] = s.http2_max_concurrent_streams;
+  n["http2_initial_window_size"] = s.http2_initial_window_size;
+  n["http2_max_frame_size"] = s.http2_max_frame_size;
+  n["http2_max_header_list_size"] = s.http2_max_header_list_size;
   if (s.tls) n["tls"] = encode(*s.tls);
   if (!s.routes.empty()) n["routes"] = encode(s.routes);
   return n;

@@ -84,6 +84,13 @@ struct ServerConfig {
   std::size_t max_header_bytes = 65536;
   std::size_t max_headers = 100;
   std::size_t max_body_bytes = 8 * 1024 * 1024;
+  // HTTP/2 beside HTTP/1.1 (http, https): h2 by ALPN on https (offered before http/1.1), h2c
+  // with prior knowledge on http. The http2_* fields are its SETTINGS (lionet/http2/server.h).
+  bool http2 = true;
+  uint32_t http2_max_concurrent_streams = 128;
+  uint32_t http2_initial_window_size = 65536;
+  uint32_t http2_max_frame_size = 16384;
+  uint32_t http2_max_header_list_size = 32768;
   std::optional<TlsConfig> tls;         // required for https
   std::vector<RouteConfig> routes;      // http(s) only
   bool operator==(const ServerConfig&) const = default;

@@ -123,6 +123,17 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
       return false;  // idle timeout, end of stream or error: close without a word
     }
   }
+  if (first_request && options_.http2 && looks_like_http2_preface()) {
+    // h2c with prior knowledge: take the whole preface (within header_timeout), then the
+    // connection belongs to HTTP/2 (run() hands it over with the bytes read so far).
+    while (w_ - r_ < kHttp2Preface.size() && looks_like_http2_preface()) {
+      if (read_more(accepted + options_.header_timeout) != ReadOutcome::kData) return false;
+    }
+    if (std::string_view(buf_.get() + r_, w_ - r_).starts_with(kHttp2Preface)) {
+      handoff_ = true;
+      return false;
+    }
+  }
   // The header deadline runs from the first byte; it is only computed if one read did not
   // bring the whole head (the common case needs no clock read here).
   bool have_deadline = first_request;
@@ -131,6 +142,11 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
     RequestParser::State st = parser_.parse(buf_.get() + r_, w_ - r_);
     if (st == RequestParser::State::kDone) break;
     if (st == RequestParser::State::kError) {
+      if (first_request && options_.http2 && !first_line_names_http1()) {
+        // Not HTTP/1.x at all on a port that also speaks h2c (e.g. a wrong HTTP/2 preface):
+        // an HTTP/1.1 error answer would only confuse the peer; close (RFC 9113 3.4).
+        return false;
+      }
       if (parser_.head_complete() && options_.refusal) {
         refuse(parser_.error_status(), parser_.error_reason());
       } else {
@@ -452,12 +468,19 @@ bool Connection::handle_request() {
 
 void Connection::run() noexcept {
   try {
+    if (options_.http2 && stream_.application_protocol() == "h2") {  // TLS chose HTTP/2
+      options_.http2({stream_, {}, handler_, options_, stopping_, stats_, info_});
+      return;
+    }
     TimePoint accepted = now();
     stream_.set_timeouts(std::nullopt, write_timeout_);
     bool first = true;
     while (read_head(first, accepted)) {
       first = false;
       if (!handle_request()) break;
+    }
+    if (handoff_) {
+      options_.http2({stream_, std::string_view(buf_.get() + r_, w_ - r_), handler_, options_, stopping_, stats_, info_});
     }
   } catch (const std::exception& e) {
     LIONET_LOG_ERROR(http_log(), "connection ended by exception: {}", e.what());

@@ -74,6 +74,24 @@ using Handler = std::function<void(Request&, Response&)>;
 // out with Connection: close and the connection closes as after the server's own answer.
 using RefusalHandler = std::function<void(Request&, Response&, int status, std::string_view reason)>;
 
+struct ServerOptions;
+struct ServerStats;
+
+// A connection handed to another protocol over the same handler (ServerOptions::http2).
+struct ProtocolHandoff {
+  Stream& stream;
+  std::string_view prefix;  // bytes already read from the stream: the protocol reads them first
+  const Handler& handler;
+  const ServerOptions& options;
+  const std::atomic<bool>* stopping;  // may be null; true once the server is stopping
+  ServerStats* stats;                 // may be null
+  const ConnectionInfo* info;         // may be null
+};
+using ProtocolServer = std::function<void(const ProtocolHandoff&)>;
+
+// The HTTP/2 connection preface (RFC 9113 3.4) a client with prior knowledge starts with.
+inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 struct ServerOptions {
   // Request line, header and body limits (keys http.max_request_line, http.max_header_bytes,
   // http.max_headers, http.max_body_bytes).
@@ -100,6 +118,11 @@ struct ServerOptions {
   std::size_t input_buffer = 4096;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
   RefusalHandler refusal;
+  // HTTP/2 over the same handler, installed by lionet/http2 (http2::enable(options)); empty =
+  // HTTP/1.1 only. It serves the connection, in its fiber, instead of the HTTP/1.1 loop when
+  // the stream's application_protocol() is "h2" (TLS ALPN), or when a new connection's first
+  // bytes are the HTTP/2 preface (h2c with prior knowledge; `Upgrade: h2c` is not offered).
+  ProtocolServer http2;
   // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
   // TcpServerOptions.
   TcpServerOptions tcp;

@@ -47,6 +47,9 @@ class Stream {
   virtual void close() noexcept = 0;
   // nullopt = no limit (the default).
   virtual void set_timeouts(std::optional<Duration> read, std::optional<Duration> write) = 0;
+  // The application protocol the peers agreed on while connecting (TLS ALPN, e.g. "h2"); ""
+  // when none was negotiated (plain TCP, or no ALPN).
+  virtual std::string_view application_protocol() const noexcept { return {}; }
 
   // Non-virtual helpers.
   Result<size_t> write(std::string_view s) { return write(s.data(), s.size()); }

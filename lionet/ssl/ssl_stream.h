@@ -95,6 +95,7 @@ class SslStream final : public Stream {
 
   // After the handshake:
   std::string_view alpn_selected() const noexcept;  // "" if none
+  std::string_view application_protocol() const noexcept override { return alpn_selected(); }
   bool session_reused() const noexcept;
   bool ktls_send() const noexcept { return ktls_send_; }
   const char* version() const noexcept;  // "TLSv1.3", "TLSv1.2"

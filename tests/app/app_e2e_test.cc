@@ -143,6 +143,25 @@ TEST(AppE2E, EveryRouteOverHttpHttpsAndEchoAndMetricsMove) {
   EXPECT_EQ(tls.status, 200) << tls.body;
   EXPECT_EQ(tls.body, file_bytes(site.root() / "www" / "sub" / "medium.bin"));
 
+  // HTTP/2 on the same listeners (http2 defaults to true): h2 chosen by ALPN on https, h2c
+  // with prior knowledge on http; the same routes, byte for byte.
+  {
+    const std::string out = (site.root() / "got-h2").string();
+    int rc = 0;
+    std::string v = sh("curl -sS --max-time 20 --http2 --cacert " + cert + " -o " + out +
+                           " -w '%{http_version}' https://127.0.0.1:" + std::to_string(site.https) + "/large.bin",
+                       &rc);
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(v, "2");
+    EXPECT_EQ(file_bytes(out), file_bytes(site.root() / "www" / "large.bin"));
+    v = sh("curl -sS --max-time 20 --http2-prior-knowledge -o " + out + " -w '%{http_version}' " +
+               site.url("/sub/medium.bin"),
+           &rc);
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(v, "2");
+    EXPECT_EQ(file_bytes(out), file_bytes(site.root() / "www" / "sub" / "medium.bin"));
+  }
+
   // Storage: one record, a batch, read back, list.
   std::ofstream(site.root() / "batch.ndjson") << "second\nthird\n";
   auto one = curl("-X POST --data-binary 'first record' " + site.url("/topics/e2e/partitions/0/records"));

@@ -45,6 +45,20 @@ class Connection final : public BodySource {
   void set_read_deadline(TimePoint deadline);
   // Reads the head of the next request; false when the connection should end.
   bool read_head(bool first_request, TimePoint accepted);
+  // The first line of the unread input ends in " HTTP/1.<digit>" (or is not complete yet).
+  bool first_line_names_http1() const noexcept {
+    std::string_view in(buf_.get() + r_, w_ - r_);
+    size_t eol = in.find('\n');
+    if (eol == std::string_view::npos) return true;
+    std::string_view line = in.substr(0, eol);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    return line.size() >= 9 && line.substr(line.size() - 9, 8) == " HTTP/1.";
+  }
+  // The unread input is a prefix of the HTTP/2 preface (or starts with all of it).
+  bool looks_like_http2_preface() const noexcept {
+    std::string_view in(buf_.get() + r_, w_ - r_);
+    return in.size() >= kHttp2Preface.size() ? in.starts_with(kHttp2Preface) : kHttp2Preface.starts_with(in);
+  }
   bool handle_request();
   void start_body();
   // Builds the head into out_ for the current response.
@@ -84,5 +98,6 @@ class Connection final : public BodySource {
   TimePoint body_deadline_{};
   std::size_t served_ = 0;
   std::optional<Duration> write_timeout_;
+  bool handoff_ = false;  // the connection started with the HTTP/2 preface: run() hands it over
 };
 }  // namespace lionet::http::detail

@@ -1,0 +1,756 @@
+// lionet/http2/server.cc: the HTTP/2 server connection over libnghttp2 (see server.h).
+//
+// Locking: mu_ guards the nghttp2 session and every H2Stream field the session's callbacks
+// touch. The connection fiber holds it while it feeds input (mem_recv) and writes output;
+// a handler fiber holds it to submit its response, to take request body bytes and to queue
+// writer bytes. flush() runs under mu_ and writes everything the session has to send, so
+// output is written in the order the session produced it. Waits (body bytes, writer room)
+// are on per-stream CondVars under mu_.
+//
+// Lifetime: an H2Stream is shared by the streams_ map (until nghttp2 closes the stream) and
+// its handler fiber (until the handler's response is submitted and its writer is done). The
+// session dies after every handler fiber has finished (handlers_ WaitGroup); before that,
+// end() marks every stream reset and wakes its waiters, so no fiber waits on a dead peer.
+#include "lionet/http2/server.h"
+
+#include <nghttp2/nghttp2.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lionet/http/detail/date_cache.h"
+#include "lionet/http/status.h"
+#include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
+#include "lionet/sync/cond_var.h"
+#include "lionet/sync/mutex.h"
+#include "lionet/sync/wait_group.h"
+
+namespace lionet::http2 {
+namespace {
+
+const std::shared_ptr<spdlog::logger>& h2_log() {
+  static const auto lg = log::get("http2");
+  return lg;
+}
+
+constexpr size_t kReadBuffer = 16 * 1024;
+constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
+
+class Session;
+
+// One request/response exchange.
+struct H2Stream final : http::detail::BodySource {
+  Session* session = nullptr;
+  int32_t id = 0;
+
+  // Request head: names and values copied into `store`, then viewed by `head`.
+  std::string store;
+  struct Field {
+    uint32_t name_off, name_len, value_off, value_len;
+  };
+  std::vector<Field> fields;
+  int method = -1, path = -1, authority = -1;  // indices into fields (pseudo-headers)
+  size_t header_bytes = 0;
+  bool head_built = false;  // head's views point into store: nothing is appended after
+  http::RequestHead head;
+  http::Request request;
+  http::Response response;
+
+  // Request body (guarded by Session::mu_).
+  std::string body;
+  size_t body_read = 0;
+  bool body_eof = false;
+  bool reset = false;         // closed by the peer or the connection: no more IO
+  bool handler_done = false;  // the handler returned: DATA is consumed and dropped
+  uint64_t body_total = 0;    // DATA bytes received
+  bool body_too_large = false;  // over max_body_bytes: the rest is dropped, reads fail EMSGSIZE
+  CondVar cv;                 // body bytes, writer room, reset
+
+  // Response body source, read by the session (data provider).
+  enum class Src : uint8_t { kNone, kMemory, kFile, kWriter } src = Src::kNone;
+  std::string_view memory;
+  int fd = -1;
+  off_t file_offset = 0;
+  uint64_t file_left = 0;
+  std::string pipe;  // writer bytes not yet framed
+  size_t pipe_read = 0;
+  bool pipe_eof = false;
+  bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
+  std::vector<std::string> resp_names;  // lowercased header names for the nv array
+
+  std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
+  std::string_view field_value(const Field& f) const { return {store.data() + f.value_off, f.value_len}; }
+
+  Result<size_t> read_body(void* buf, size_t n) override;
+  bool body_complete() const noexcept override { return body_eof && body_read == body.size(); }
+};
+
+// A Stream the response body writer writes into (http::BodyWriter needs one).
+class WriterPipe final : public Stream {
+ public:
+  explicit WriterPipe(std::shared_ptr<H2Stream> st) : st_(std::move(st)) {}
+  Result<size_t> read(void*, size_t) override { return errno_error(ENOTSUP); }
+  Result<size_t> readv(const iovec*, int) override { return errno_error(ENOTSUP); }
+  Result<size_t> write(const void* buf, size_t n) override;
+  Result<size_t> writev(const iovec* iov, int iovcnt) override {
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      auto r = write(iov[i].iov_base, iov[i].iov_len);
+      if (!r) return r;
+      total += *r;
+    }
+    return total;
+  }
+  Result<void> shutdown_write() override { return {}; }
+  void close() noexcept override {}
+  void set_timeouts(std::optional<Duration>, std::optional<Duration>) override {}
+
+ private:
+  std::shared_ptr<H2Stream> st_;
+};
+
+class Session {
+ public:
+  Session(const http::ProtocolHandoff& c, const Options& o) : c_(c), o_(o) {}
+  ~Session() {
+    if (s_) nghttp2_session_del(s_);
+  }
+
+  void run();
+
+  // For handler fibers and pipes (each takes mu_ itself).
+  void respond(const std::shared_ptr<H2Stream>& st);
+  Result<size_t> read_body(H2Stream& st, void* buf, size_t n);
+  Result<size_t> write_pipe(H2Stream& st, const void* buf, size_t n);
+
+ private:
+  bool setup();
+  // Writes what the session has to send (mu_ held). False once the connection is dead.
+  bool flush();
+  void end();  // mu_ held: every stream reset, waiters woken
+  void start_handler(const std::shared_ptr<H2Stream>& st);
+  // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
+  int build_head(H2Stream& st);
+  void submit(H2Stream& st);
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t flags, void* user);
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len, void* user);
+  static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user);
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
+                             nghttp2_data_source* source, void* user);
+
+  std::shared_ptr<H2Stream> find(int32_t id) {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+
+  const http::ProtocolHandoff& c_;
+  const Options& o_;
+  nghttp2_session* s_ = nullptr;
+  Mutex mu_;
+  bool dead_ = false;  // the stream failed or ended: nothing more is written
+  std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
+  WaitGroup handlers_;
+  std::string out_;  // output gathered by flush()
+  int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
+  std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
+};
+
+// ---- session set-up and the connection loop ---------------------------------------------
+
+bool Session::setup() {
+  nghttp2_session_callbacks* cbs = nullptr;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) return false;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+  nghttp2_option* opt = nullptr;
+  if (nghttp2_option_new(&opt) != 0) {
+    nghttp2_session_callbacks_del(cbs);
+    return false;
+  }
+  // Window updates are ours: given back as handlers read (back-pressure).
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  int rv = nghttp2_session_server_new2(&s_, cbs, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv != 0) return false;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o_.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, std::clamp<uint32_t>(o_.max_frame_size, 16384, 16777215)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, o_.max_header_list_size},
+  };
+  return nghttp2_submit_settings(s_, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) == 0;
+}
+
+void Session::run() {
+  {
+    std::lock_guard lk(mu_);
+    if (!setup()) {
+      LIONET_LOG_ERROR(h2_log(), "HTTP/2 session set-up failed");
+      return;
+    }
+    if (!c_.prefix.empty()) {
+      auto rv = nghttp2_session_mem_recv(s_, reinterpret_cast<const uint8_t*>(c_.prefix.data()), c_.prefix.size());
+      if (rv < 0) dead_ = true;
+    }
+    if (!flush()) {
+      end();
+    }
+  }
+  bool goaway_sent = false;
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[kReadBuffer]);
+  const Duration idle = c_.options.keepalive_timeout;
+  c_.stream.set_timeouts(idle, c_.options.write_timeout);
+  for (;;) {
+    {
+      std::lock_guard lk(mu_);
+      if (dead_) break;
+      if (!goaway_sent && c_.stopping && c_.stopping->load(std::memory_order_acquire)) {
+        // Graceful stop: no new streams; the open ones finish.
+        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s_), NGHTTP2_NO_ERROR,
+                              nullptr, 0);
+        goaway_sent = true;
+        if (!flush()) break;
+      }
+      if (goaway_sent && streams_.empty()) break;
+      if (!nghttp2_session_want_read(s_) && !nghttp2_session_want_write(s_)) break;
+    }
+    auto r = c_.stream.read(buf.get(), kReadBuffer);
+    std::lock_guard lk(mu_);
+    if (dead_) break;
+    if (!r) {
+      if (r.error().value() == ETIMEDOUT && !streams_.empty()) continue;  // idle only without streams
+      if (r.error().value() == ETIMEDOUT) {
+        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s_), NGHTTP2_NO_ERROR,
+                              nullptr, 0);
+        flush();
+      }
+      break;
+    }
+    if (*r == 0) break;  // the peer closed
+    auto rv = nghttp2_session_mem_recv(s_, buf.get(), *r);
+    if (rv < 0) {
+      // A connection error: the session has queued its GOAWAY; send it and stop.
+      LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection error: {}", nghttp2_strerror(static_cast<int>(rv)));
+      flush();
+      break;
+    }
+    if (!flush()) break;
+  }
+  {
+    std::lock_guard lk(mu_);
+    end();
+  }
+  handlers_.wait();  // no fiber uses the session past this point
+}
+
+bool Session::flush() {
+  if (dead_) return false;
+  out_.clear();
+  for (;;) {
+    const uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(s_, &data);
+    if (n < 0) {
+      dead_ = true;
+      return false;
+    }
+    if (n > 0) out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    if (n == 0 || out_.size() >= kWriteBatch) {
+      if (!out_.empty()) {
+        size_t off = 0;
+        while (off < out_.size()) {
+          auto w = c_.stream.write(out_.data() + off, out_.size() - off);
+          if (!w || *w == 0) {
+            dead_ = true;
+            return false;
+          }
+          off += *w;
+        }
+        out_.clear();
+      }
+      if (n == 0) return true;
+    }
+  }
+}
+
+void Session::end() {
+  dead_ = true;
+  for (auto& [id, st] : streams_) {
+    st->reset = true;
+    st->cv.notify_all();
+  }
+  streams_.clear();
+}
+
+// ---- nghttp2 callbacks (all run inside mem_recv / mem_send, mu_ held) ---------------------
+
+int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto* self = static_cast<Session*>(user);
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  auto st = std::make_shared<H2Stream>();
+  st->session = self;
+  st->id = frame->hd.stream_id;
+  self->streams_[st->id] = std::move(st);
+  return 0;
+}
+
+int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t, void* user) {
+  auto* self = static_cast<Session*>(user);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto st = self->find(frame->hd.stream_id);
+  if (!st) return 0;
+  if (st->head_built) return 0;  // trailers (HEADERS after the body): not part of the request head
+  // RFC 9113 6.5.2: the size of a field is its name, its value and 32 bytes.
+  st->header_bytes += namelen + valuelen + 32;
+  if (st->header_bytes > self->o_.max_header_list_size) {
+    nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_ENHANCE_YOUR_CALM);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  H2Stream::Field f{static_cast<uint32_t>(st->store.size()), static_cast<uint32_t>(namelen), 0,
+                    static_cast<uint32_t>(valuelen)};
+  st->store.append(reinterpret_cast<const char*>(name), namelen);
+  f.value_off = static_cast<uint32_t>(st->store.size());
+  st->store.append(reinterpret_cast<const char*>(value), valuelen);
+  std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  int index = static_cast<int>(st->fields.size());
+  if (n == ":method") st->method = index;
+  else if (n == ":path") st->path = index;
+  else if (n == ":authority") st->authority = index;
+  st->fields.push_back(f);
+  return 0;
+}
+
+int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto* self = static_cast<Session*>(user);
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS: {
+      auto st = self->find(frame->hd.stream_id);
+      if (!st) return 0;
+      if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) st->body_eof = true;
+      if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        int refused = self->build_head(*st);
+        if (refused == 400) {  // malformed request (RFC 9113 8.1.1): a stream error
+          nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR);
+          return 0;
+        }
+        if (refused != 0) {  // answered here, the handler never runs; its DATA is dropped
+          st->handler_done = true;
+          st->response.reset();
+          st->response.reply(refused, "request body over the limit\n");
+          self->submit(*st);
+          return 0;
+        }
+        self->start_handler(st);
+      } else {
+        st->cv.notify_all();  // trailers ended the body
+      }
+      return 0;
+    }
+    case NGHTTP2_DATA: {
+      if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+      auto st = self->find(frame->hd.stream_id);
+      if (!st) return 0;
+      st->body_eof = true;
+      st->cv.notify_all();
+      return 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+int Session::on_data_chunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t len, void* user) {
+  auto* self = static_cast<Session*>(user);
+  auto st = self->find(id);
+  if (st && !st->handler_done) {
+    st->body_total += len;
+    if (st->body_total > self->c_.options.limits.max_body_bytes && !st->body_too_large) {
+      st->body_too_large = true;  // the handler's next read fails with EMSGSIZE
+      st->cv.notify_all();
+    }
+  }
+  if (!st || st->handler_done || st->body_too_large) {
+    // Nobody will read it: give the window back at once.
+    if (st) nghttp2_session_consume(self->s_, id, len);
+    else nghttp2_session_consume_connection(self->s_, len);
+    return 0;
+  }
+  st->body.append(reinterpret_cast<const char*>(data), len);
+  st->cv.notify_all();
+  return 0;
+}
+
+int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user) {
+  auto* self = static_cast<Session*>(user);
+  auto it = self->streams_.find(id);
+  if (it == self->streams_.end()) return 0;
+  it->second->reset = true;
+  it->second->cv.notify_all();
+  self->streams_.erase(it);
+  return 0;
+}
+
+// RFC 9113 5.1.1: a HEADERS frame opening a stream with an id lower than one already used
+// is a connection error. nghttp2 cannot tell such a frame from trailers sent to a stream it
+// has already forgotten, and ignores it; we can: an id below the highest seen that is neither
+// an open stream nor one we reset ourselves (whose trailers may cross our RST_STREAM).
+int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+  auto* self = static_cast<Session*>(user);
+  if (hd->type != NGHTTP2_HEADERS || hd->stream_id <= 0 || (hd->stream_id & 1) == 0) return 0;
+  if (hd->stream_id > self->max_peer_stream_) {
+    self->max_peer_stream_ = hd->stream_id;
+    return 0;
+  }
+  if (nghttp2_session_find_stream(self->s_, hd->stream_id) != nullptr) return 0;  // trailers
+  if (std::find(self->reset_sent_.begin(), self->reset_sent_.end(), hd->stream_id) != self->reset_sent_.end()) {
+    return 0;
+  }
+  nghttp2_session_terminate_session(self->s_, NGHTTP2_PROTOCOL_ERROR);
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto* self = static_cast<Session*>(user);
+  if (frame->hd.type == NGHTTP2_RST_STREAM) {
+    if (self->reset_sent_.size() >= 64) self->reset_sent_.erase(self->reset_sent_.begin());
+    self->reset_sent_.push_back(frame->hd.stream_id);
+  }
+  return 0;
+}
+
+ssize_t Session::read_source(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                             nghttp2_data_source* source, void*) {
+  auto* st = static_cast<H2Stream*>(source->ptr);
+  switch (st->src) {
+    case H2Stream::Src::kMemory: {
+      size_t n = std::min(length, st->memory.size());
+      std::memcpy(buf, st->memory.data(), n);
+      st->memory.remove_prefix(n);
+      if (st->memory.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return static_cast<ssize_t>(n);
+    }
+    case H2Stream::Src::kFile: {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(length, st->file_left));
+      ssize_t n = want ? ::pread(st->fd, buf, want, st->file_offset) : 0;
+      if (n < 0 || (n == 0 && want > 0)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // file shrank
+      st->file_offset += n;
+      st->file_left -= static_cast<uint64_t>(n);
+      if (st->file_left == 0) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return n;
+    }
+    case H2Stream::Src::kWriter: {
+      size_t avail = st->pipe.size() - st->pipe_read;
+      if (avail == 0) {
+        if (st->pipe_eof) {
+          *flags |= NGHTTP2_DATA_FLAG_EOF;
+          return 0;
+        }
+        st->deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+      }
+      size_t n = std::min(length, avail);
+      std::memcpy(buf, st->pipe.data() + st->pipe_read, n);
+      st->pipe_read += n;
+      if (st->pipe_read == st->pipe.size()) {
+        st->pipe.clear();
+        st->pipe_read = 0;
+        if (st->pipe_eof) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      }
+      st->cv.notify_all();  // room for the writer
+      return static_cast<ssize_t>(n);
+    }
+    case H2Stream::Src::kNone:
+      break;
+  }
+  *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return 0;
+}
+
+// ---- requests -----------------------------------------------------------------------------
+
+int Session::build_head(H2Stream& st) {
+  if (st.method < 0 || st.path < 0) return 400;  // CONNECT without :path is not served
+  http::RequestHead& h = st.head;
+  st.head_built = true;
+  h.method = st.field_value(st.fields[static_cast<size_t>(st.method)]);
+  h.target = st.field_value(st.fields[static_cast<size_t>(st.path)]);
+  size_t q = h.target.find('?');
+  h.path = h.target.substr(0, q);
+  h.query = q == std::string_view::npos ? std::string_view() : h.target.substr(q + 1);
+  h.version_minor = 1;
+  h.keep_alive = true;
+  h.headers.reserve(st.fields.size());
+  std::string_view content_length;
+  for (const auto& f : st.fields) {
+    std::string_view n = st.field_name(f);
+    if (n.starts_with(':')) continue;
+    std::string_view v = st.field_value(f);
+    h.headers.add(n, v);
+    if (n == "host" && h.host.empty()) h.host = v;
+    if (n == "content-length") content_length = v;
+  }
+  if (st.authority >= 0) h.host = st.field_value(st.fields[static_cast<size_t>(st.authority)]);
+  if (st.body_eof) {
+    h.body_kind = http::BodyKind::kNone;
+  } else if (!content_length.empty()) {
+    uint64_t v = 0;
+    for (char ch : content_length) {
+      if (ch < '0' || ch > '9' || v > (UINT64_MAX - 9) / 10) return 400;
+      v = v * 10 + static_cast<uint64_t>(ch - '0');
+    }
+    h.body_kind = http::BodyKind::kContentLength;
+    h.content_length = v;
+    if (v > c_.options.limits.max_body_bytes) return 413;
+  } else {
+    h.body_kind = http::BodyKind::kChunked;  // length unknown: DATA frames until END_STREAM
+  }
+  return 0;
+}
+
+void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
+  handlers_.add(1);
+  Scheduler* sched = Scheduler::current();
+  auto body = [this, st] {
+    H2Stream& s = *st;
+    s.request.reset(&s.head, &s);
+    s.request.set_connection_info(c_.info);
+    s.response.reset();
+    try {
+      c_.handler(s.request, s.response);
+    } catch (const std::exception& e) {
+      LIONET_LOG_ERROR(h2_log(), "handler threw on stream {}: {}", s.id, e.what());
+      s.response.reset();
+      s.response.reply(500, "internal server error\n");
+    } catch (...) {
+      s.response.reset();
+      s.response.reply(500, "internal server error\n");
+    }
+    if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
+    respond(st);
+    handlers_.done();
+  };
+  try {
+    sched->spawn(std::move(body), {.name = "h2-stream"}).detach();
+  } catch (const std::exception& e) {
+    // No stack for a fiber: refuse the stream, keep the connection.
+    handlers_.done();
+    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+  }
+}
+
+Result<size_t> H2Stream::read_body(void* buf, size_t n) { return session->read_body(*this, buf, n); }
+
+Result<size_t> Session::read_body(H2Stream& st, void* buf, size_t n) {
+  std::unique_lock lk(mu_);
+  TimePoint deadline = now() + c_.options.body_timeout;
+  auto ready = [&] { return st.body_read < st.body.size() || st.body_eof || st.reset || st.body_too_large; };
+  if (!st.cv.wait_until(lk, deadline, ready)) return errno_error(ETIMEDOUT);
+  if (st.body_too_large) return errno_error(EMSGSIZE);
+  size_t k = std::min(n, st.body.size() - st.body_read);
+  if (k == 0) {
+    if (st.reset && !st.body_eof) return errno_error(ECONNABORTED);
+    return size_t{0};
+  }
+  std::memcpy(buf, st.body.data() + st.body_read, k);
+  st.body_read += k;
+  if (st.body_read == st.body.size()) {
+    st.body.clear();
+    st.body_read = 0;
+  }
+  if (!dead_ && !st.reset) {
+    nghttp2_session_consume(s_, st.id, k);  // WINDOW_UPDATE: the client may send k more
+    flush();
+  }
+  return k;
+}
+
+// ---- responses ----------------------------------------------------------------------------
+
+void Session::respond(const std::shared_ptr<H2Stream>& sp) {
+  H2Stream& st = *sp;
+  http::Response& res = st.response;
+  std::unique_lock lk(mu_);
+  st.handler_done = true;
+  if (!dead_ && !st.reset && st.body.size() > st.body_read) {
+    nghttp2_session_consume(s_, st.id, st.body.size() - st.body_read);  // unread body: window back
+  }
+  st.body.clear();
+  st.body_read = 0;
+  if (dead_ || st.reset) return;
+  if (st.body_too_large && res.status() < 400) {
+    // As over HTTP/1.1: a body over max_body_bytes is answered 413 unless the handler chose
+    // an error itself.
+    res.reset();
+    res.reply(413, "request body over the limit\n");
+  }
+  submit(st);
+  bool writer = st.src == H2Stream::Src::kWriter;
+  flush();
+  if (!writer) return;
+  lk.unlock();
+  // The body writer runs in this fiber, after the response head was submitted.
+  WriterPipe pipe(sp);
+  http::BodyWriter bw(pipe, /*chunked=*/false, {});
+  bool ok = false;
+  try {
+    ok = static_cast<bool>(res.writer()(bw));
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(h2_log(), "body writer threw on stream {}: {}", st.id, e.what());
+  }
+  lk.lock();
+  if (dead_ || st.reset) return;
+  if (!ok) {
+    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
+  } else {
+    st.pipe_eof = true;
+    if (st.deferred) {
+      st.deferred = false;
+      nghttp2_session_resume_data(s_, st.id);
+    }
+  }
+  flush();
+}
+
+void Session::submit(H2Stream& st) {
+  http::Response& res = st.response;
+  const bool head_only = st.head.method == "HEAD";
+  const int status = res.status();
+  const bool no_body = head_only || status == 204 || status == 304 || (status >= 100 && status < 200);
+  char status_buf[4];
+  std::snprintf(status_buf, sizeof status_buf, "%03d", status >= 100 && status <= 999 ? status : 500);
+
+  std::vector<nghttp2_nv> nva;
+  st.resp_names.clear();
+  auto add = [&](std::string_view n, std::string_view v) {
+    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+                   reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
+  };
+  // Lowercased names are built first (their storage must not move while nva points at it).
+  std::string_view block = res.header_block();
+  std::vector<std::pair<size_t, std::string_view>> values;  // index into resp_names, value
+  st.resp_names.reserve(8);
+  for (size_t pos = 0; pos < block.size();) {
+    size_t eol = block.find("\r\n", pos);
+    if (eol == std::string_view::npos) break;
+    std::string_view line = block.substr(pos, eol - pos);
+    pos = eol + 2;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    // Connection-specific fields have no meaning in HTTP/2 (RFC 9113 8.2.2).
+    if (name == "connection" || name == "keep-alive" || name == "transfer-encoding" || name == "upgrade" ||
+        name == "proxy-connection" || name == "content-length") {
+      continue;
+    }
+    st.resp_names.push_back(std::move(name));
+    values.emplace_back(st.resp_names.size() - 1, value);
+  }
+  add(":status", std::string_view(status_buf, 3));
+  std::string_view date = http::detail::date_line();  // "Date: <IMF-fixdate>\r\n"
+  if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
+  if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
+  for (auto& [i, v] : values) add(st.resp_names[i], v);
+
+  std::optional<uint64_t> size = res.body_size();
+  char len_buf[24];
+  if (size && status >= 200 && status != 204) {
+    int k = std::snprintf(len_buf, sizeof len_buf, "%llu", static_cast<unsigned long long>(*size));
+    add("content-length", std::string_view(len_buf, static_cast<size_t>(k)));
+  }
+
+  nghttp2_data_provider prd{};
+  prd.source.ptr = &st;
+  prd.read_callback = read_source;
+  const nghttp2_data_provider* use = nullptr;
+  if (!no_body) {
+    switch (res.body_type()) {
+      case http::Response::BodyType::kMemory:
+      case http::Response::BodyType::kView:
+        st.src = H2Stream::Src::kMemory;
+        st.memory = res.body_view();
+        if (!st.memory.empty()) use = &prd;
+        break;
+      case http::Response::BodyType::kFile:
+        st.src = H2Stream::Src::kFile;
+        st.fd = res.file_fd();
+        st.file_offset = res.file_offset();
+        st.file_left = res.file_length();
+        if (st.file_left > 0) use = &prd;
+        break;
+      case http::Response::BodyType::kWriter:
+        st.src = H2Stream::Src::kWriter;
+        use = &prd;
+        break;
+    }
+  }
+  int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
+  if (rv != 0) {
+    LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
+    st.src = H2Stream::Src::kNone;
+  }
+}
+
+Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {
+  std::unique_lock lk(mu_);
+  const auto* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    TimePoint deadline = now() + c_.options.write_timeout;
+    if (!st.cv.wait_until(lk, deadline, [&] {
+          return dead_ || st.reset || st.pipe.size() - st.pipe_read < o_.writer_buffer;
+        })) {
+      return errno_error(ETIMEDOUT);
+    }
+    if (dead_ || st.reset) return errno_error(ECONNRESET);
+    size_t room = o_.writer_buffer - (st.pipe.size() - st.pipe_read);
+    size_t k = std::min(room, n - done);
+    st.pipe.append(p + done, k);
+    done += k;
+    if (st.deferred) {
+      st.deferred = false;
+      nghttp2_session_resume_data(s_, st.id);
+    }
+    if (!flush()) return errno_error(ECONNRESET);
+  }
+  return n;
+}
+
+Result<size_t> WriterPipe::write(const void* buf, size_t n) { return st_->session->write_pipe(*st_, buf, n); }
+
+}  // namespace
+
+void serve_connection(const http::ProtocolHandoff& conn, const Options& h2) {
+  Session session(conn, h2);
+  session.run();
+}
+
+void enable(http::ServerOptions& options, Options h2) {
+  options.http2 = [h2](const http::ProtocolHandoff& conn) { serve_connection(conn, h2); };
+}
+
+}  // namespace lionet::http2
