@@ -178,6 +178,29 @@ std::string render_metrics(const Runtime::Impl& im) {
                 [](const Running& s) { return s.http->stats().errors.load(std::memory_order_relaxed); }, true);
   server_family("lionet_http_timeouts_total", "counter", "Requests ended by a header/body timeout.",
                 [](const Running& s) { return s.http->stats().timeouts.load(std::memory_order_relaxed); }, true);
+  auto rel = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  server_family("lionet_http2_connections_total", "counter", "Connections served as HTTP/2 (h2 or h2c).",
+                [&](const Running& s) { return rel(s.h2.connections); }, true);
+  server_family("lionet_http2_streams_total", "counter", "HTTP/2 streams (requests) opened by clients.",
+                [&](const Running& s) { return rel(s.h2.streams); }, true);
+  server_family("lionet_http2_streams_reset_by_peer_total", "counter", "RST_STREAM frames received from clients.",
+                [&](const Running& s) { return rel(s.h2.resets_by_peer); }, true);
+  server_family("lionet_http2_stalled_connections_total", "counter",
+                "HTTP/2 connections closed: a response held at a zero flow-control window past the write timeout.",
+                [&](const Running& s) { return rel(s.h2.stalled); }, true);
+  w.family("lionet_http2_goaways_sent_total", "counter",
+           "GOAWAY frames sent, by reason: no_error (stop, idle, max_requests), protocol_error, "
+           "enhance_your_calm (a flood limit), other.");
+  for (const auto& s : im.servers) {
+    if (!s->http) continue;
+    const std::pair<const char*, const std::atomic<uint64_t>*> reasons[] = {
+        {"no_error", &s->h2.goaway_no_error},
+        {"protocol_error", &s->h2.goaway_protocol_error},
+        {"enhance_your_calm", &s->h2.goaway_enhance_your_calm},
+        {"other", &s->h2.goaway_other}};
+    for (const auto& [reason, c] : reasons)
+      w.sample("lionet_http2_goaways_sent_total", L{{"server", s->cfg.name}, {"reason", reason}}, rel(*c));
+  }
   w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
   for (const auto& s : im.servers)
     if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());

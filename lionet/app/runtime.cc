@@ -34,7 +34,7 @@ Address resolve_listen(const std::string& server, const std::string& text) {
   return r.value().front();
 }
 
-http::ServerOptions http_options(const ServerConfig& c) {
+http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) {
   http::ServerOptions o;
   o.limits.max_request_line = c.max_request_line;
   o.limits.max_header_bytes = c.max_header_bytes;
@@ -51,6 +51,13 @@ http::ServerOptions http_options(const ServerConfig& c) {
     h2.initial_window_size = c.http2_initial_window_size;
     h2.max_frame_size = c.http2_max_frame_size;
     h2.max_header_list_size = c.http2_max_header_list_size;
+    h2.max_requests = c.http2_max_requests;
+    h2.reset_burst = c.http2_reset_burst;
+    h2.resets_per_second = c.http2_resets_per_second;
+    h2.max_continuations = c.http2_max_continuations;
+    h2.max_empty_frames = c.http2_max_empty_frames;
+    h2.max_outbound_ack = c.http2_max_outbound_ack;
+    h2.stats = h2_stats;
     http2::enable(o, h2);
   }
   return o;
@@ -116,7 +123,7 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
       run->tcp = std::make_unique<TcpServer>(io, echo_handler(run->m, sc.idle_timeout), o);
     } else {
       run->router = build_router(im, *run);
-      http::ServerOptions ho = http_options(sc);
+      http::ServerOptions ho = http_options(sc, &run->h2);
       ho.refusal = run->router->refusal_handler();  // routes word their refusals (storage: JSON)
       run->http = std::make_unique<http::Server>(io, instrument(run->router->handler(), run->m), std::move(ho));
       std::shared_ptr<SslContext> tls = sc.type == "https" ? tls_context(sc) : nullptr;

@@ -177,7 +177,9 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "idle_timeout", "header_timeout",
                   "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
                   "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
-                  "http2_max_header_list_size", "tls", "routes"});
+                  "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
+                  "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
+                  "http2_max_outbound_ack", "tls", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -200,6 +202,12 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "http2_initial_window_size", s.http2_initial_window_size);
   read_field(n, "http2_max_frame_size", s.http2_max_frame_size);
   read_field(n, "http2_max_header_list_size", s.http2_max_header_list_size);
+  read_field(n, "http2_max_requests", s.http2_max_requests);
+  read_field(n, "http2_reset_burst", s.http2_reset_burst);
+  read_field(n, "http2_resets_per_second", s.http2_resets_per_second);
+  read_field(n, "http2_max_continuations", s.http2_max_continuations);
+  read_field(n, "http2_max_empty_frames", s.http2_max_empty_frames);
+  read_field(n, "http2_max_outbound_ack", s.http2_max_outbound_ack);
   read_field(n, "tls", s.tls);
   read_field(n, "routes", s.routes);
   if (s.max_connections < 1 || s.max_connections > 1000000) {
@@ -219,6 +227,9 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "http2_max_frame_size", "must be in 16384..16777215 (RFC 9113 6.5.2)");
   }
   if (s.http2_max_header_list_size < 256) field_error(n, "http2_max_header_list_size", "must be at least 256");
+  for (const char* k : {"http2_max_requests", "http2_reset_burst", "http2_max_continuations", "http2_max_outbound_ack"}) {
+    if (n[k] && decode<uint32_t>(n[k]) < 1) field_error(n, k, "must be at least 1");
+  }
   return s;
 }
 YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
@@ -240,6 +251,12 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["http2_initial_window_size"] = s.http2_initial_window_size;
   n["http2_max_frame_size"] = s.http2_max_frame_size;
   n["http2_max_header_list_size"] = s.http2_max_header_list_size;
+  n["http2_max_requests"] = s.http2_max_requests;
+  n["http2_reset_burst"] = s.http2_reset_burst;
+  n["http2_resets_per_second"] = s.http2_resets_per_second;
+  n["http2_max_continuations"] = s.http2_max_continuations;
+  n["http2_max_empty_frames"] = s.http2_max_empty_frames;
+  n["http2_max_outbound_ack"] = s.http2_max_outbound_ack;
   if (s.tls) n["tls"] = encode(*s.tls);
   if (!s.routes.empty()) n["routes"] = encode(s.routes);
   return n;

@@ -91,6 +91,12 @@ struct ServerConfig {
   uint32_t http2_initial_window_size = 65536;
   uint32_t http2_max_frame_size = 16384;
   uint32_t http2_max_header_list_size = 32768;
+  uint32_t http2_max_requests = 100000;      // streams per connection over its life
+  uint32_t http2_reset_burst = 1000;         // rapid reset: RST_STREAM token bucket
+  uint32_t http2_resets_per_second = 33;
+  uint32_t http2_max_continuations = 8;      // CONTINUATION frames after one HEADERS
+  uint32_t http2_max_empty_frames = 1000;    // empty DATA frames per connection
+  uint32_t http2_max_outbound_ack = 1000;    // SETTINGS/PING ACKs queued unsent
   std::optional<TlsConfig> tls;         // required for https
   std::vector<RouteConfig> routes;      // http(s) only
   bool operator==(const ServerConfig&) const = default;

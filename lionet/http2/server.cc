@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -86,6 +87,7 @@ struct H2Stream final : http::detail::BodySource {
   size_t pipe_read = 0;
   bool pipe_eof = false;
   bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
+  bool sending = false;   // a response body is submitted and its end not yet framed
   std::vector<std::string> resp_names;  // lowercased header names for the nv array
 
   std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
@@ -153,6 +155,7 @@ class Session {
   static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                              nghttp2_data_source* source, void* user);
+  static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
 
   std::shared_ptr<H2Stream> find(int32_t id) {
     auto it = streams_.find(id);
@@ -169,7 +172,27 @@ class Session {
   std::string out_;  // output gathered by flush()
   int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
+  // Limits (see Options).
+  int terminate(uint32_t code);      // GOAWAY code, then the connection ends
+  void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
+  bool terminated_ = false;
+  bool write_shut_ = false;
+  bool peer_eof_ = false;  // no more input will come
+  CondVar drained_;        // a handler finished (run() waits for the last ones at end of input)
+  int running_ = 0;        // handler fibers that have not yet submitted their response
+  uint64_t streams_opened_ = 0;
+  bool goaway_sent_ = false;
+  int32_t goaway_last_ = INT32_MAX;  // streams above it are refused once goaway_sent_
+  double reset_tokens_ = 0;
+  TimePoint reset_refill_{};
+  uint32_t continuations_ = 0;       // CONTINUATION frames of the header block being received
+  uint64_t block_bytes_ = 0;         // its size as sent
+  uint32_t empty_frames_ = 0;
+  TimePoint last_write_{};           // the last time flush() wrote bytes
+  uint64_t conn_id_ = 0;             // for fiber names
 };
+
+std::atomic<uint64_t> g_connections{0};
 
 // ---- session set-up and the connection loop ---------------------------------------------
 
@@ -190,6 +213,7 @@ bool Session::setup() {
   }
   // Window updates are ours: given back as handlers read (back-pressure).
   nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_max_outbound_ack(opt, o_.max_outbound_ack);
   int rv = nghttp2_session_server_new2(&s_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -204,56 +228,95 @@ bool Session::setup() {
 }
 
 void Session::run() {
+  conn_id_ = g_connections.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (o_.stats) o_.stats->connections.fetch_add(1, std::memory_order_relaxed);
+  reset_tokens_ = o_.reset_burst;
+  reset_refill_ = now();
+  last_write_ = now();
   {
     std::lock_guard lk(mu_);
     if (!setup()) {
       LIONET_LOG_ERROR(h2_log(), "HTTP/2 session set-up failed");
       return;
     }
+    ssize_t rv = 0;
     if (!c_.prefix.empty()) {
-      auto rv = nghttp2_session_mem_recv(s_, reinterpret_cast<const uint8_t*>(c_.prefix.data()), c_.prefix.size());
-      if (rv < 0) dead_ = true;
+      rv = nghttp2_session_mem_recv(s_, reinterpret_cast<const uint8_t*>(c_.prefix.data()), c_.prefix.size());
     }
-    if (!flush()) {
-      end();
-    }
+    if (rv < 0) fail(rv);  // a connection error in the first bytes
+    if (!flush()) end();
   }
-  bool goaway_sent = false;
   std::unique_ptr<uint8_t[]> buf(new uint8_t[kReadBuffer]);
   const Duration idle = c_.options.keepalive_timeout;
-  c_.stream.set_timeouts(idle, c_.options.write_timeout);
+  const Duration write_limit = c_.options.write_timeout;
+  // Reads wake at least every `tick` to check the idle and stall limits.
+  const Duration tick = std::max<Duration>(std::min(idle, write_limit) / 4, std::chrono::milliseconds(10));
+  c_.stream.set_timeouts(tick, write_limit);
+  TimePoint last_read = now();
   for (;;) {
     {
       std::lock_guard lk(mu_);
       if (dead_) break;
-      if (!goaway_sent && c_.stopping && c_.stopping->load(std::memory_order_acquire)) {
+      if (!goaway_sent_ && c_.stopping && c_.stopping->load(std::memory_order_acquire)) {
         // Graceful stop: no new streams; the open ones finish.
-        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s_), NGHTTP2_NO_ERROR,
-                              nullptr, 0);
-        goaway_sent = true;
+        goaway_last_ = nghttp2_session_get_last_proc_stream_id(s_);
+        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, goaway_last_, NGHTTP2_NO_ERROR, nullptr, 0);
+        goaway_sent_ = true;
         if (!flush()) break;
       }
-      if (goaway_sent && streams_.empty()) break;
+      if (goaway_sent_ && streams_.empty()) break;
       if (!nghttp2_session_want_read(s_) && !nghttp2_session_want_write(s_)) break;
     }
     auto r = c_.stream.read(buf.get(), kReadBuffer);
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (dead_) break;
     if (!r) {
-      if (r.error().value() == ETIMEDOUT && !streams_.empty()) continue;  // idle only without streams
-      if (r.error().value() == ETIMEDOUT) {
+      if (r.error().value() != ETIMEDOUT) break;
+      TimePoint t = now();
+      if (streams_.empty()) {
+        if (t - last_read < idle) continue;
+        // Idle: a polite GOAWAY, then close.
         nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s_), NGHTTP2_NO_ERROR,
                               nullptr, 0);
         flush();
+        break;
+      }
+      // A response the peer's flow-control window holds at zero, with nothing written for
+      // the write timeout: the peer keeps the stream open without reading (a held zero window).
+      if (t - last_write_ >= write_limit) {
+        bool stuck = nghttp2_session_get_remote_window_size(s_) <= 0;
+        for (auto& [id, st] : streams_)
+          stuck |= st->sending && nghttp2_session_get_stream_remote_window_size(s_, id) <= 0;
+        if (stuck) {
+          if (o_.stats) o_.stats->stalled.fetch_add(1, std::memory_order_relaxed);
+          LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection {}: a response held at a zero window for {} ms: closing",
+                           conn_id_, std::chrono::duration_cast<std::chrono::milliseconds>(t - last_write_).count());
+          break;
+        }
+      }
+      continue;
+    }
+    last_read = now();
+    if (*r == 0) {
+      // End of input: the peer closed its side, or the server is stopping (TcpServer shuts
+      // the read side of every connection). Streams in flight still get their responses:
+      // GOAWAY, then wait for them (bounded by the write timeout without progress).
+      peer_eof_ = true;
+      for (auto& [id, st] : streams_) st->cv.notify_all();  // body readers: nothing more comes
+      if (running_ > 0) {
+        if (!goaway_sent_) {
+          goaway_last_ = nghttp2_session_get_last_proc_stream_id(s_);
+          nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, goaway_last_, NGHTTP2_NO_ERROR, nullptr, 0);
+          goaway_sent_ = true;
+          flush();
+        }
+        while (running_ > 0 && !dead_ && now() - last_write_ < write_limit) drained_.wait_for(lk, tick);
       }
       break;
     }
-    if (*r == 0) break;  // the peer closed
     auto rv = nghttp2_session_mem_recv(s_, buf.get(), *r);
     if (rv < 0) {
-      // A connection error: the session has queued its GOAWAY; send it and stop.
-      LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection error: {}", nghttp2_strerror(static_cast<int>(rv)));
-      flush();
+      fail(rv);
       break;
     }
     if (!flush()) break;
@@ -288,8 +351,17 @@ bool Session::flush() {
           off += *w;
         }
         out_.clear();
+        last_write_ = now();
       }
-      if (n == 0) return true;
+      if (n == 0) {
+        if (goaway_sent_ && streams_.empty() && !write_shut_) {
+          // Every stream the GOAWAY let finish is done: end our side now, so the client sees
+          // the close at once (the connection fiber's read then ends too).
+          write_shut_ = true;
+          (void)c_.stream.shutdown_write();
+        }
+        return true;
+      }
     }
   }
 }
@@ -308,10 +380,23 @@ void Session::end() {
 int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
   auto* self = static_cast<Session*>(user);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (self->goaway_sent_ && frame->hd.stream_id > self->goaway_last_) {
+    // After our GOAWAY (even before it is on the wire): refused, the client retries elsewhere.
+    nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    return 0;
+  }
   auto st = std::make_shared<H2Stream>();
   st->session = self;
   st->id = frame->hd.stream_id;
   self->streams_[st->id] = std::move(st);
+  if (self->o_.stats) self->o_.stats->streams.fetch_add(1, std::memory_order_relaxed);
+  if (++self->streams_opened_ == self->o_.max_requests && !self->goaway_sent_) {
+    // The connection's last stream: GOAWAY names it, later ones are refused; the client
+    // reconnects for more.
+    nghttp2_submit_goaway(self->s_, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
+    self->goaway_sent_ = true;
+    self->goaway_last_ = frame->hd.stream_id;
+  }
   return 0;
 }
 
@@ -376,6 +461,16 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
       st->cv.notify_all();
       return 0;
     }
+    case NGHTTP2_RST_STREAM: {
+      if (self->o_.stats) self->o_.stats->resets_by_peer.fetch_add(1, std::memory_order_relaxed);
+      TimePoint t = now();
+      double refill = std::chrono::duration<double>(t - self->reset_refill_).count() * self->o_.resets_per_second;
+      self->reset_refill_ = t;
+      self->reset_tokens_ = std::min<double>(self->o_.reset_burst, self->reset_tokens_ + refill);
+      if (self->reset_tokens_ < 1) return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // rapid reset
+      self->reset_tokens_ -= 1;
+      return 0;
+    }
     default:
       return 0;
   }
@@ -418,7 +513,28 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user)
 // an open stream nor one we reset ourselves (whose trailers may cross our RST_STREAM).
 int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
   auto* self = static_cast<Session*>(user);
-  if (hd->type != NGHTTP2_HEADERS || hd->stream_id <= 0 || (hd->stream_id & 1) == 0) return 0;
+  const uint64_t block_cap = 2ull * self->o_.max_header_list_size;
+  switch (hd->type) {
+    case NGHTTP2_CONTINUATION:
+      self->block_bytes_ += hd->length;
+      if (++self->continuations_ > self->o_.max_continuations || self->block_bytes_ > block_cap) {
+        return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // CONTINUATION flood
+      }
+      return 0;
+    case NGHTTP2_DATA:
+      if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM) && ++self->empty_frames_ > self->o_.max_empty_frames) {
+        return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // empty-frame flood
+      }
+      return 0;
+    case NGHTTP2_HEADERS:
+      self->continuations_ = 0;
+      self->block_bytes_ = hd->length;
+      if (self->block_bytes_ > block_cap) return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);
+      break;
+    default:
+      return 0;
+  }
+  if (hd->stream_id <= 0 || (hd->stream_id & 1) == 0) return 0;
   if (hd->stream_id > self->max_peer_stream_) {
     self->max_peer_stream_ = hd->stream_id;
     return 0;
@@ -427,12 +543,40 @@ int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
   if (std::find(self->reset_sent_.begin(), self->reset_sent_.end(), hd->stream_id) != self->reset_sent_.end()) {
     return 0;
   }
-  nghttp2_session_terminate_session(self->s_, NGHTTP2_PROTOCOL_ERROR);
-  return NGHTTP2_ERR_CALLBACK_FAILURE;
+  return self->terminate(NGHTTP2_PROTOCOL_ERROR);
+}
+
+int Session::terminate(uint32_t code) {
+  nghttp2_session_terminate_session(s_, code);
+  terminated_ = true;
+  return NGHTTP2_ERR_CALLBACK_FAILURE;  // mem_recv stops; run() sends the GOAWAY and ends
+}
+
+void Session::fail(ssize_t rv) {
+  // mem_recv failed: a GOAWAY is queued by nghttp2 for protocol errors, by terminate() for our
+  // limits; nghttp2's own flood checks queue none, so one is added with the matching code.
+  LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection {}: {}", conn_id_, nghttp2_strerror(static_cast<int>(rv)));
+  if (!terminated_) {
+    uint32_t code = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                                           : NGHTTP2_PROTOCOL_ERROR;
+    nghttp2_session_terminate_session(s_, code);
+    terminated_ = true;
+  }
+  flush();
+  dead_ = true;
 }
 
 int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
   auto* self = static_cast<Session*>(user);
+  if (frame->hd.type == NGHTTP2_GOAWAY && self->o_.stats) {
+    Stats& st = *self->o_.stats;
+    switch (frame->goaway.error_code) {
+      case NGHTTP2_NO_ERROR: st.goaway_no_error.fetch_add(1, std::memory_order_relaxed); break;
+      case NGHTTP2_PROTOCOL_ERROR: st.goaway_protocol_error.fetch_add(1, std::memory_order_relaxed); break;
+      case NGHTTP2_ENHANCE_YOUR_CALM: st.goaway_enhance_your_calm.fetch_add(1, std::memory_order_relaxed); break;
+      default: st.goaway_other.fetch_add(1, std::memory_order_relaxed); break;
+    }
+  }
   if (frame->hd.type == NGHTTP2_RST_STREAM) {
     if (self->reset_sent_.size() >= 64) self->reset_sent_.erase(self->reset_sent_.begin());
     self->reset_sent_.push_back(frame->hd.stream_id);
@@ -443,6 +587,13 @@ int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* u
 ssize_t Session::read_source(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
                              nghttp2_data_source* source, void*) {
   auto* st = static_cast<H2Stream*>(source->ptr);
+  ssize_t n = read_body_source(st, buf, length, flags);
+  if (*flags & NGHTTP2_DATA_FLAG_EOF) st->sending = false;
+  return n;
+}
+
+ssize_t Session::read_body_source(H2Stream* st_ptr, uint8_t* buf, size_t length, uint32_t* flags) {
+  H2Stream* st = st_ptr;
   switch (st->src) {
     case H2Stream::Src::kMemory: {
       size_t n = std::min(length, st->memory.size());
@@ -531,6 +682,7 @@ int Session::build_head(H2Stream& st) {
 
 void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
   handlers_.add(1);
+  ++running_;
   Scheduler* sched = Scheduler::current();
   auto body = [this, st] {
     H2Stream& s = *st;
@@ -549,12 +701,20 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
     }
     if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
     respond(st);
+    {
+      std::lock_guard lk(mu_);
+      --running_;
+      drained_.notify_all();
+    }
     handlers_.done();
   };
   try {
-    sched->spawn(std::move(body), {.name = "h2-stream"}).detach();
+    char name[32];  // the fiber dump names the stream: "h2 <connection>/<stream id>"
+    int k = std::snprintf(name, sizeof name, "h2 %llu/%d", static_cast<unsigned long long>(conn_id_), st->id);
+    sched->spawn(std::move(body), {.name = std::string_view(name, static_cast<size_t>(std::max(k, 0)))}).detach();
   } catch (const std::exception& e) {
     // No stack for a fiber: refuse the stream, keep the connection.
+    --running_;
     handlers_.done();
     nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
   }
@@ -565,12 +725,14 @@ Result<size_t> H2Stream::read_body(void* buf, size_t n) { return session->read_b
 Result<size_t> Session::read_body(H2Stream& st, void* buf, size_t n) {
   std::unique_lock lk(mu_);
   TimePoint deadline = now() + c_.options.body_timeout;
-  auto ready = [&] { return st.body_read < st.body.size() || st.body_eof || st.reset || st.body_too_large; };
+  auto ready = [&] {
+    return st.body_read < st.body.size() || st.body_eof || st.reset || st.body_too_large || peer_eof_;
+  };
   if (!st.cv.wait_until(lk, deadline, ready)) return errno_error(ETIMEDOUT);
   if (st.body_too_large) return errno_error(EMSGSIZE);
   size_t k = std::min(n, st.body.size() - st.body_read);
   if (k == 0) {
-    if (st.reset && !st.body_eof) return errno_error(ECONNABORTED);
+    if ((st.reset || peer_eof_) && !st.body_eof) return errno_error(ECONNABORTED);
     return size_t{0};
   }
   std::memcpy(buf, st.body.data() + st.body_read, k);
@@ -708,10 +870,12 @@ void Session::submit(H2Stream& st) {
         break;
     }
   }
+  st.sending = use != nullptr;
   int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
   if (rv != 0) {
     LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
     st.src = H2Stream::Src::kNone;
+    st.sending = false;
   }
 }
 

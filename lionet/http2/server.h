@@ -26,6 +26,7 @@
 // default scheduling).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "lionet/base/clock.h"
@@ -33,20 +34,53 @@
 
 namespace lionet::http2 {
 
+// Counters of the HTTP/2 connections of one server (relaxed atomics: statistics only).
+struct Stats {
+  std::atomic<uint64_t> connections{0};      // connections served as HTTP/2
+  std::atomic<uint64_t> streams{0};          // requests (streams) opened by clients
+  std::atomic<uint64_t> resets_by_peer{0};   // RST_STREAM frames received
+  std::atomic<uint64_t> goaway_no_error{0};  // GOAWAYs sent: stop, idle, max_requests
+  std::atomic<uint64_t> goaway_protocol_error{0};  // ... a peer that broke the protocol
+  std::atomic<uint64_t> goaway_enhance_your_calm{0};  // ... a peer over a flood limit
+  std::atomic<uint64_t> goaway_other{0};     // ... any other error code
+  std::atomic<uint64_t> stalled{0};          // connections closed: a response stuck at a zero window
+};
+
 struct Options {
   // SETTINGS_MAX_CONCURRENT_STREAMS: streams one client may have open at once; more are
-  // refused with RST_STREAM REFUSED_STREAM. YAML http2.max_concurrent_streams (nginx: 128).
+  // refused with RST_STREAM REFUSED_STREAM. YAML http2_max_concurrent_streams (nginx: 128).
   uint32_t max_concurrent_streams = 128;
   // SETTINGS_INITIAL_WINDOW_SIZE: request body bytes a stream may send ahead of its handler's
-  // reads (the most that waits in memory per stream). YAML http2.initial_window_size.
+  // reads (the most that waits in memory per stream). YAML http2_initial_window_size.
   uint32_t initial_window_size = 65536;
-  // SETTINGS_MAX_FRAME_SIZE the server accepts (16384..16777215). YAML http2.max_frame_size.
+  // SETTINGS_MAX_FRAME_SIZE the server accepts (16384..16777215). YAML http2_max_frame_size.
   uint32_t max_frame_size = 16384;
   // SETTINGS_MAX_HEADER_LIST_SIZE, and the cap on a decoded header block however many
-  // CONTINUATION frames carry it. YAML http2.max_header_list_size.
+  // CONTINUATION frames carry it. YAML http2_max_header_list_size.
   uint32_t max_header_list_size = 32768;
   // Bytes a body writer may have queued for one stream before its write() waits.
   uint32_t writer_buffer = 65536;
+
+  // Limits against the known HTTP/2 attacks. Past each, the connection gets GOAWAY
+  // ENHANCE_YOUR_CALM and is closed; other connections are not affected.
+  // Streams one connection may open over its life; then GOAWAY NO_ERROR and the open streams
+  // finish (the client reconnects). YAML http2_max_requests.
+  uint32_t max_requests = 100000;
+  // Rapid reset (CVE-2023-44487): RST_STREAM frames from the client, as a token bucket of
+  // reset_burst tokens refilled at resets_per_second. YAML http2_reset_burst / http2_resets_per_second.
+  uint32_t reset_burst = 1000;
+  uint32_t resets_per_second = 33;
+  // CONTINUATION flood (2024): CONTINUATION frames after one HEADERS frame; the header block
+  // as sent is also capped at twice max_header_list_size. YAML http2_max_continuations.
+  uint32_t max_continuations = 8;
+  // Empty DATA frames (no payload, no END_STREAM) one connection may send. YAML
+  // http2_max_empty_frames.
+  uint32_t max_empty_frames = 1000;
+  // SETTINGS and PING acknowledgements queued unsent (a client that floods them faster than
+  // it reads); over it the connection is closed. YAML http2_max_outbound_ack.
+  uint32_t max_outbound_ack = 1000;
+
+  Stats* stats = nullptr;  // optional counters (the binary's /metrics)
 };
 
 // Installs HTTP/2 into `options` (ServerOptions::http2): connections whose TLS ALPN chose "h2"

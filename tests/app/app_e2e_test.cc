@@ -221,6 +221,11 @@ TEST(AppE2E, EveryRouteOverHttpHttpsAndEchoAndMetricsMove) {
   EXPECT_GE(metric(m.body, "lionet_storage_reads_total"), 1) << m.body;
   EXPECT_GE(metric(m.body, "lionet_fibers_created_total{pool=\"main\"}"), 10) << m.body;
   EXPECT_GE(metric(m.body, "lionet_http_request_duration_seconds_count{server=\"web\"}"), 10) << m.body;
+  // The h2 and h2c downloads above.
+  EXPECT_GE(metric(m.body, "lionet_http2_connections_total{server=\"tls\",type=\"https\"}"), 1) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_http2_connections_total{server=\"web\",type=\"http\"}"), 1) << m.body;
+  EXPECT_GE(metric(m.body, "lionet_http2_streams_total{server=\"web\",type=\"http\"}"), 1) << m.body;
+  EXPECT_EQ(metric(m.body, "lionet_http2_goaways_sent_total{server=\"web\",reason=\"protocol_error\"}"), 0) << m.body;
 
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 #include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "../http/http_test_util.h"
 #include "lionet/http/router.h"
@@ -248,6 +250,18 @@ TEST_F(Http2Test, ABodyOverTheLimitIs413AndTheConnectionServesOn) {
   EXPECT_EQ(curl(url("/hello")), "2 200");
 }
 
+// Stopping the server lets a stream in flight finish: its response arrives, then GOAWAY.
+TEST_F(Http2Test, GracefulStopAnswersTheStreamsInFlight) {
+  start(false);
+  std::string got;
+  std::thread client([&] { got = curl(url("/slow")); });
+  for (int i = 0; i < 200 && in_flight_.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(in_flight_.load(), 1) << "the request never reached its handler";
+  EXPECT_TRUE(server_->server().stop(5s));
+  client.join();
+  EXPECT_EQ(got, "2 200");
+}
+
 // Garbage after the preface is a connection error (GOAWAY); other connections are served.
 TEST_F(Http2Test, GarbageAfterThePrefaceGetsGoawayAndOthersAreServed) {
   start(false);
@@ -264,6 +278,177 @@ TEST_F(Http2Test, GarbageAfterThePrefaceGetsGoawayAndOthersAreServed) {
   }
   EXPECT_TRUE(goaway) << got.size() << " bytes back";
   EXPECT_EQ(curl(url("/hello")), "2 200");
+}
+
+// ---- limits against the known HTTP/2 attacks, with frames written by hand ----------------
+
+// One frame: 9-byte header + payload (RFC 9113 4.1).
+std::string frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload = {}) {
+  std::string f;
+  size_t n = payload.size();
+  f += static_cast<char>((n >> 16) & 0xff);
+  f += static_cast<char>((n >> 8) & 0xff);
+  f += static_cast<char>(n & 0xff);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  f += static_cast<char>((stream >> 24) & 0x7f);
+  f += static_cast<char>((stream >> 16) & 0xff);
+  f += static_cast<char>((stream >> 8) & 0xff);
+  f += static_cast<char>(stream & 0xff);
+  f.append(payload);
+  return f;
+}
+constexpr uint8_t kData = 0, kHeaders = 1, kRst = 3, kSettings = 4, kPing = 6, kGoaway = 7, kContinuation = 9;
+constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
+// HPACK: :method GET (0x82) or POST (0x83), :scheme http (0x86), :path as given (literal,
+// not indexed), :authority "a".
+std::string request_block(std::string_view path, bool post = false) {
+  std::string b;
+  b += static_cast<char>(post ? 0x83 : 0x82);
+  b += static_cast<char>(0x86);
+  b += static_cast<char>(0x04);
+  b += static_cast<char>(path.size());
+  b.append(path);
+  b += std::string("\x01\x01\x61", 3);
+  return b;
+}
+struct Frame {
+  uint8_t type, flags;
+  uint32_t stream;
+  std::string payload;
+};
+std::vector<Frame> frames_of(const std::string& in) {
+  std::vector<Frame> out;
+  for (size_t i = 0; i + 9 <= in.size();) {
+    auto u = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(in[i + k])); };
+    size_t len = (u(0) << 16) | (u(1) << 8) | u(2);
+    if (i + 9 + len > in.size()) break;
+    out.push_back({static_cast<uint8_t>(u(3)), static_cast<uint8_t>(u(4)),
+                   ((u(5) & 0x7f) << 24) | (u(6) << 16) | (u(7) << 8) | u(8), in.substr(i + 9, len)});
+    i += 9 + len;
+  }
+  return out;
+}
+// The error code of the server's GOAWAY, or -1 if it sent none.
+long goaway_code(const std::vector<Frame>& fs, uint32_t* last_stream = nullptr) {
+  for (const auto& f : fs) {
+    if (f.type != kGoaway || f.payload.size() < 8) continue;
+    auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(f.payload[k])); };
+    if (last_stream) *last_stream = ((b(0) & 0x7f) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+    return static_cast<long>((b(4) << 24) | (b(5) << 16) | (b(6) << 8) | b(7));
+  }
+  return -1;
+}
+constexpr long kEnhanceYourCalm = 0xb;
+
+class Http2Limits : public Http2Test {
+ protected:
+  void start_with(http2::Options h2, ServerOptions o = {}) {
+    h2.stats = &stats_;
+    http2::enable(o, h2);
+    server_ = std::make_unique<TestServer>(router_.handler(), o);
+    server_->start();
+    base_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    curl_ = "curl -s --http2-prior-knowledge ";
+  }
+  // A client connection that has sent the preface and its SETTINGS (`settings`: entries).
+  std::unique_ptr<test::RawClient> connect(std::string_view settings = {}) {
+    auto c = std::make_unique<test::RawClient>(server_->port());
+    EXPECT_TRUE(c->send(std::string(kHttp2Preface) + frame(kSettings, 0, 0, settings)));
+    return c;
+  }
+  http2::Stats stats_;
+};
+
+TEST_F(Http2Limits, RapidResetGetsGoawayEnhanceYourCalm) {
+  start_with({.reset_burst = 20, .resets_per_second = 1});
+  auto c = connect();
+  std::string burst;
+  for (uint32_t id = 1; id < 200; id += 2) {
+    burst += frame(kHeaders, kEndHeaders, id, request_block("/hello"));
+    burst += frame(kRst, 0, id, std::string("\x00\x00\x00\x08", 4));  // CANCEL
+  }
+  ASSERT_TRUE(c->send(burst));
+  std::string got = c->read_until_closed(3s);
+  auto fs = frames_of(got);
+  std::string types;
+  for (const auto& f : fs) types += std::to_string(f.type) + " ";
+  EXPECT_EQ(goaway_code(fs), kEnhanceYourCalm) << got.size() << " bytes: " << types;
+  EXPECT_GE(stats_.resets_by_peer.load(), 21u);
+  EXPECT_EQ(stats_.goaway_enhance_your_calm.load(), 1u);
+  EXPECT_EQ(curl(url("/hello")), "2 200");  // others are served
+}
+
+TEST_F(Http2Limits, ContinuationFloodGetsGoawayEnhanceYourCalm) {
+  start_with({.max_continuations = 8});
+  auto c = connect();
+  std::string flood = frame(kHeaders, 0, 1, request_block("/hello").substr(0, 2));
+  for (int i = 0; i < 50; ++i) flood += frame(kContinuation, 0, 1);  // empty, never END_HEADERS
+  ASSERT_TRUE(c->send(flood));
+  std::string got = c->read_until_closed(3s);
+  std::string types;
+  for (const auto& f : frames_of(got)) types += std::to_string(f.type) + " ";
+  EXPECT_EQ(goaway_code(frames_of(got)), kEnhanceYourCalm) << got.size() << " bytes: " << types;
+  EXPECT_EQ(curl(url("/hello")), "2 200");
+}
+
+TEST_F(Http2Limits, EmptyDataFramesFloodGetsGoawayEnhanceYourCalm) {
+  start_with({.max_empty_frames = 50});
+  auto c = connect();
+  std::string flood = frame(kHeaders, kEndHeaders, 1, request_block("/echo", true));
+  for (int i = 0; i < 200; ++i) flood += frame(kData, 0, 1);
+  ASSERT_TRUE(c->send(flood));
+  EXPECT_EQ(goaway_code(frames_of(c->read_until_closed(3s))), kEnhanceYourCalm);
+}
+
+TEST_F(Http2Limits, PingFloodFromAClientThatDoesNotReadIsClosed) {
+  start_with({.max_outbound_ack = 10});
+  auto c = connect();
+  std::string flood;
+  for (int i = 0; i < 1000; ++i) flood += frame(kPing, 0, 0, "12345678");
+  ASSERT_TRUE(c->send(flood));
+  EXPECT_TRUE(c->closed_within(3s));
+  EXPECT_EQ(curl(url("/hello")), "2 200");
+}
+
+TEST_F(Http2Limits, MaxRequestsEndsTheConnectionWithGoawayAfterItsLastStream) {
+  start_with({.max_requests = 5});
+  auto c = connect();
+  std::string reqs;
+  for (uint32_t id = 1; id < 20; id += 2) reqs += frame(kHeaders, kEndHeaders | kEndStream, id, request_block("/hello"));
+  ASSERT_TRUE(c->send(reqs));
+  auto fs = frames_of(c->read_until_closed(3s));
+  uint32_t last = 0;
+  EXPECT_EQ(goaway_code(fs, &last), 0);  // NO_ERROR
+  EXPECT_EQ(last, 9u);                   // the 5th stream
+  int answered = 0;
+  for (const auto& f : fs) answered += f.type == kHeaders;
+  EXPECT_EQ(answered, 5);
+  EXPECT_EQ(server_->server().stats().requests.load(), 5u);
+}
+
+TEST_F(Http2Limits, AZeroWindowHeldOpenIsClosedAfterTheWriteTimeout) {
+  ServerOptions o;
+  o.write_timeout = 300ms;
+  start_with({}, o);
+  // SETTINGS_INITIAL_WINDOW_SIZE (4) = 0: the server may send no DATA until a WINDOW_UPDATE
+  // that never comes.
+  auto c = connect(std::string("\x00\x04\x00\x00\x00\x00", 6));
+  ASSERT_TRUE(c->send(frame(kHeaders, kEndHeaders | kEndStream, 1, request_block("/file"))));
+  EXPECT_TRUE(c->closed_within(5s));
+  EXPECT_EQ(stats_.stalled.load(), 1u);
+}
+
+TEST_F(Http2Limits, AStreamThatNeverSendsItsBodyIsAnsweredAfterTheBodyTimeout) {
+  ServerOptions o;
+  o.body_timeout = 300ms;
+  start_with({}, o);
+  auto c = connect();
+  ASSERT_TRUE(c->send(frame(kHeaders, kEndHeaders, 1, request_block("/echo", true))));  // no body follows
+  auto fs = frames_of(c->read_until_closed(2s));
+  bool answered = false;
+  for (const auto& f : fs) answered |= f.type == kHeaders && f.stream == 1;
+  EXPECT_TRUE(answered) << "the handler's read never timed out";
 }
 
 // h2spec (RFC 9113 and RFC 7541 conformance, 145 cases) against h2c and against h2 over TLS.

@@ -20,6 +20,7 @@
 #include "lionet/base/metrics.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
+#include "lionet/http2/server.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
@@ -53,6 +54,7 @@ struct Running {
   ServerConfig cfg;
   Pool* pool = nullptr;
   ServerMetrics m;
+  http2::Stats h2;  // its HTTP/2 connections (http, https)
   bool started = false;
   std::unique_ptr<http::Router> router;  // http(s); the server below points into it
   std::unique_ptr<http::Server> http;    // http(s)
