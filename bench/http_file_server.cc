@@ -4,8 +4,10 @@
 // --tls-port it also serves HTTPS from the same StaticFiles (the TLS sendfile path).
 //
 //   http_file_server ROOT PORT [--mode memory|chunk|sendfile|auto] [--threads N]
-//                    [--tls-port P --cert C --key K] [--chunk-size B]
+//                    [--tls-port P --cert C --key K] [--chunk-size B] [--http2]
 //
+// --http2: HTTP/2 beside HTTP/1.1 (lionet/http2): h2c with prior knowledge on PORT, h2 by ALPN
+// on the TLS port.
 // Defaults: mode auto, 1 worker. Runs until SIGINT/SIGTERM, then stops and prints
 // `RESULT requests=N accepted=N files=N memory_hits=N memory_misses=N threads=T errors=N`
 // (errors = requests the server itself answered 4xx/5xx).
@@ -13,18 +15,20 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/common/server_main.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http/static_files.h"
+#include "lionet/http2/server.h"
 #include "lionet/ssl/ssl_context.h"
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s ROOT PORT [--mode memory|chunk|sendfile|auto] [--threads N] "
-               "[--tls-port P --cert C --key K] [--chunk-size B]\n",
+               "[--tls-port P --cert C --key K] [--chunk-size B] [--http2]\n",
                argv0);
   std::exit(2);
 }
@@ -34,6 +38,7 @@ int main(int argc, char** argv) {
   std::string root, cert, key;
   int port = -1, tls_port = -1, threads = 1;
   long chunk = 0;
+  bool http2 = false;
   lionet::http::FileMode mode = lionet::http::FileMode::kAuto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -51,6 +56,8 @@ int main(int argc, char** argv) {
       key = argv[++i];
     } else if (a == "--chunk-size" && i + 1 < argc) {
       chunk = std::atol(argv[++i]);
+    } else if (a == "--http2") {
+      http2 = true;
     } else if (!a.empty() && a[0] != '-' && root.empty()) {
       root = a;
     } else if (!a.empty() && a[0] != '-' && port < 0) {
@@ -81,6 +88,7 @@ int main(int argc, char** argv) {
   router.prefix("GET", "/", files->handler());
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;
+  if (http2) lionet::http2::enable(opts);
   lionet::http::Server server(sched, router.handler(), opts);
   std::unique_ptr<lionet::http::Server> tls_server;
   try {
@@ -88,7 +96,7 @@ int main(int argc, char** argv) {
     if (tls_port >= 0) {
       lionet::SslOptions ssl;
       ssl.certificates = {{cert, key}};
-      ssl.alpn = {"http/1.1"};
+      ssl.alpn = http2 ? std::vector<std::string>{"h2", "http/1.1"} : std::vector<std::string>{"http/1.1"};
       tls_server = std::make_unique<lionet::http::Server>(sched, router.handler(), opts);
       tls_server->enable_tls(lionet::SslContext::server(ssl));
       tls_server->listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(tls_port)));

@@ -3,7 +3,8 @@
 // (text/plain, Content-Length 11) from memory. Everything else is 404.
 //
 //   http_hello_server PORT [--threads N] [--backend epoll|io_uring] [--max-connections N]
-//                     [--header-timeout-ms MS] [--accept-batch N]
+//                     [--header-timeout-ms MS] [--accept-batch N] [--http2]
+// --http2: h2c with prior knowledge beside HTTP/1.1 (lionet/http2).
 //
 // Defaults: 1 worker, epoll, ServerOptions' connection limit (none) and header timeout; the
 // last two are there for scripts/abuse.sh (flood and slowloris). Runs until SIGINT/SIGTERM, then stops gracefully and prints
@@ -16,12 +17,13 @@
 #include "bench/common/server_main.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
+#include "lionet/http2/server.h"
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--max-connections N] "
-               "[--header-timeout-ms MS] [--accept-batch N]\n",
+               "[--header-timeout-ms MS] [--accept-batch N] [--http2]\n",
                argv0);
   std::exit(2);
 }
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   int port = -1, threads = 1;
   long max_connections = 0, header_timeout_ms = 0;  // 0: ServerOptions' default
   long accept_batch = -1;                            // -1: TcpServerOptions' default
+  bool http2 = false;
   std::string backend = "epoll";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -44,6 +47,8 @@ int main(int argc, char** argv) {
       header_timeout_ms = std::atol(argv[++i]);
     } else if (a == "--accept-batch" && i + 1 < argc) {
       accept_batch = std::atol(argv[++i]);
+    } else if (a == "--http2") {
+      http2 = true;
     } else if (!a.empty() && a[0] != '-' && port < 0) {
       port = std::atoi(a.c_str());
     } else {
@@ -66,6 +71,7 @@ int main(int argc, char** argv) {
   opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
   if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);
   if (header_timeout_ms > 0) opts.header_timeout = std::chrono::milliseconds(header_timeout_ms);
+  if (http2) lionet::http2::enable(opts);
   lionet::http::Server server(runtime.scheduler(), router.handler(), opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));

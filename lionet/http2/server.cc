@@ -233,6 +233,12 @@ void Session::run() {
   reset_tokens_ = o_.reset_burst;
   reset_refill_ = now();
   last_write_ = now();
+  const Duration idle = c_.options.keepalive_timeout;
+  const Duration write_limit = c_.options.write_timeout;
+  // Reads wake at least every `tick` to check the idle and stall limits. Set before any
+  // handler fiber exists: set_timeouts needs the stream to itself.
+  const Duration tick = std::max<Duration>(std::min(idle, write_limit) / 4, std::chrono::milliseconds(10));
+  c_.stream.set_timeouts(tick, write_limit);
   {
     std::lock_guard lk(mu_);
     if (!setup()) {
@@ -247,11 +253,6 @@ void Session::run() {
     if (!flush()) end();
   }
   std::unique_ptr<uint8_t[]> buf(new uint8_t[kReadBuffer]);
-  const Duration idle = c_.options.keepalive_timeout;
-  const Duration write_limit = c_.options.write_timeout;
-  // Reads wake at least every `tick` to check the idle and stall limits.
-  const Duration tick = std::max<Duration>(std::min(idle, write_limit) / 4, std::chrono::milliseconds(10));
-  c_.stream.set_timeouts(tick, write_limit);
   TimePoint last_read = now();
   for (;;) {
     {

@@ -6,7 +6,9 @@
 # It runs in the foreground, pinned to one CPU, until it is killed (SIGTERM or SIGINT); the
 # process that runs this script becomes nginx's master, so its PID and children are nginx's.
 #
-# Usage: run.sh ROOT_DIR HTTP_PORT [HTTPS_PORT CERT KEY] [CPU]
+# Usage: [H2=1] run.sh ROOT_DIR HTTP_PORT [HTTPS_PORT CERT KEY] [CPU]
+#   H2=1        HTTP/2 (`listen ... http2`): h2c with prior knowledge on HTTP_PORT (nginx 1.22
+#               then speaks only HTTP/2 there), h2 by ALPN on HTTPS_PORT
 #   ROOT_DIR    document root (its files must be readable by the worker user, e.g. nobody)
 #   HTTP_PORT   plain HTTP port
 #   HTTPS_PORT CERT KEY  also serve HTTPS on that port (empty strings: no HTTPS)
@@ -28,12 +30,14 @@ for old in "$base"/lionet-ref-nginx.*; do
   [ -n "$(find "$old" -maxdepth 0 -mmin +1)" ] && rm -rf "$old"
 done
 
+http2=""
+[ "${H2:-0}" = 1 ] && http2=" http2"
 dir=$(mktemp -d "$base/lionet-ref-nginx.XXXXXX")
 chmod 755 "$dir"
 mkdir -p "$dir/temp" "$dir/conf.d"
 fill() {
   sed -e "s|@RUN_DIR@|$dir|g" -e "s|@ROOT@|$root|g" -e "s|@PORT@|$port|g" \
-      -e "s|@TLS_PORT@|$tls_port|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" "$1"
+      -e "s|@TLS_PORT@|$tls_port|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" -e "s|@HTTP2@|$http2|g" "$1"
 }
 if [ -n "$tls_port" ]; then
   [ -f "$cert" ] && [ -f "$key" ] || { echo "run.sh: HTTPS needs CERT and KEY files" >&2; exit 2; }
