@@ -46,6 +46,9 @@ const std::shared_ptr<spdlog::logger>& h2_log() {
 
 constexpr size_t kReadBuffer = 16 * 1024;
 constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
+// Lingering close (as HTTP/1.1's): input read and dropped after our side ended, at most.
+constexpr Duration kLingerTime = std::chrono::seconds(1);
+constexpr size_t kLingerBytes = 256 * 1024;
 
 class Session;
 
@@ -177,6 +180,7 @@ class Session {
   void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
   bool terminated_ = false;
   bool write_shut_ = false;
+  bool write_failed_ = false;  // a write to the peer failed: no lingering close
   bool peer_eof_ = false;  // no more input will come
   CondVar drained_;        // a handler finished (run() waits for the last ones at end of input)
   int running_ = 0;        // handler fibers that have not yet submitted their response
@@ -322,9 +326,25 @@ void Session::run() {
     }
     if (!flush()) break;
   }
+  // Lingering close: input the peer sent after our last read (a PING after its GOAWAY, the
+  // rest of a flood) would make close() send a reset, which can destroy our GOAWAY before the
+  // peer reads it. Unless the peer is gone, end our side and discard input for a moment.
+  bool linger = false;
   {
     std::lock_guard lk(mu_);
-    end();
+    linger = !write_failed_ && !peer_eof_;
+    end();  // from here no fiber writes (flush() returns at once)
+    if (linger) c_.stream.set_timeouts(kLingerTime, write_limit);
+  }
+  if (linger) {
+    if (!write_shut_) (void)c_.stream.shutdown_write();
+    TimePoint until = now() + kLingerTime;
+    size_t discarded = 0;
+    while (discarded < kLingerBytes && now() < until) {
+      auto r = c_.stream.read(buf.get(), kReadBuffer);
+      if (!r || *r == 0) break;
+      discarded += *r;
+    }
   }
   handlers_.wait();  // no fiber uses the session past this point
 }
@@ -347,6 +367,7 @@ bool Session::flush() {
           auto w = c_.stream.write(out_.data() + off, out_.size() - off);
           if (!w || *w == 0) {
             dead_ = true;
+            write_failed_ = true;
             return false;
           }
           off += *w;
