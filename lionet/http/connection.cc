@@ -17,9 +17,6 @@ const std::shared_ptr<spdlog::logger>& http_log() {
   static const auto lg = log::get("http");
   return lg;
 }
-constexpr size_t kLingerBytes = 256 * 1024;
-constexpr auto kLingerTime = std::chrono::seconds(1);
-
 void append_status_line(std::string& out, int status, std::string_view reason) {
   std::string_view line = reason.empty() ? status_line(status) : std::string_view();
   if (!line.empty()) {
@@ -394,19 +391,7 @@ void Connection::refuse(int status, const char* reason) {
   if (sent) lingering_close();
 }
 
-void Connection::lingering_close() noexcept {
-  // Unread input at close() makes the kernel send a reset, which can destroy our answer in the
-  // client's receive queue: half-close, then read and drop what the client still sends.
-  (void)stream_.shutdown_write();
-  TimePoint deadline = now() + kLingerTime;
-  size_t dropped = 0;
-  while (dropped < kLingerBytes && now() < deadline) {
-    set_read_deadline(deadline);
-    auto r = stream_.read(buf_.get(), cap_);
-    if (!r || *r == 0) return;
-    dropped += *r;
-  }
-}
+void Connection::lingering_close() noexcept { http::lingering_close(stream_, buf_.get(), cap_, write_timeout_); }
 
 bool Connection::handle_request() {
   ++served_;
@@ -487,3 +472,22 @@ void Connection::run() noexcept {
   }
 }
 }  // namespace lionet::http::detail
+
+namespace lionet::http {
+void lingering_close(Stream& stream, void* buf, std::size_t cap, std::optional<Duration> write_timeout,
+                     bool write_shut) noexcept {
+  constexpr std::size_t kLingerBytes = 256 * 1024;
+  constexpr auto kLingerTime = std::chrono::seconds(1);
+  if (!write_shut) (void)stream.shutdown_write();
+  const TimePoint deadline = now() + kLingerTime;
+  std::size_t dropped = 0;
+  while (dropped < kLingerBytes) {
+    const Duration left = deadline - now();
+    if (left <= Duration::zero()) return;
+    stream.set_timeouts(left, write_timeout);
+    auto r = stream.read(buf, cap);
+    if (!r || *r == 0) return;
+    dropped += *r;
+  }
+}
+}  // namespace lionet::http

@@ -89,6 +89,13 @@ struct ProtocolHandoff {
 };
 using ProtocolServer = std::function<void(const ProtocolHandoff&)>;
 
+// Ends a connection without losing the last answer: unread input at close() makes the kernel
+// send a reset, which can destroy what we wrote before the client reads it. Half-closes
+// (unless `write_shut`: done already), then reads and drops what the client still sends, for
+// up to 1 s / 256 KiB, into buf[0..cap). Needs the stream to itself (it sets its timeouts).
+void lingering_close(Stream& stream, void* buf, std::size_t cap, std::optional<Duration> write_timeout,
+                     bool write_shut = false) noexcept;
+
 // The HTTP/2 connection preface (RFC 9113 3.4) a client with prior knowledge starts with.
 inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
-#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "lionet/http/detail/date_cache.h"
-#include "lionet/http/status.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/cond_var.h"
@@ -46,9 +45,7 @@ const std::shared_ptr<spdlog::logger>& h2_log() {
 
 constexpr size_t kReadBuffer = 16 * 1024;
 constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
-// Lingering close (as HTTP/1.1's): input read and dropped after our side ended, at most.
-constexpr Duration kLingerTime = std::chrono::seconds(1);
-constexpr size_t kLingerBytes = 256 * 1024;
+constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
 
 class Session;
 
@@ -177,6 +174,18 @@ class Session {
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
   // Limits (see Options).
   int terminate(uint32_t code);      // GOAWAY code, then the connection ends
+  // Writer bytes (or their end) for a stream the session was told to defer: frame them again.
+  void resume(H2Stream& st) {
+    if (!st.deferred) return;
+    st.deferred = false;
+    nghttp2_session_resume_data(s_, st.id);
+  }
+  // GOAWAY NO_ERROR naming `last`: streams above it are refused, the open ones finish.
+  void goaway(int32_t last) {
+    goaway_last_ = last;
+    nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, nullptr, 0);
+    goaway_sent_ = true;
+  }
   void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
   bool terminated_ = false;
   bool write_shut_ = false;
@@ -264,9 +273,7 @@ void Session::run() {
       if (dead_) break;
       if (!goaway_sent_ && c_.stopping && c_.stopping->load(std::memory_order_acquire)) {
         // Graceful stop: no new streams; the open ones finish.
-        goaway_last_ = nghttp2_session_get_last_proc_stream_id(s_);
-        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, goaway_last_, NGHTTP2_NO_ERROR, nullptr, 0);
-        goaway_sent_ = true;
+        goaway(nghttp2_session_get_last_proc_stream_id(s_));
         if (!flush()) break;
       }
       if (goaway_sent_ && streams_.empty()) break;
@@ -281,8 +288,7 @@ void Session::run() {
       if (streams_.empty()) {
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
-        nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s_), NGHTTP2_NO_ERROR,
-                              nullptr, 0);
+        goaway(nghttp2_session_get_last_proc_stream_id(s_));
         flush();
         break;
       }
@@ -310,9 +316,7 @@ void Session::run() {
       for (auto& [id, st] : streams_) st->cv.notify_all();  // body readers: nothing more comes
       if (running_ > 0) {
         if (!goaway_sent_) {
-          goaway_last_ = nghttp2_session_get_last_proc_stream_id(s_);
-          nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, goaway_last_, NGHTTP2_NO_ERROR, nullptr, 0);
-          goaway_sent_ = true;
+          goaway(nghttp2_session_get_last_proc_stream_id(s_));
           flush();
         }
         while (running_ > 0 && !dead_ && now() - last_write_ < write_limit) drained_.wait_for(lk, tick);
@@ -333,19 +337,9 @@ void Session::run() {
   {
     std::lock_guard lk(mu_);
     linger = !write_failed_ && !peer_eof_;
-    end();  // from here no fiber writes (flush() returns at once)
-    if (linger) c_.stream.set_timeouts(kLingerTime, write_limit);
+    end();  // from here no fiber writes (flush() returns at once): the stream is ours alone
   }
-  if (linger) {
-    if (!write_shut_) (void)c_.stream.shutdown_write();
-    TimePoint until = now() + kLingerTime;
-    size_t discarded = 0;
-    while (discarded < kLingerBytes && now() < until) {
-      auto r = c_.stream.read(buf.get(), kReadBuffer);
-      if (!r || *r == 0) break;
-      discarded += *r;
-    }
-  }
+  if (linger) http::lingering_close(c_.stream, buf.get(), kReadBuffer, write_limit, write_shut_);
   handlers_.wait();  // no fiber uses the session past this point
 }
 
@@ -415,9 +409,7 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
   if (++self->streams_opened_ == self->o_.max_requests && !self->goaway_sent_) {
     // The connection's last stream: GOAWAY names it, later ones are refused; the client
     // reconnects for more.
-    nghttp2_submit_goaway(self->s_, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
-    self->goaway_sent_ = true;
-    self->goaway_last_ = frame->hd.stream_id;
+    self->goaway(frame->hd.stream_id);
   }
   return 0;
 }
@@ -465,7 +457,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
         if (refused != 0) {  // answered here, the handler never runs; its DATA is dropped
           st->handler_done = true;
           st->response.reset();
-          st->response.reply(refused, "request body over the limit\n");
+          st->response.reply(refused, kBodyOverLimit);
           self->submit(*st);
           return 0;
         }
@@ -614,8 +606,7 @@ ssize_t Session::read_source(nghttp2_session*, int32_t, uint8_t* buf, size_t len
   return n;
 }
 
-ssize_t Session::read_body_source(H2Stream* st_ptr, uint8_t* buf, size_t length, uint32_t* flags) {
-  H2Stream* st = st_ptr;
+ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags) {
   switch (st->src) {
     case H2Stream::Src::kMemory: {
       size_t n = std::min(length, st->memory.size());
@@ -689,10 +680,8 @@ int Session::build_head(H2Stream& st) {
     h.body_kind = http::BodyKind::kNone;
   } else if (!content_length.empty()) {
     uint64_t v = 0;
-    for (char ch : content_length) {
-      if (ch < '0' || ch > '9' || v > (UINT64_MAX - 9) / 10) return 400;
-      v = v * 10 + static_cast<uint64_t>(ch - '0');
-    }
+    const char* end = content_length.data() + content_length.size();
+    if (auto [p, ec] = std::from_chars(content_length.data(), end, v); ec != std::errc() || p != end) return 400;
     h.body_kind = http::BodyKind::kContentLength;
     h.content_length = v;
     if (v > c_.options.limits.max_body_bytes) return 413;
@@ -787,7 +776,7 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
     // As over HTTP/1.1: a body over max_body_bytes is answered 413 unless the handler chose
     // an error itself.
     res.reset();
-    res.reply(413, "request body over the limit\n");
+    res.reply(413, kBodyOverLimit);
   }
   submit(st);
   bool writer = st.src == H2Stream::Src::kWriter;
@@ -809,10 +798,7 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
     nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
   } else {
     st.pipe_eof = true;
-    if (st.deferred) {
-      st.deferred = false;
-      nghttp2_session_resume_data(s_, st.id);
-    }
+    resume(st);
   }
   flush();
 }
@@ -917,10 +903,7 @@ Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {
     size_t k = std::min(room, n - done);
     st.pipe.append(p + done, k);
     done += k;
-    if (st.deferred) {
-      st.deferred = false;
-      nghttp2_session_resume_data(s_, st.id);
-    }
+    resume(st);
     if (!flush()) return errno_error(ECONNRESET);
   }
   return n;

@@ -2,11 +2,15 @@
 // client socket (usable from the test's plain thread), and curl from the shell.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -119,6 +123,41 @@ inline std::string shell(const std::string& cmd, int* status = nullptr) {
   int st = pclose(p);
   if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return out;
+}
+
+// A self-signed certificate for localhost / 127.0.0.1 (openssl), made once per test binary.
+struct SelfSignedCert {
+  std::string dir, cert, key;
+  bool ok = false;
+  SelfSignedCert() {
+    char tmpl[] = "/tmp/lionet-cert-XXXXXX";
+    dir = mkdtemp(tmpl);
+    cert = dir + "/cert.pem";
+    key = dir + "/key.pem";
+    int st = -1;
+    shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
+              " -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
+          &st);
+    ok = st == 0;
+  }
+  ~SelfSignedCert() { shell("rm -rf " + dir); }
+};
+inline const SelfSignedCert& self_signed_cert() {
+  static SelfSignedCert c;
+  return c;
+}
+
+// A handler answering with the first `size` bytes of the file at `path` (Response::set_file:
+// the sendfile path, or the TLS one); the fd is closed once the bytes are out.
+inline Handler file_handler(std::string path, uint64_t size) {
+  return [path = std::move(path), size](Request&, Response& s) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    auto keep = std::shared_ptr<int>(new int(fd), [](int* p) {
+      ::close(*p);
+      delete p;
+    });
+    s.set_file(fd, 0, size, keep);
+  };
 }
 
 inline bool have_curl() {

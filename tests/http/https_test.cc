@@ -17,28 +17,7 @@ namespace lionet::http {
 namespace {
 using test::TestServer;
 
-// A self-signed certificate for localhost / 127.0.0.1, made once per test binary.
-struct Cert {
-  std::string dir, cert, key;
-  bool ok = false;
-  Cert() {
-    char tmpl[] = "/tmp/lionet-https-XXXXXX";
-    dir = mkdtemp(tmpl);
-    cert = dir + "/cert.pem";
-    key = dir + "/key.pem";
-    int st = -1;
-    test::shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
-                    " -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
-                &st);
-    ok = st == 0;
-  }
-  ~Cert() { test::shell("rm -rf " + dir); }
-};
-
-const Cert& cert() {
-  static Cert c;
-  return c;
-}
+const test::SelfSignedCert& cert() { return test::self_signed_cert(); }
 
 std::string pattern(size_t n) {
   std::string s(n, '\0');
@@ -64,14 +43,7 @@ class HttpsTest : public ::testing::Test {
         return {};
       });
     });
-    router_.get("/file", [this](Request&, Response& s) {
-      int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
-      auto keep = std::shared_ptr<int>(new int(fd), [](int* p) {
-        ::close(*p);
-        delete p;
-      });
-      s.set_file(fd, 0, data_.size(), keep);
-    });
+    router_.get("/file", test::file_handler(file_, data_.size()));
     SslOptions so;
     so.certificates = {{cert().cert, cert().key}};
     so.alpn = {"http/1.1"};

@@ -53,23 +53,7 @@ struct TempDir {
   ~TempDir() { shell("rm -rf " + path); }
 };
 
-// A self-signed certificate for localhost / 127.0.0.1, made once per test binary.
-struct Cert {
-  TempDir dir;
-  std::string cert = dir.path + "/cert.pem", key = dir.path + "/key.pem";
-  bool ok = false;
-  Cert() {
-    int st = -1;
-    shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key + " -out " + cert +
-              " -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
-          &st);
-    ok = st == 0;
-  }
-};
-const Cert& cert() {
-  static Cert c;
-  return c;
-}
+const test::SelfSignedCert& cert() { return test::self_signed_cert(); }
 
 class Http2Test : public ::testing::Test {
  protected:
@@ -128,14 +112,7 @@ class Http2Test : public ::testing::Test {
         return {};
       });
     });
-    router_.get("/file", [this](Request&, Response& s) {
-      int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
-      auto keep = std::shared_ptr<int>(new int(fd), [](int* p) {
-        ::close(*p);
-        delete p;
-      });
-      s.set_file(fd, 0, data_.size(), keep);
-    });
+    router_.get("/file", test::file_handler(file_, data_.size()));
   }
   void start(bool tls) {
     ServerOptions o;
