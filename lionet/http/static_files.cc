@@ -16,6 +16,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "lionet/base/tsan.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/mime.h"
 #include "lionet/http/url.h"
@@ -212,6 +213,7 @@ struct StaticFiles::Impl {
       how.flags = static_cast<uint64_t>(flags);
       how.resolve = RESOLVE_NO_MAGICLINKS | (opt.follow_symlinks_outside_root ? 0 : RESOLVE_BENEATH);
       long fd = ::syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+      if (fd >= 0) tsan_fd_forget(static_cast<int>(fd));
       if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
       use_openat2.store(false, std::memory_order_relaxed);  // benign race: every thread reaches the same conclusion
     }
