@@ -11,6 +11,7 @@
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/socket_stream.h"
+#include "lionet/sync/mutex.h"
 
 namespace lionet::http {
 namespace {
@@ -34,6 +35,13 @@ std::string_view ClientResponse::header(std::string_view name) const noexcept {
     if (iequals(n, name)) return v;
   return {};
 }
+
+// One host's HTTP/2 connection. `conn` is guarded by Client::mu_; `connecting` (a fiber-aware
+// lock, held across the connect) makes the fibers that need a connection meanwhile wait for it.
+struct Client::H2Host {
+  Mutex connecting;
+  std::shared_ptr<MultiplexedConnection> conn;
+};
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
 Client::~Client() = default;
@@ -82,12 +90,17 @@ std::size_t Client::idle_connections() const {
 
 void Client::close_idle() {
   std::unordered_map<std::string, std::vector<Idle>> all;
+  std::vector<std::shared_ptr<MultiplexedConnection>> unused;  // HTTP/2: no exchange in flight
   {
     std::lock_guard<std::mutex> g(mu_);
     all.swap(idle_);
+    // An exchange holds its own reference, taken under mu_: a count of one is ours alone.
+    for (auto& [k, h] : h2_)
+      if (h->conn && h->conn.use_count() == 1) unused.push_back(std::move(h->conn));
   }
   for (auto& [k, v] : all)
     for (auto& c : v) c.stream->close();
+  for (auto& c : unused) c->close();
 }
 
 Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadline) {
@@ -101,10 +114,56 @@ Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadli
       last = s.error();
       continue;
     }
-    if (url.scheme == "https") return detail::client_tls_stream(options_.tls, std::move(*s), url.host, deadline);
+    if (url.scheme == "https") {
+      return detail::client_tls_stream(options_.tls, std::move(*s), url.host, deadline,
+                                       /*offer_h2=*/static_cast<bool>(options_.http2));
+    }
     return std::unique_ptr<Stream>(new SocketStream(std::move(*s)));
   }
   return last;
+}
+
+Result<std::shared_ptr<MultiplexedConnection>> Client::http2_connection(const Url& url, const std::string& key,
+                                                                        TimePoint deadline,
+                                                                        std::unique_ptr<Stream>* h1) {
+  std::shared_ptr<H2Host> host;
+  auto usable = [&]() -> std::shared_ptr<MultiplexedConnection> {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& h = h2_[key];
+    if (!h) h = std::make_shared<H2Host>();
+    host = h;
+    return h->conn && h->conn->open() ? h->conn : nullptr;
+  };
+  if (auto c = usable()) return c;
+  std::lock_guard<Mutex> connecting(host->connecting);
+  if (auto c = usable()) return c;  // made while we waited
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (h1_only_.count(key)) return std::shared_ptr<MultiplexedConnection>();
+  }
+  auto c = connect(url, deadline);
+  if (!c) return c.error();
+  if (url.scheme == "https" && (*c)->application_protocol() != "h2") {
+    std::lock_guard<std::mutex> g(mu_);
+    h1_only_[key] = true;
+    *h1 = std::move(*c);
+    return std::shared_ptr<MultiplexedConnection>();
+  }
+  std::shared_ptr<MultiplexedConnection> m = options_.http2(std::move(*c), options_);
+  if (!m) return errno_error(EPROTO);
+  std::shared_ptr<MultiplexedConnection> old;  // closed outside the lock
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    old = std::exchange(host->conn, m);
+  }
+  return m;
+}
+
+std::size_t Client::http2_connections() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::size_t n = 0;
+  for (const auto& [k, h] : h2_) n += h->conn && h->conn->open();
+  return n;
 }
 
 Result<ClientResponse> Client::request(const ClientRequest& req) {
@@ -112,16 +171,37 @@ Result<ClientResponse> Client::request(const ClientRequest& req) {
   if (!url) return errno_error(EINVAL);
   TimePoint deadline = now() + options_.request_timeout;
   std::string key = key_of(*url);
+  bool h2 = options_.http2 && (url->scheme == "https" ? options_.tls != nullptr : options_.h2c);
+  for (int attempt = 0; h2 && attempt < 2; ++attempt) {
+    std::unique_ptr<Stream> h1;
+    auto m = http2_connection(*url, key, deadline, &h1);
+    if (!m) return m.error();
+    if (!*m) return http1_request(*url, key, req, deadline, std::move(h1));  // the server chose HTTP/1.1
+    bool unprocessed = false;
+    auto r = (*m)->exchange(*url, req, deadline, &unprocessed);
+    // Refused by a GOAWAY or REFUSED_STREAM (not processed): once more on a new connection.
+    if (r || !unprocessed || req.body_writer) return r;
+  }
+  if (h2) return errno_error(ECONNRESET);
+  return http1_request(*url, key, req, deadline, nullptr);
+}
+
+Result<ClientResponse> Client::http1_request(const Url& url, const std::string& key, const ClientRequest& req,
+                                             TimePoint deadline, std::unique_ptr<Stream> first) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<Stream> s = attempt == 0 ? take_idle(key) : nullptr;
-    bool reused = s != nullptr;
+    std::unique_ptr<Stream> s = std::move(first);  // a connection just made (ALPN chose 1.1)
+    bool reused = false;
+    if (!s && attempt == 0) {
+      s = take_idle(key);
+      reused = s != nullptr;
+    }
     if (!s) {
-      auto c = connect(*url, deadline);
+      auto c = connect(url, deadline);
       if (!c) return c.error();
       s = std::move(*c);
     }
     bool keep = false, any_byte = false;
-    auto r = exchange(*s, *url, req, deadline, &keep, &any_byte);
+    auto r = exchange(*s, url, req, deadline, &keep, &any_byte);
     if (r) {
       r->reused_connection = reused;
       if (keep) {
@@ -226,6 +306,7 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
     if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." || status_line[8] != ' ')
       return errno_error(EPROTO);
     resp.version_minor = status_line[7] == '0' ? 0 : 1;
+    resp.protocol = resp.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     int code = 0;
     auto [p, ec] = std::from_chars(status_line.data() + 9, status_line.data() + 12, code);
     if (ec != std::errc() || p != status_line.data() + 12 || code < 100 || code > 999) return errno_error(EPROTO);

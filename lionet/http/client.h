@@ -16,9 +16,15 @@
 // Retry: a request on a reused connection that fails before any response byte arrives (the
 // server closed the idle connection meanwhile) is sent once more on a new connection, unless
 // its body comes from a writer (which cannot be replayed).
-// Concurrency: any number of fibers may call request() on one Client at once; each takes its
-// own connection. The pool lock is a std::mutex held only around vector operations (never
-// across a park).
+// Concurrency: any number of fibers may call request() on one Client at once; over HTTP/1.1
+// each takes its own connection. The pool lock is a std::mutex held only around map and
+// vector operations (never across a park).
+// HTTP/2 (lionet::http2::enable(ClientOptions&) installs it): https:// connections offer "h2"
+// by ALPN (unless the context lists its own ALPN protocols) and, when the server picks it,
+// carry every request to that host at once, one stream each, over one connection; http://
+// uses h2c with prior knowledge when ClientOptions::h2c is set. ClientResponse::protocol tells
+// which version answered. A request refused by the server's GOAWAY or REFUSED_STREAM (it was
+// not processed) is sent once more on a new connection.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +50,27 @@ class SslContext;
 
 namespace lionet::http {
 
+struct ClientOptions;
+struct ClientRequest;
+struct ClientResponse;
+
+// A connection that carries many exchanges at once (HTTP/2). The seam through which http2/
+// serves Client without http/ depending on it.
+class MultiplexedConnection {
+ public:
+  virtual ~MultiplexedConnection() = default;
+  // One exchange; any number of fibers (or threads) at once. On failure *unprocessed tells
+  // whether the server is known not to have acted on the request (safe to send again).
+  virtual Result<ClientResponse> exchange(const Url& url, const ClientRequest& req, TimePoint deadline,
+                                          bool* unprocessed) = 0;
+  // False once no new exchange can start on it (GOAWAY received, connection failed).
+  virtual bool open() const noexcept = 0;
+  virtual void close() noexcept = 0;
+};
+// Wraps a connected stream (TLS with "h2" chosen, or plain TCP for h2c) into a connection.
+using ClientProtocol =
+    std::function<std::unique_ptr<MultiplexedConnection>(std::unique_ptr<Stream>, const ClientOptions&)>;
+
 struct ClientOptions {
   Duration connect_timeout = std::chrono::seconds(10);
   // The whole exchange: sending the request and reading the complete response.
@@ -56,6 +83,10 @@ struct ClientOptions {
   // For https:// URLs (a client context; nullptr = https fails with EPROTONOSUPPORT).
   std::shared_ptr<SslContext> tls;
   std::string user_agent = "lionet";
+  // HTTP/2, installed by lionet::http2::enable(ClientOptions&); empty = HTTP/1.1 only.
+  ClientProtocol http2;
+  // With http2 installed: http:// URLs use HTTP/2 with prior knowledge (h2c) instead of 1.1.
+  bool h2c = false;
 };
 
 struct ClientRequest {
@@ -66,12 +97,15 @@ struct ClientRequest {
   // A streamed body: chunked unless body_length is set. Not replayed on retry.
   BodyWriterFn body_writer;
   std::optional<uint64_t> body_length;
+  // Over HTTP/2 a body_writer's output is gathered in memory (at most max_body_bytes) and
+  // then sent as the request's DATA frames.
 };
 
 struct ClientResponse {
   int status = 0;
   std::string reason;
   int version_minor = 1;
+  std::string protocol = "HTTP/1.1";  // "HTTP/1.0", "HTTP/1.1" or "HTTP/2"
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   bool chunked = false;        // the body came chunked
@@ -93,8 +127,10 @@ class Client {
   Result<ClientResponse> post(std::string_view url, std::string body,
                               std::string_view content_type = "application/octet-stream");
 
-  // Idle pooled connections right now (all hosts).
+  // Idle pooled connections right now (all hosts; HTTP/1.1 only).
   std::size_t idle_connections() const;
+  // HTTP/2 connections open right now (all hosts).
+  std::size_t http2_connections() const;
   void close_idle();
   const ClientOptions& options() const noexcept { return options_; }
 
@@ -108,12 +144,22 @@ class Client {
   std::unique_ptr<Stream> take_idle(const std::string& key);
   void put_idle(const std::string& key, std::unique_ptr<Stream> s);
   Result<std::unique_ptr<Stream>> connect(const Url& url, TimePoint deadline);
+  // The HTTP/2 connection to url's host, connecting if there is none (one connect at a time
+  // per host: the fibers that ask meanwhile wait for it). Null with *h1 set: the server chose
+  // HTTP/1.1 by ALPN, and *h1 is that connection.
+  Result<std::shared_ptr<MultiplexedConnection>> http2_connection(const Url& url, const std::string& key,
+                                                                  TimePoint deadline, std::unique_ptr<Stream>* h1);
+  Result<ClientResponse> http1_request(const Url& url, const std::string& key, const ClientRequest& req,
+                                       TimePoint deadline, std::unique_ptr<Stream> first);
   // One attempt on `stream`. *any_response_byte tells the caller whether a retry is safe.
   Result<ClientResponse> exchange(Stream& stream, const Url& url, const ClientRequest& req, TimePoint deadline,
                                   bool* keep_alive, bool* any_response_byte);
 
   const ClientOptions options_;
-  mutable std::mutex mu_;  // protects idle_; never held across a park
+  mutable std::mutex mu_;  // protects idle_, h2_ and h1_only_; never held across a park
   std::unordered_map<std::string, std::vector<Idle>> idle_;
+  struct H2Host;
+  std::unordered_map<std::string, std::shared_ptr<H2Host>> h2_;
+  std::unordered_map<std::string, bool> h1_only_;  // https hosts whose ALPN chose HTTP/1.1
 };
 }  // namespace lionet::http

@@ -1,5 +1,7 @@
 // lionet/http/tls.cc: HTTPS glue: the server's TLS stream factory and the client's TLS
 // connect, both over lionet::SslStream (ssl/). The only http/ file that includes ssl/ headers.
+#include <openssl/ssl.h>
+
 #include <utility>
 
 #include "lionet/http/detail/client_tls.h"
@@ -23,10 +25,14 @@ void Server::enable_tls(std::shared_ptr<SslContext> ctx) {
 
 namespace detail {
 Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,
-                                                  const std::string& host, TimePoint deadline) {
+                                                  const std::string& host, TimePoint deadline, bool offer_h2) {
   if (!ctx) return errno_error(EPROTONOSUPPORT);
   auto tls = std::make_unique<SslStream>(ctx, std::move(s));
   tls->set_server_name(host);
+  if (offer_h2 && ctx->options().alpn.empty()) {
+    static constexpr unsigned char kH2First[] = "\x02h2\x08http/1.1";
+    if (SSL_set_alpn_protos(tls->native(), kH2First, sizeof kH2First - 1) != 0) return errno_error(ENOMEM);
+  }
   Duration left = deadline - now();
   if (left <= Duration::zero()) return errno_error(ETIMEDOUT);
   tls->set_timeouts(left, left);

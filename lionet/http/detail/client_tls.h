@@ -16,7 +16,8 @@ class SslContext;
 
 namespace lionet::http::detail {
 // A TLS client stream over s, handshake done (SNI and host check = host). EPROTONOSUPPORT
-// without a context; the handshake's own errors (EPROTO, ETIMEDOUT) otherwise.
+// without a context; the handshake's own errors (EPROTO, ETIMEDOUT) otherwise. offer_h2: ALPN
+// offers "h2" then "http/1.1" unless the context has an ALPN list of its own.
 Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,
-                                                  const std::string& host, TimePoint deadline);
+                                                  const std::string& host, TimePoint deadline, bool offer_h2);
 }  // namespace lionet::http::detail
