@@ -780,6 +780,16 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
   }
   submit(st);
   bool writer = st.src == H2Stream::Src::kWriter;
+  if (running_ > 1) {
+    // Other handlers of this connection are still running (a client with many streams in
+    // flight): let the ones that are ready submit first, so one write carries several
+    // responses (one system call and one TLS record instead of one each). A slow handler
+    // holds nobody back: this waits for one turn of the scheduler, not for the others.
+    lk.unlock();
+    this_fiber::yield();
+    lk.lock();
+    if (dead_ || st.reset) return;
+  }
   flush();
   if (!writer) return;
   lk.unlock();
