@@ -49,6 +49,36 @@ constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  //
 
 class Session;
 
+// The output gathered by flush(): a byte buffer whose growth does not zero-fill (a file's
+// DATA payload is pread straight into the room it makes).
+class OutBuf {
+ public:
+  size_t size() const noexcept { return size_; }
+  const char* data() const noexcept { return p_.get(); }
+  void clear() noexcept { size_ = 0; }
+  void resize_down(size_t n) noexcept { size_ = n; }
+  // n more bytes at the end, uninitialised.
+  char* grow(size_t n) {
+    if (size_ + n > cap_) {
+      size_t cap = std::max(size_ + n, cap_ * 2);
+      std::unique_ptr<char[]> p(new char[cap]);
+      if (size_) std::memcpy(p.get(), p_.get(), size_);
+      p_ = std::move(p);
+      cap_ = cap;
+    }
+    char* at = p_.get() + size_;
+    size_ += n;
+    return at;
+  }
+  void append(const void* d, size_t n) {
+    if (n) std::memcpy(grow(n), d, n);
+  }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  size_t size_ = 0, cap_ = 0;
+};
+
 // One request/response exchange.
 struct H2Stream final : http::detail::BodySource {
   Session* session = nullptr;
@@ -156,6 +186,9 @@ class Session {
   static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                              nghttp2_data_source* source, void* user);
   static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
+                       nghttp2_data_source* source, void* user);
+  bool write_out();  // writes out_ and clears it (mu_ held); false once the connection is dead
 
   std::shared_ptr<H2Stream> find(int32_t id) {
     auto it = streams_.find(id);
@@ -169,7 +202,7 @@ class Session {
   bool dead_ = false;  // the stream failed or ended: nothing more is written
   std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
-  std::string out_;  // output gathered by flush()
+  OutBuf out_;  // output gathered by flush()
   int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
   // Limits (see Options).
@@ -219,6 +252,7 @@ bool Session::setup() {
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+  nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cbs);
@@ -348,38 +382,39 @@ bool Session::flush() {
   out_.clear();
   for (;;) {
     const uint8_t* data = nullptr;
-    ssize_t n = nghttp2_session_mem_send(s_, &data);
-    if (n < 0) {
+    ssize_t n = nghttp2_session_mem_send(s_, &data);  // DATA of memory and file bodies: send_data()
+    if (n < 0 || dead_) {
       dead_ = true;
       return false;
     }
-    if (n > 0) out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-    if (n == 0 || out_.size() >= kWriteBatch) {
-      if (!out_.empty()) {
-        size_t off = 0;
-        while (off < out_.size()) {
-          auto w = c_.stream.write(out_.data() + off, out_.size() - off);
-          if (!w || *w == 0) {
-            dead_ = true;
-            write_failed_ = true;
-            return false;
-          }
-          off += *w;
-        }
-        out_.clear();
-        last_write_ = now();
+    if (n > 0) out_.append(data, static_cast<size_t>(n));
+    if ((n == 0 || out_.size() >= kWriteBatch) && !write_out()) return false;
+    if (n == 0) {
+      if (goaway_sent_ && streams_.empty() && !write_shut_) {
+        // Every stream the GOAWAY let finish is done: end our side now, so the client sees
+        // the close at once (the connection fiber's read then ends too).
+        write_shut_ = true;
+        (void)c_.stream.shutdown_write();
       }
-      if (n == 0) {
-        if (goaway_sent_ && streams_.empty() && !write_shut_) {
-          // Every stream the GOAWAY let finish is done: end our side now, so the client sees
-          // the close at once (the connection fiber's read then ends too).
-          write_shut_ = true;
-          (void)c_.stream.shutdown_write();
-        }
-        return true;
-      }
+      return true;
     }
   }
+}
+
+bool Session::write_out() {
+  size_t off = 0;
+  while (off < out_.size()) {
+    auto w = c_.stream.write(out_.data() + off, out_.size() - off);
+    if (!w || *w == 0) {
+      dead_ = true;
+      write_failed_ = true;
+      return false;
+    }
+    off += *w;
+  }
+  if (off > 0) last_write_ = now();
+  out_.clear();
+  return true;
 }
 
 void Session::end() {
@@ -609,20 +644,17 @@ ssize_t Session::read_source(nghttp2_session*, int32_t, uint8_t* buf, size_t len
 ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags) {
   switch (st->src) {
     case H2Stream::Src::kMemory: {
+      // NO_COPY: send_data() puts the bytes straight into the output (no copy into nghttp2).
       size_t n = std::min(length, st->memory.size());
-      std::memcpy(buf, st->memory.data(), n);
-      st->memory.remove_prefix(n);
-      if (st->memory.empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+      if (n == st->memory.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
       return static_cast<ssize_t>(n);
     }
     case H2Stream::Src::kFile: {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(length, st->file_left));
-      ssize_t n = want ? ::pread(st->fd, buf, want, st->file_offset) : 0;
-      if (n < 0 || (n == 0 && want > 0)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // file shrank
-      st->file_offset += n;
-      st->file_left -= static_cast<uint64_t>(n);
-      if (st->file_left == 0) *flags |= NGHTTP2_DATA_FLAG_EOF;
-      return n;
+      size_t n = static_cast<size_t>(std::min<uint64_t>(length, st->file_left));
+      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+      if (n == st->file_left) *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return static_cast<ssize_t>(n);
     }
     case H2Stream::Src::kWriter: {
       size_t avail = st->pipe.size() - st->pipe_read;
@@ -649,6 +681,44 @@ ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uin
       break;
   }
   *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return 0;
+}
+
+// A DATA frame of a memory or file body (NGHTTP2_DATA_FLAG_NO_COPY), called inside
+// mem_send: its header, then its payload, appended in order to what flush() has gathered.
+// Memory is copied once, into the output; a file's payload is pread straight into the output
+// (no copy through nghttp2's frame buffer). Decision, measured (h2load -c 16, 1 MiB file, one
+// worker): pread into the output 1929 req/s h2 / 4257 h2c; the old copy through nghttp2 1747 /
+// 3829; sendfile per DATA frame (header written, then sendfile of the payload: two system
+// calls per 16 KiB frame) 1356 / 1669, and no better when the client allows 1 MiB frames
+// (nghttp2 caps DATA at 16 KiB unless the session's frame buffer grows to the frame's size).
+int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
+                       nghttp2_data_source* source, void* user) {
+  auto* self = static_cast<Session*>(user);
+  auto* st = static_cast<H2Stream*>(source->ptr);
+  OutBuf& out = self->out_;
+  const size_t frame_start = out.size();
+  out.append(framehd, 9);
+  size_t padlen = frame->data.padlen;  // 0: we never ask for padding
+  if (padlen > 0) *out.grow(1) = static_cast<char>(padlen - 1);
+  if (st->src == H2Stream::Src::kMemory) {
+    out.append(st->memory.data(), length);
+    st->memory.remove_prefix(length);
+  } else {
+    char* at = out.grow(length);
+    size_t done = 0;
+    while (done < length) {
+      ssize_t n = ::pread(st->fd, at + done, length - done, st->file_offset + static_cast<off_t>(done));
+      if (n <= 0) {
+        out.resize_down(frame_start);  // the file shrank: this frame is dropped, the stream reset
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+      done += static_cast<size_t>(n);
+    }
+    st->file_offset += static_cast<off_t>(length);
+    st->file_left -= length;
+  }
+  if (padlen > 1) std::memset(out.grow(padlen - 1), 0, padlen - 1);
   return 0;
 }
 
