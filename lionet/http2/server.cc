@@ -43,7 +43,8 @@ const std::shared_ptr<spdlog::logger>& h2_log() {
   return lg;
 }
 
-constexpr size_t kReadBuffer = 16 * 1024;
+constexpr size_t kReadBuffer = 16 * 1024;  // while data flows
+constexpr size_t kIdleReadBuffer = 512;    // until a read fills it (see Session::run)
 constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
 constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
 
@@ -299,7 +300,13 @@ void Session::run() {
     if (rv < 0) fail(rv);  // a connection error in the first bytes
     if (!flush()) end();
   }
-  std::unique_ptr<uint8_t[]> buf(new uint8_t[kReadBuffer]);
+  // Reads go into a small buffer until one fills it; then into kReadBuffer bytes of heap,
+  // given back when the connection has had no stream for a read timeout. An idle
+  // connection (the common case with browsers' pools) keeps no read buffer.
+  uint8_t small[kIdleReadBuffer];
+  std::unique_ptr<uint8_t[]> big;
+  uint8_t* buf = small;
+  size_t cap = kIdleReadBuffer;
   TimePoint last_read = now();
   for (;;) {
     {
@@ -313,13 +320,18 @@ void Session::run() {
       if (goaway_sent_ && streams_.empty()) break;
       if (!nghttp2_session_want_read(s_) && !nghttp2_session_want_write(s_)) break;
     }
-    auto r = c_.stream.read(buf.get(), kReadBuffer);
+    auto r = c_.stream.read(buf, cap);
     std::unique_lock lk(mu_);
     if (dead_) break;
     if (!r) {
       if (r.error().value() != ETIMEDOUT) break;
       TimePoint t = now();
       if (streams_.empty()) {
+        if (big) {
+          big.reset();
+          buf = small;
+          cap = kIdleReadBuffer;
+        }
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
         goaway(nghttp2_session_get_last_proc_stream_id(s_));
@@ -357,7 +369,12 @@ void Session::run() {
       }
       break;
     }
-    auto rv = nghttp2_session_mem_recv(s_, buf.get(), *r);
+    auto rv = nghttp2_session_mem_recv(s_, buf, *r);
+    if (*r == cap && !big) {  // data is flowing
+      big.reset(new uint8_t[kReadBuffer]);
+      buf = big.get();
+      cap = kReadBuffer;
+    }
     if (rv < 0) {
       fail(rv);
       break;
@@ -373,7 +390,7 @@ void Session::run() {
     linger = !write_failed_ && !peer_eof_;
     end();  // from here no fiber writes (flush() returns at once): the stream is ours alone
   }
-  if (linger) http::lingering_close(c_.stream, buf.get(), kReadBuffer, write_limit, write_shut_);
+  if (linger) http::lingering_close(c_.stream, buf, cap, write_limit, write_shut_);
   handlers_.wait();  // no fiber uses the session past this point
 }
 

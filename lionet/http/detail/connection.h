@@ -79,6 +79,7 @@ class Connection final : public BodySource {
   ServerStats* stats_;
   const ConnectionInfo* info_;
 
+  void release_buffers() noexcept;  // before a handoff to HTTP/2
   std::unique_ptr<char[]> buf_;
   size_t cap_ = 0, r_ = 0, w_ = 0;
   size_t head_end_ = 0, body_pos_ = 0;
