@@ -28,6 +28,7 @@ TEST_PACKAGES=(
   postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
   nghttp2-client           # http2/ interop tests (nghttp, h2load)
+  chromium                 # headless browser test of the shipped page over h2 (scripts/screenshot.sh)
   golang-go                # builds h2spec (below) and the Go references in bench/reference
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
