@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/sanitizers.h"
 #include "../http/http_test_util.h"
 #include "lionet/http/router.h"
 #include "lionet/http2/server.h"
@@ -100,6 +101,20 @@ class Http2Test : public ::testing::Test {
       uploaded_ = total;
       s.reply(200, std::to_string(total) + "\n");
     });
+    router_.post("/slow-sink", [this](Request& q, Response& s) {
+      // Reads a large upload 64 KiB at a time, pausing after each read.
+      std::unique_ptr<char[]> buf(new char[65536]);
+      uint64_t total = 0;
+      for (;;) {
+        auto r = q.read_body(buf.get(), 65536);
+        if (!r) return s.reply(500, "read failed\n");
+        if (*r == 0) break;
+        total += *r;
+        this_fiber::sleep_for(1ms);
+      }
+      uploaded_ = total;
+      s.reply(200, std::to_string(total) + "\n");
+    });
     router_.post("/careless", [](Request& q, Response& s) {
       std::string body;
       (void)q.read_body(body);
@@ -114,8 +129,7 @@ class Http2Test : public ::testing::Test {
     });
     router_.get("/file", test::file_handler(file_, data_.size()));
   }
-  void start(bool tls) {
-    ServerOptions o;
+  void start(bool tls, ServerOptions o = {}) {
     http2::enable(o);
     server_ = std::make_unique<TestServer>(router_.handler(), o);
     if (tls) {
@@ -194,6 +208,45 @@ TEST_F(Http2Test, UploadIsEchoedAndASlowReaderGetsEveryByte) {
   EXPECT_EQ(curl("--data-binary @" + in + " " + url("/slow-reader"), out), "2 200");
   EXPECT_EQ(read_file(out), std::to_string(data_.size()) + "\n");
   EXPECT_EQ(uploaded_.load(), data_.size());
+}
+
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+// 100 MiB uploaded to a handler that reads slowly: flow control holds curl back, so the
+// server's memory stays bounded by the windows, not by the body.
+TEST_F(Http2Test, AHundredMebibyteUploadToASlowReaderKeepsMemoryBounded) {
+  ServerOptions o;
+  o.limits.max_body_bytes = 1ull << 30;
+  start(false, o);
+  const uint64_t size = (lionet::test::kTsan || lionet::test::kAsan ? 20ull : 100ull) << 20;
+  std::string in = dir_.path + "/big.bin";
+  { std::ofstream(in, std::ios::binary); }
+  ASSERT_EQ(::truncate(in.c_str(), static_cast<off_t>(size)), 0);  // sparse: no disk used
+  const long before = rss_kib();
+  std::atomic<long> peak{before};
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak = std::max(peak.load(), rss_kib());
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  std::string out = dir_.path + "/big.out";
+  std::string got = curl("-X POST -T " + in + " " + url("/slow-sink"), out);
+  done = true;
+  sampler.join();
+  EXPECT_EQ(got, "2 200");
+  EXPECT_EQ(read_file(out), std::to_string(size) + "\n");
+  EXPECT_EQ(uploaded_.load(), size);
+  // Buffered whole, the body alone would be the upload's size; with flow control what waits
+  // is one stream window (64 KiB) plus the read buffers.
+  EXPECT_LT(peak.load() - before, 16 * 1024) << "RSS grew by " << (peak.load() - before) << " KiB";
 }
 
 TEST_F(Http2Test, StreamsOfOneConnectionRunTheirHandlersConcurrently) {
