@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/http2/detail/sink_stream.h"
 #include "lionet/sync/cond_var.h"
 #include "lionet/sync/mutex.h"
 
@@ -47,28 +48,15 @@ struct Exchange {
 };
 
 // A Stream that gathers a request body writer's output (http::BodyWriter needs a Stream).
-class StringSink final : public Stream {
+class StringSink final : public detail::SinkStream {
  public:
   StringSink(std::string& out, uint64_t max) : out_(out), max_(max) {}
-  Result<size_t> read(void*, size_t) override { return errno_error(ENOTSUP); }
-  Result<size_t> readv(const iovec*, int) override { return errno_error(ENOTSUP); }
+  using SinkStream::write;
   Result<size_t> write(const void* buf, size_t n) override {
     if (out_.size() + n > max_) return errno_error(EMSGSIZE);
     out_.append(static_cast<const char*>(buf), n);
     return n;
   }
-  Result<size_t> writev(const iovec* iov, int iovcnt) override {
-    size_t total = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-      auto r = write(iov[i].iov_base, iov[i].iov_len);
-      if (!r) return r;
-      total += *r;
-    }
-    return total;
-  }
-  Result<void> shutdown_write() override { return {}; }
-  void close() noexcept override {}
-  void set_timeouts(std::optional<Duration>, std::optional<Duration>) override {}
 
  private:
   std::string& out_;

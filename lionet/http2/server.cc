@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lionet/http/detail/date_cache.h"
+#include "lionet/http2/detail/sink_stream.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/cond_var.h"
@@ -129,24 +130,11 @@ struct H2Stream final : http::detail::BodySource {
 };
 
 // A Stream the response body writer writes into (http::BodyWriter needs one).
-class WriterPipe final : public Stream {
+class WriterPipe final : public detail::SinkStream {
  public:
   explicit WriterPipe(std::shared_ptr<H2Stream> st) : st_(std::move(st)) {}
-  Result<size_t> read(void*, size_t) override { return errno_error(ENOTSUP); }
-  Result<size_t> readv(const iovec*, int) override { return errno_error(ENOTSUP); }
+  using SinkStream::write;
   Result<size_t> write(const void* buf, size_t n) override;
-  Result<size_t> writev(const iovec* iov, int iovcnt) override {
-    size_t total = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-      auto r = write(iov[i].iov_base, iov[i].iov_len);
-      if (!r) return r;
-      total += *r;
-    }
-    return total;
-  }
-  Result<void> shutdown_write() override { return {}; }
-  void close() noexcept override {}
-  void set_timeouts(std::optional<Duration>, std::optional<Duration>) override {}
 
  private:
   std::shared_ptr<H2Stream> st_;

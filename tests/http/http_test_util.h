@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -159,6 +160,24 @@ inline Handler file_handler(std::string path, uint64_t size) {
     s.set_file(fd, 0, size, keep);
   };
 }
+
+// Handlers in flight right now and the most seen at once. sleeper(d, body) is a handler that
+// holds a slot for d (this_fiber::sleep_for), then answers 200 with body: requests that run
+// concurrently show up as max > 1.
+struct InFlight {
+  std::atomic<int> now{0}, max{0};
+  Handler sleeper(Duration d, std::string body) {
+    return [this, d, body = std::move(body)](Request&, Response& s) {
+      int in = ++now;
+      int seen = max.load();
+      while (in > seen && !max.compare_exchange_weak(seen, in)) {
+      }
+      this_fiber::sleep_for(d);
+      --now;
+      s.reply(200, body);
+    };
+  }
+};
 
 inline bool have_curl() {
   int st = -1;

@@ -36,15 +36,7 @@ class Http2ClientTest : public ::testing::Test {
       s.set_status(200);
       s.set_body(std::string_view(data_));
     });
-    router_.get("/slow", [this](Request&, Response& s) {
-      int now_in = ++in_flight_;
-      int seen = max_in_flight_.load();
-      while (now_in > seen && !max_in_flight_.compare_exchange_weak(seen, now_in)) {
-      }
-      this_fiber::sleep_for(200ms);
-      --in_flight_;
-      s.reply(200, "slow\n");
-    });
+    router_.get("/slow", in_flight_.sleeper(200ms, "slow\n"));
     router_.post("/echo", [](Request& q, Response& s) {
       std::string body;
       if (!q.read_body(body)) return s.reply(400, "body failed\n");
@@ -96,7 +88,7 @@ class Http2ClientTest : public ::testing::Test {
   Router router_;
   http2::Stats h2_stats_;
   std::unique_ptr<TestServer> server_;
-  std::atomic<int> in_flight_{0}, max_in_flight_{0};
+  test::InFlight in_flight_;
 };
 
 TEST_F(Http2ClientTest, HttpsNegotiatesH2ByAlpnAndFallsBackToHttp11) {
@@ -146,7 +138,7 @@ TEST_F(Http2ClientTest, FibersShareOneConnectionAndTheirRequestsRunAtOnce) {
   for (bool tls : {false, true}) {
     SCOPED_TRACE(tls ? "h2" : "h2c");
     h2_stats_.connections = 0;
-    max_in_flight_ = 0;
+    in_flight_.max = 0;
     start(tls);
     server_->run([&] {
       Client c(options(/*h2c=*/true));
@@ -169,7 +161,7 @@ TEST_F(Http2ClientTest, FibersShareOneConnectionAndTheirRequestsRunAtOnce) {
     });
     EXPECT_EQ(h2_stats_.connections.load(), 1u) << "every request went over one connection";
     // Each handler sleeps 200 ms: sent one after another they would never overlap.
-    EXPECT_GE(max_in_flight_.load(), 20);
+    EXPECT_GE(in_flight_.max.load(), 20);
   }
 }
 

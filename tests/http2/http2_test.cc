@@ -64,15 +64,7 @@ class Http2Test : public ::testing::Test {
     file_ = dir_.path + "/data.bin";
     std::ofstream(file_, std::ios::binary) << data_;
     router_.get("/hello", [](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls\n" : "hello\n"); });
-    router_.get("/slow", [this](Request&, Response& s) {
-      int now_in = ++in_flight_;
-      int seen = max_in_flight_.load();
-      while (now_in > seen && !max_in_flight_.compare_exchange_weak(seen, now_in)) {
-      }
-      this_fiber::sleep_for(200ms);
-      --in_flight_;
-      s.reply(200, "slow\n");
-    });
+    router_.get("/slow", in_flight_.sleeper(200ms, "slow\n"));
     router_.post("/echo", [](Request& q, Response& s) {
       std::string body;
       if (!q.read_body(body)) {
@@ -155,7 +147,7 @@ class Http2Test : public ::testing::Test {
   std::string data_, file_, base_, curl_;
   Router router_;
   std::unique_ptr<TestServer> server_;
-  std::atomic<int> in_flight_{0}, max_in_flight_{0};
+  test::InFlight in_flight_;
   std::atomic<uint64_t> uploaded_{0};
 };
 
@@ -258,7 +250,7 @@ TEST_F(Http2Test, StreamsOfOneConnectionRunTheirHandlersConcurrently) {
   EXPECT_EQ(st, 0) << out;
   EXPECT_EQ(server_->server().stats().requests.load(), 40u);
   // Each handler sleeps 200 ms: run one after another they would never overlap.
-  EXPECT_GE(max_in_flight_.load(), 20) << out;
+  EXPECT_GE(in_flight_.max.load(), 20) << out;
 }
 
 TEST_F(Http2Test, ABodyOverTheLimitIs413AndTheConnectionServesOn) {
@@ -285,8 +277,8 @@ TEST_F(Http2Test, GracefulStopAnswersTheStreamsInFlight) {
   start(false);
   std::string got;
   std::thread client([&] { got = curl(url("/slow")); });
-  for (int i = 0; i < 200 && in_flight_.load() == 0; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(in_flight_.load(), 1) << "the request never reached its handler";
+  for (int i = 0; i < 200 && in_flight_.now.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(in_flight_.now.load(), 1) << "the request never reached its handler";
   EXPECT_TRUE(server_->server().stop(5s));
   client.join();
   EXPECT_EQ(got, "2 200");
