@@ -108,6 +108,8 @@ struct ClientResponse {
   std::string protocol = "HTTP/1.1";  // "HTTP/1.0", "HTTP/1.1" or "HTTP/2"
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // Trailer fields after the body (HTTP/2; the HTTP/1.1 client reads and drops them).
+  std::vector<std::pair<std::string, std::string>> trailers;
   bool chunked = false;        // the body came chunked
   bool reused_connection = false;
   // First value of a header (case-insensitive) or "".

@@ -303,13 +303,16 @@ Result<void> Connection::send_response(bool& keep_alive) {
   bool has_body = status_has_body(response_.status());
   bool send_body = has_body && !request_.is_head();
   bool chunked = false;
+  const bool http11 = parser_.head().version_minor >= 1;
   if (response_.body_type() == Response::BodyType::kWriter && !response_.body_size()) {
-    if (parser_.head().version_minor >= 1) {
+    if (http11) {
       chunked = true;
     } else {
       keep_alive = false;  // HTTP/1.0: the body ends when the connection does
     }
   }
+  // Trailers need a chunked body (RFC 9112 7.1.2): whatever the body, it goes chunked.
+  if (has_body && http11 && !response_.trailer_block().empty()) chunked = true;
   build_head(keep_alive, chunked);
   if (!send_body) {
     if (auto r = stream_.write(out_.data(), out_.size()); !r) return r.error();
@@ -319,17 +322,25 @@ Result<void> Connection::send_response(bool& keep_alive) {
     case Response::BodyType::kMemory:
     case Response::BodyType::kView: {
       std::string_view body = response_.body_view();
+      if (chunked) {  // for its trailers
+        BodyWriter w(stream_, true, out_);
+        w.set_trailers(&response_.trailer_block());
+        if (auto r = w.write(body); !r) return r;
+        return w.finish();
+      }
       iovec iov[2] = {{out_.data(), out_.size()}, {const_cast<char*>(body.data()), body.size()}};
       if (auto r = stream_.writev(iov, body.empty() ? 1 : 2); !r) return r.error();
       return {};
     }
     case Response::BodyType::kFile: {
-      BodyWriter w(stream_, false, out_);
+      BodyWriter w(stream_, chunked, out_);
+      w.set_trailers(&response_.trailer_block());
       if (auto r = w.sendfile(response_.file_fd(), response_.file_offset(), response_.file_length()); !r) return r;
       return w.finish();
     }
     case Response::BodyType::kWriter: {
       BodyWriter w(stream_, chunked, out_);
+      w.set_trailers(&response_.trailer_block());
       if (response_.writer()) {
         if (auto r = response_.writer()(w); !r) return r;
       }

@@ -49,6 +49,7 @@ void Response::reset() noexcept {
   status_ = 200;
   reason_ = {};
   headers_.clear();
+  trailers_.clear();
   type_ = BodyType::kMemory;
   close_ = false;
   body_.clear();
@@ -64,6 +65,19 @@ void Response::reset() noexcept {
 bool Response::add_header(std::string_view name, std::string_view value) {
   if (!valid_name(name) || !valid_value(value)) return false;
   headers_.append(name).append(": ").append(value).append("\r\n");
+  return true;
+}
+
+bool Response::add_trailer(std::string_view name, std::string_view value) {
+  if (!valid_name(name) || !valid_value(value)) return false;
+  // RFC 9110 6.5.1: fields needed for framing, routing, request modifiers, authentication,
+  // content handling or control data must not be trailers.
+  for (std::string_view banned : {"content-length", "transfer-encoding", "host", "content-type", "content-encoding",
+                                  "content-range", "trailer", "te", "connection", "keep-alive", "upgrade",
+                                  "authorization", "set-cookie", "cache-control", "expires", "date", "location"}) {
+    if (iequals(name, banned)) return false;
+  }
+  trailers_.append(name).append(": ").append(value).append("\r\n");
   return true;
 }
 
@@ -138,9 +152,15 @@ Result<void> BodyWriter::writev(const iovec* iov, int iovcnt, bool last) {
   size_t total = 0;
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
   if (total == 0) return {};
-  // After the chunk's data: its CRLF, plus the last-chunk and the empty trailer when `last`.
+  // After the chunk's data: its CRLF, plus the last-chunk and the (empty) trailer section
+  // when `last`.
   static constexpr std::string_view kChunkEnd = "\r\n", kChunkEndLast = "\r\n0\r\n\r\n";
-  const std::string_view tail = last ? kChunkEndLast : kChunkEnd;
+  std::string tail_with_trailers;
+  std::string_view tail = last ? kChunkEndLast : kChunkEnd;
+  if (last && chunked_ && trailers_ && !trailers_->empty()) {
+    tail_with_trailers.append("\r\n0\r\n").append(*trailers_).append("\r\n");
+    tail = tail_with_trailers;
+  }
   if (finished_) return errno_error(EINVAL);  // written after a `last` write: a framing bug
   if (chunked_ && last) finished_ = true;
   constexpr int kMaxIov = 16;
@@ -205,14 +225,14 @@ Result<void> BodyWriter::sendfile(int file_fd, off_t offset, size_t count) {
 Result<void> BodyWriter::finish() {
   if (!chunked_) return flush_head();
   if (finished_) return {};
-  if (!pending_head_.empty()) {
-    iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()},
-                    {const_cast<char*>("0\r\n\r\n"), 5}};
-    pending_head_ = {};
-    if (auto r = stream_.writev(out, 2); !r) return r.error();
-    return {};
-  }
-  if (auto r = stream_.write("0\r\n\r\n", 5); !r) return r.error();
+  finished_ = true;
+  std::string end = "0\r\n";  // the last chunk, the trailer section, the final CRLF
+  if (trailers_) end.append(*trailers_);
+  end.append("\r\n");
+  iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()}, {end.data(), end.size()}};
+  const bool head = !pending_head_.empty();
+  pending_head_ = {};
+  if (auto r = stream_.writev(head ? out : out + 1, head ? 2 : 1); !r) return r.error();
   return {};
 }
 

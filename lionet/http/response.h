@@ -63,6 +63,9 @@ class BodyWriter {
   Result<void> finish();
 
   bool chunked() const noexcept { return chunked_; }
+  // Chunked: the trailer section after the last chunk is *t as it is then (the response's
+  // trailer block, which the writer may still be adding to).
+  void set_trailers(const std::string* t) noexcept { trailers_ = t; }
   uint64_t bytes_written() const noexcept { return written_; }
   Stream& stream() noexcept { return stream_; }
 
@@ -73,6 +76,7 @@ class BodyWriter {
   std::string_view pending_head_;
   uint64_t written_ = 0;
   bool finished_ = false;  // a `last` write sent the terminator
+  const std::string* trailers_ = nullptr;
 };
 
 using BodyWriterFn = std::function<Result<void>(BodyWriter&)>;
@@ -145,6 +149,18 @@ class Response {
     writer_length_ = length;
   }
 
+  // Trailer fields, sent after the body (gRPC's grpc-status, a checksum known only at the
+  // end). Over HTTP/2: a HEADERS frame that ends the stream. Over HTTP/1.1: the trailer
+  // section of a chunked body (a response with trailers and a body goes chunked to a 1.1
+  // client). Dropped where there is nowhere to put them (HTTP/1.0, HEAD, 204, 304), as RFC
+  // 9110 6.5 lets a recipient drop them anyway. A body writer may add them while it writes,
+  // up to its last write (the one with last = true, or the writer's return). False (nothing
+  // added) for an invalid name or value, or a field that cannot be a trailer (framing,
+  // routing, authentication: Content-Length, Transfer-Encoding, Host, ...).
+  bool add_trailer(std::string_view name, std::string_view value);
+  // "Name: value\r\n" lines as added.
+  const std::string& trailer_block() const noexcept { return trailers_; }
+
   // Ends the connection after this response (adds Connection: close).
   void set_close(bool close = true) noexcept { close_ = close; }
   bool close() const noexcept { return close_; }
@@ -162,6 +178,7 @@ class Response {
   int status_ = 200;
   std::string_view reason_;
   std::string headers_;
+  std::string trailers_;
   BodyType type_ = BodyType::kMemory;
   bool close_ = false;
   std::string body_;

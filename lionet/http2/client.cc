@@ -327,7 +327,9 @@ int Connection::on_header(nghttp2_session*, const nghttp2_frame* frame, const ui
     return 0;
   }
   if (n.starts_with(':')) return 0;
-  ex->resp.headers.emplace_back(std::string(n), std::string(v));
+  // A HEADERS frame after the final response's is the trailer section.
+  bool trailer = ex->final_head && frame->headers.cat == NGHTTP2_HCAT_HEADERS;
+  (trailer ? ex->resp.trailers : ex->resp.headers).emplace_back(std::string(n), std::string(v));
   return 0;
 }
 

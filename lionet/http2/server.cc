@@ -50,6 +50,7 @@ constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
 constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
 
 class Session;
+void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva);
 
 // The output gathered by flush(): a byte buffer whose growth does not zero-fill (a file's
 // DATA payload is pread straight into the room it makes).
@@ -638,11 +639,21 @@ int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* u
   return 0;
 }
 
-ssize_t Session::read_source(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+ssize_t Session::read_source(nghttp2_session* session, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                              nghttp2_data_source* source, void*) {
   auto* st = static_cast<H2Stream*>(source->ptr);
   ssize_t n = read_body_source(st, buf, length, flags);
-  if (*flags & NGHTTP2_DATA_FLAG_EOF) st->sending = false;
+  if (*flags & NGHTTP2_DATA_FLAG_EOF) {
+    st->sending = false;
+    const std::string& trailers = st->response.trailer_block();
+    if (!trailers.empty()) {
+      // The stream ends with a HEADERS frame of trailers instead of END_STREAM on this DATA.
+      std::vector<std::string> names;
+      std::vector<nghttp2_nv> nva;
+      header_fields(trailers, names, nva);
+      if (nghttp2_submit_trailer(session, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+  }
   return n;
 }
 
@@ -651,13 +662,13 @@ ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uin
     case H2Stream::Src::kMemory: {
       // NO_COPY: send_data() puts the bytes straight into the output (no copy into nghttp2).
       size_t n = std::min(length, st->memory.size());
-      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+      if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
       if (n == st->memory.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
       return static_cast<ssize_t>(n);
     }
     case H2Stream::Src::kFile: {
       size_t n = static_cast<size_t>(std::min<uint64_t>(length, st->file_left));
-      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+      if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
       if (n == st->file_left) *flags |= NGHTTP2_DATA_FLAG_EOF;
       return static_cast<ssize_t>(n);
     }
@@ -725,6 +736,37 @@ int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* fr
   }
   if (padlen > 1) std::memset(out.grow(padlen - 1), 0, padlen - 1);
   return 0;
+}
+
+// Appends the fields of an HTTP/1-style block ("Name: value\r\n" lines, as Response keeps
+// them) to nva, names lowercased into `names` (reserved here, so it does not move while nva
+// points into it; it must outlive nva), without the connection-specific fields that have no
+// meaning in HTTP/2 (RFC 9113 8.2.2) and without Content-Length (the caller adds its own).
+void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva) {
+  size_t lines = 0;
+  for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
+  names.reserve(names.size() + lines);
+  for (size_t pos = 0; pos < block.size();) {
+    size_t eol = block.find("\r\n", pos);
+    if (eol == std::string_view::npos) break;
+    std::string_view line = block.substr(pos, eol - pos);
+    pos = eol + 2;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name == "connection" || name == "keep-alive" || name == "transfer-encoding" || name == "upgrade" ||
+        name == "proxy-connection" || name == "content-length") {
+      continue;
+    }
+    names.push_back(std::move(name));
+    const std::string& n = names.back();
+    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+                   reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), n.size(), value.size(),
+                   NGHTTP2_NV_FLAG_NONE});
+  }
 }
 
 // ---- requests -----------------------------------------------------------------------------
@@ -902,34 +944,11 @@ void Session::submit(H2Stream& st) {
     nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
                    reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
   };
-  // Lowercased names are built first (their storage must not move while nva points at it).
-  std::string_view block = res.header_block();
-  std::vector<std::pair<size_t, std::string_view>> values;  // index into resp_names, value
-  st.resp_names.reserve(8);
-  for (size_t pos = 0; pos < block.size();) {
-    size_t eol = block.find("\r\n", pos);
-    if (eol == std::string_view::npos) break;
-    std::string_view line = block.substr(pos, eol - pos);
-    pos = eol + 2;
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string name(line.substr(0, colon));
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    // Connection-specific fields have no meaning in HTTP/2 (RFC 9113 8.2.2).
-    if (name == "connection" || name == "keep-alive" || name == "transfer-encoding" || name == "upgrade" ||
-        name == "proxy-connection" || name == "content-length") {
-      continue;
-    }
-    st.resp_names.push_back(std::move(name));
-    values.emplace_back(st.resp_names.size() - 1, value);
-  }
   add(":status", std::string_view(status_buf, 3));
   std::string_view date = http::detail::date_line();  // "Date: <IMF-fixdate>\r\n"
   if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
   if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
-  for (auto& [i, v] : values) add(st.resp_names[i], v);
+  header_fields(res.header_block(), st.resp_names, nva);
 
   std::optional<uint64_t> size = res.body_size();
   char len_buf[24];
@@ -938,6 +957,7 @@ void Session::submit(H2Stream& st) {
     add("content-length", std::string_view(len_buf, static_cast<size_t>(k)));
   }
 
+  const bool has_trailers = !res.trailer_block().empty();  // sent after the body, so a body it is
   nghttp2_data_provider prd{};
   prd.source.ptr = &st;
   prd.read_callback = read_source;
@@ -948,14 +968,14 @@ void Session::submit(H2Stream& st) {
       case http::Response::BodyType::kView:
         st.src = H2Stream::Src::kMemory;
         st.memory = res.body_view();
-        if (!st.memory.empty()) use = &prd;
+        if (!st.memory.empty() || has_trailers) use = &prd;
         break;
       case http::Response::BodyType::kFile:
         st.src = H2Stream::Src::kFile;
         st.fd = res.file_fd();
         st.file_offset = res.file_offset();
         st.file_left = res.file_length();
-        if (st.file_left > 0) use = &prd;
+        if (st.file_left > 0 || has_trailers) use = &prd;
         break;
       case http::Response::BodyType::kWriter:
         st.src = H2Stream::Src::kWriter;

@@ -89,6 +89,18 @@ class ServerTest : public ::testing::Test {
         return {};
       });
     });
+    router_.get("/trailers", [](Request& q, Response& s) {
+      if (q.query() == "writer") {  // a length-less writer that adds its trailer at the end
+        s.set_body_writer([&s](BodyWriter& w) -> Result<void> {
+          if (auto r = w.write("abc"); !r) return r;
+          s.add_trailer("X-Checksum", "c1");
+          return w.write("defg", /*last=*/true);
+        });
+      } else {
+        s.set_body(std::string_view("memory body"));
+        s.add_trailer("Grpc-Status", "0");
+      }
+    });
     router_.get("/file", [this](Request&, Response& s) {
       int fd = ::open(file_path_.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return s.reply(500, "open failed");
@@ -283,6 +295,30 @@ TEST_F(ServerTest, LastChunkedWriteCarriesTheTerminatorOnce) {
   const std::string framed = "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\nHTTP/1.1 200";
   EXPECT_EQ(out.compare(body_at + 4, framed.size(), framed), 0) << out;
   EXPECT_NE(out.find("hello world"), std::string::npos) << out;
+}
+
+// Trailers: a memory body goes chunked to carry them; a writer's trailer added before its last
+// write rides with the terminator; an HTTP/1.0 client gets the body without them.
+TEST_F(ServerTest, TrailersGoInTheChunkedTrailerSection) {
+  auto ts = start();
+  RawClient c(ts->port());
+  ASSERT_TRUE(c.send("GET /trailers HTTP/1.1\r\nHost: h\r\n\r\n"
+                     "GET /trailers?writer HTTP/1.1\r\nHost: h\r\n\r\n"
+                     "GET /trailers HTTP/1.0\r\nHost: h\r\n\r\n"));
+  std::string out = c.read_until_closed();
+  const std::string memory = "Transfer-Encoding: chunked\r\n";
+  EXPECT_NE(out.find(memory), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\nb\r\nmemory body\r\n0\r\nGrpc-Status: 0\r\n\r\nHTTP/1.1 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("3\r\nabc\r\n4\r\ndefg\r\n0\r\nX-Checksum: c1\r\n\r\nHTTP/1.1 200"), std::string::npos) << out;
+  // HTTP/1.0: Content-Length and the bare body; the trailer is dropped.
+  const size_t last = out.rfind("HTTP/1.1 200");
+  ASSERT_NE(last, std::string::npos) << out;
+  EXPECT_NE(out.find("Content-Length: 11\r\n", last), std::string::npos) << out.substr(last);
+  EXPECT_EQ(out.find("Grpc-Status", last), std::string::npos) << out.substr(last);
+  // curl decodes the chunked body as usual.
+  if (test::have_curl()) {
+    EXPECT_EQ(test::shell("curl -s --http1.1 " + ts->url("/trailers")), "memory body");
+  }
 }
 
 TEST_F(ServerTest, PipelinedOneByteAtATime) {

@@ -44,6 +44,20 @@ class Http2ClientTest : public ::testing::Test {
       s.set_header("X-Method", std::string(q.method()));
       s.set_body(std::move(body));
     });
+    router_.get("/trailers", [](Request& q, Response& s) {
+      // ?writer: a streamed body whose trailer is known only at its end; ?empty: no body.
+      if (q.query() == "writer") {
+        s.set_body_writer([&s](BodyWriter& w) -> Result<void> {
+          if (auto r = w.write("part one, "); !r) return r;
+          s.add_trailer("X-Checksum", "after-the-body");
+          return w.write("part two", /*last=*/true);
+        });
+      } else {
+        s.set_body(std::string_view(q.query() == "empty" ? "" : "body with trailers"));
+        s.add_trailer("Grpc-Status", "0");
+      }
+      EXPECT_FALSE(s.add_trailer("Content-Length", "5")) << "a framing field cannot be a trailer";
+    });
     router_.put("/count", [](Request& q, Response& s) {
       std::string body;
       (void)q.read_body(body);
@@ -195,6 +209,29 @@ TEST_F(Http2ClientTest, BodiesBothWaysArriveByteForByte) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->header("content-length"), std::to_string(data_.size()));
     EXPECT_TRUE(r->body.empty());
+  });
+}
+
+TEST_F(Http2ClientTest, TrailersFollowTheBody) {
+  start(false);
+  server_->run([&] {
+    Client c(options(/*h2c=*/true));
+    auto r = c.get(url("/trailers"));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->body, "body with trailers");
+    ASSERT_EQ(r->trailers.size(), 1u);
+    EXPECT_EQ(r->trailers[0].first, "grpc-status");
+    EXPECT_EQ(r->trailers[0].second, "0");
+    EXPECT_TRUE(r->header("grpc-status").empty()) << "a trailer is not a header";
+    r = c.get(url("/trailers?writer"));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->body, "part one, part two");
+    ASSERT_EQ(r->trailers.size(), 1u);
+    EXPECT_EQ(r->trailers[0].second, "after-the-body");
+    r = c.get(url("/trailers?empty"));  // no body: the trailers still come, after an empty one
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->body, "");
+    ASSERT_EQ(r->trailers.size(), 1u);
   });
 }
 

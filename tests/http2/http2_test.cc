@@ -120,6 +120,11 @@ class Http2Test : public ::testing::Test {
       });
     });
     router_.get("/file", test::file_handler(file_, data_.size()));
+    router_.get("/trailers", [](Request&, Response& s) {
+      s.set_body(std::string_view("body\n"));
+      s.add_trailer("Grpc-Status", "0");
+      s.add_trailer("Grpc-Message", "fine");
+    });
   }
   void start(bool tls, ServerOptions o = {}) {
     http2::enable(o);
@@ -239,6 +244,24 @@ TEST_F(Http2Test, AHundredMebibyteUploadToASlowReaderKeepsMemoryBounded) {
   // Buffered whole, the body alone would be the upload's size; with flow control what waits
   // is one stream window (64 KiB) plus the read buffers.
   EXPECT_LT(peak.load() - before, 16 * 1024) << "RSS grew by " << (peak.load() - before) << " KiB";
+}
+
+// Response trailers arrive as a HEADERS frame that ends the stream, after the DATA.
+TEST_F(Http2Test, TrailersArriveAfterTheBodyAsSeenByNghttp) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  start(false);
+  int st = -1;
+  std::string out = shell("nghttp -v " + url("/trailers") + " 2>&1", &st);
+  EXPECT_EQ(st, 0) << out;
+  size_t data = out.find("recv DATA frame");
+  size_t trailer = out.find("grpc-status: 0");
+  ASSERT_NE(data, std::string::npos) << out;
+  ASSERT_NE(trailer, std::string::npos) << out;
+  EXPECT_GT(trailer, data) << "the trailer came before the body\n" << out;
+  EXPECT_NE(out.find("grpc-message: fine"), std::string::npos) << out;
+  size_t last_headers = out.rfind("recv HEADERS frame");
+  EXPECT_GT(last_headers, data) << out;
+  EXPECT_NE(out.find("END_STREAM", last_headers), std::string::npos) << "the trailers end the stream\n" << out;
 }
 
 TEST_F(Http2Test, StreamsOfOneConnectionRunTheirHandlersConcurrently) {
