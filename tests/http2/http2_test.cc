@@ -17,6 +17,7 @@
 #include "../common/sanitizers.h"
 #include "../http/http_test_util.h"
 #include "lionet/http/router.h"
+#include "lionet/http/static_files.h"
 #include "lionet/http2/server.h"
 #include "lionet/ssl/ssl_context.h"
 
@@ -244,6 +245,54 @@ TEST_F(Http2Test, AHundredMebibyteUploadToASlowReaderKeepsMemoryBounded) {
   // Buffered whole, the body alone would be the upload's size; with flow control what waits
   // is one stream window (64 KiB) plus the read buffers.
   EXPECT_LT(peak.load() - before, 16 * 1024) << "RSS grew by " << (peak.load() - before) << " KiB";
+}
+
+// Static files over h2 answer Range, conditional and unsatisfiable requests exactly as over
+// HTTP/1.1: same status, same validators, same bytes.
+TEST_F(Http2Test, StaticFilesRangeEtagAnd416MatchHttp11) {
+  StaticOptions so;
+  so.root = dir_.path;
+  StaticFiles files(so);
+  router_.prefix("GET,HEAD", "/static", files.handler());
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "h2" : "h2c");
+    start(tls);
+    const std::string http11 = tls ? "curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" +
+                                         std::to_string(server_->port()) + ":127.0.0.1 "
+                                   : "curl -s --http1.1 ";
+    const std::string u = url("/static/data.bin");
+    // Range: 206, the slice, its Content-Range.
+    std::string out = dir_.path + "/range.out";
+    EXPECT_EQ(curl("-r 10-99 " + u, out), "2 206");
+    EXPECT_EQ(read_file(out), data_.substr(10, 90));
+    std::string h2head = shell(curl_ + "-s -D - -o /dev/null -r 10-99 " + u);
+    std::string h1head = shell(http11 + "-s -D - -o /dev/null -r 10-99 " + u);
+    auto field = [](const std::string& head, const std::string& name) {
+      std::string lower = head;
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      size_t at = lower.find("\n" + name + ": ");
+      if (at == std::string::npos) return std::string();
+      size_t from = at + name.size() + 3;
+      return head.substr(from, head.find('\r', from) - from);
+    };
+    EXPECT_EQ(field(h2head, "content-range"), "bytes 10-99/" + std::to_string(data_.size())) << h2head;
+    EXPECT_EQ(field(h2head, "content-range"), field(h1head, "content-range"));
+    const std::string etag = field(h2head, "etag");
+    ASSERT_FALSE(etag.empty()) << h2head;
+    EXPECT_EQ(etag, field(h1head, "etag"));
+    // If-None-Match with the ETag: 304 and no body, as over HTTP/1.1.
+    const std::string out304 = dir_.path + "/304.out";  // curl creates no file for an empty body
+    EXPECT_EQ(curl("-H 'If-None-Match: " + etag + "' " + u, out304), "2 304");
+    EXPECT_EQ(read_file(out304), "");
+    EXPECT_EQ(shell(http11 + "-o /dev/null -w '%{http_code}' -H 'If-None-Match: " + etag + "' " + u), "304");
+    // A range past the end: 416 over both.
+    EXPECT_EQ(curl("-r 999999999-1000000000 " + u), "2 416");
+    EXPECT_EQ(shell(http11 + "-o /dev/null -w '%{http_code}' -r 999999999-1000000000 " + u), "416");
+    // The whole file, byte for byte.
+    EXPECT_EQ(curl(u, out), "2 200");
+    EXPECT_TRUE(read_file(out) == data_);
+    server_.reset();
+  }
 }
 
 // Response trailers arrive as a HEADERS frame that ends the stream, after the DATA.
