@@ -205,8 +205,11 @@ Result<void> BodyWriter::sendfile(int file_fd, off_t offset, size_t count) {
     auto r = stream_.writev(out, n);
     pending_head_ = {};
     if (!r) return r.error();
-  } else if (auto r = flush_head(); !r) {
-    return r;
+  } else if (!pending_head_.empty()) {
+    // The head shares the first segment with the file (MSG_MORE) instead of leaving alone.
+    auto r = stream_.write_more(pending_head_.data(), pending_head_.size());
+    pending_head_ = {};
+    if (!r) return r.error();
   }
   size_t sent = 0;
   while (sent < count) {

@@ -320,7 +320,13 @@ Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcep
   }
 }
 
-Result<size_t> Socket::write(const void* buf, size_t n, Deadline d) noexcept {
+Result<size_t> Socket::write(const void* buf, size_t n, Deadline d) noexcept { return send_flags(buf, n, d, 0); }
+
+Result<size_t> Socket::write_more(const void* buf, size_t n, Deadline d) noexcept {
+  return send_flags(buf, n, d, MSG_MORE);
+}
+
+Result<size_t> Socket::send_flags(const void* buf, size_t n, Deadline d, int flags) noexcept {
   Op op(this);
   if (!op) return fail<size_t>(EBADF);
   const char* p = static_cast<const char*>(buf);
@@ -328,7 +334,7 @@ Result<size_t> Socket::write(const void* buf, size_t n, Deadline d) noexcept {
   std::optional<TimePoint> dl;
   bool resolved = false;
   while (done < n) {
-    ssize_t r = detail::sys::send(fd_, p + done, n - done);
+    ssize_t r = detail::sys::send(fd_, p + done, n - done, flags);
     if (r >= 0) {
       done += static_cast<size_t>(r);
       continue;

@@ -111,6 +111,9 @@ class Socket {
   Result<size_t> readv(const iovec* iov, int iovcnt, Deadline d = Deadline()) noexcept;
   // All n bytes (returns n), or an error (some bytes may have been sent).
   Result<size_t> write(const void* buf, size_t n, Deadline d = Deadline()) noexcept;
+  // write() with MSG_MORE: the kernel holds a short write back to share a segment with what
+  // follows (a response head before its sendfile body), like nginx's tcp_nopush.
+  Result<size_t> write_more(const void* buf, size_t n, Deadline d = Deadline()) noexcept;
   Result<size_t> writev(const iovec* iov, int iovcnt, Deadline d = Deadline()) noexcept;
   // At least 1 byte (waits for room), as a blocking send would without MSG_WAITALL.
   Result<size_t> write_some(const void* buf, size_t n, Deadline d = Deadline()) noexcept;
@@ -155,6 +158,7 @@ class Socket {
 
   bool enter() noexcept;
   void leave() noexcept;
+  Result<size_t> send_flags(const void* buf, size_t n, Deadline d, int flags) noexcept;
   void try_finish() noexcept;
   void cancel_waiters() noexcept;
   bool closed_by_other() const noexcept { return state_.load(std::memory_order_acquire) & kClosed; }

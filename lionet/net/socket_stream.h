@@ -21,6 +21,7 @@ class SocketStream final : public Stream {
   Result<size_t> readv(const iovec* iov, int iovcnt) override { return sock_.readv(iov, iovcnt); }
   Result<size_t> write(const void* buf, size_t n) override { return sock_.write(buf, n); }
   Result<size_t> writev(const iovec* iov, int iovcnt) override { return sock_.writev(iov, iovcnt); }
+  Result<size_t> write_more(const void* buf, size_t n) override { return sock_.write_more(buf, n); }
   // Kernel sendfile(2); the copy fallback if the kernel refuses before the first byte
   // (EINVAL/ENOSYS/EOPNOTSUPP: e.g. a file system without splice support).
   Result<size_t> sendfile(int file_fd, off_t offset, size_t count) override;

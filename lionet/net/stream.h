@@ -42,6 +42,10 @@ class Stream {
   // ended). The default reads the file in 64 KiB chunks and write()s them; SocketStream uses
   // the kernel's sendfile(2) and falls back to this when the kernel cannot.
   virtual Result<size_t> sendfile(int file_fd, off_t offset, size_t count);
+  // write(), telling the transport that more follows at once (a response head before its
+  // sendfile body): plain TCP holds a short write back to share a segment with it (MSG_MORE,
+  // nginx's tcp_nopush). The default is write().
+  virtual Result<size_t> write_more(const void* buf, size_t n) { return write(buf, n); }
   // Half-close: the peer reads end of stream; this side may still read.
   virtual Result<void> shutdown_write() = 0;
   virtual void close() noexcept = 0;

@@ -24,8 +24,8 @@ namespace lionet::detail::sys {
 
 inline ssize_t read(int fd, void* buf, size_t n) noexcept { return ::syscall(SYS_read, fd, buf, n); }
 inline ssize_t readv(int fd, const iovec* iov, int cnt) noexcept { return ::syscall(SYS_readv, fd, iov, cnt); }
-inline ssize_t send(int fd, const void* buf, size_t n) noexcept {
-  return ::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0);
+inline ssize_t send(int fd, const void* buf, size_t n, int flags = 0) noexcept {
+  return ::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL | flags, nullptr, 0);
 }
 inline ssize_t sendv(int fd, const iovec* iov, int cnt) noexcept {
   msghdr m{};
