@@ -3,6 +3,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -70,5 +72,19 @@ inline std::string pattern(size_t n, unsigned seed = 1) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed + i / 251) % 26);
   return s;
+}
+
+// An unlinked temporary file holding `content` (for sendfile tests); -1 on failure. The
+// caller closes it.
+inline int temp_file_with(const std::string& content) {
+  char path[] = "/tmp/lionet-net-XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) return -1;
+  ::unlink(path);
+  if (::write(fd, content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 }  // namespace lionet::test

@@ -287,12 +287,9 @@ TEST_P(SocketTest, SendfileAndItsCopyFallbackDeliverTheFile) {
   Runtime rt(2, GetParam());
   require_backend(rt);
   rt.run([&] {
-    char path[] = "/tmp/lionet-net-XXXXXX";
-    int fd = ::mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ::unlink(path);
     std::string content = test::pattern(300 * 1024 + 7);
-    ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    int fd = test::temp_file_with(content);
+    ASSERT_GE(fd, 0);
     // A Stream that forwards everything but sendfile, so the base class's copy path runs.
     struct CopyOnly final : Stream {
       explicit CopyOnly(SocketStream& s) : s_(s) {}
@@ -334,12 +331,9 @@ TEST_P(SocketTest, WriteMoreThenSendfileArriveTogether) {
   Runtime rt(2, GetParam());
   require_backend(rt);
   rt.run([&] {
-    char path[] = "/tmp/lionet-net-XXXXXX";
-    int fd = ::mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ::unlink(path);
     std::string content = test::pattern(100 * 1024);
-    ASSERT_EQ(::write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    int fd = test::temp_file_with(content);
+    ASSERT_GE(fd, 0);
     auto p = test::make_pair_sockets();
     SocketStream out(std::move(p.server));
     SocketStream in(std::move(p.client));
