@@ -27,7 +27,6 @@ bool arm(Stream& s, TimePoint deadline) {
 
 std::string key_of(const Url& u) { return u.scheme + "://" + u.host + ":" + std::to_string(u.port); }
 
-bool method_has_body_by_default(std::string_view m) { return m == "POST" || m == "PUT" || m == "PATCH"; }
 }  // namespace
 
 std::string_view ClientResponse::header(std::string_view name) const noexcept {
@@ -258,7 +257,7 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
       head.append("Transfer-Encoding: chunked\r\n");
       chunked_up = true;
     }
-  } else if (!req.body.empty() || method_has_body_by_default(req.method)) {
+  } else if (!req.body.empty() || detail::method_has_body_by_default(req.method)) {
     head.append("Content-Length: ").append(std::to_string(req.body.size())).append("\r\n");
   }
   head.append("\r\n");

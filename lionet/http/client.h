@@ -116,6 +116,13 @@ struct ClientResponse {
   std::string_view header(std::string_view name) const noexcept;
 };
 
+namespace detail {
+// Methods whose requests carry a Content-Length even with an empty body (both clients).
+inline bool method_has_body_by_default(std::string_view m) noexcept {
+  return m == "POST" || m == "PUT" || m == "PATCH";
+}
+}  // namespace detail
+
 class Client {
  public:
   explicit Client(ClientOptions options = {});

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "lionet/http/detail/chars.h"
+#include "lionet/http/detail/field_block.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/request.h"
 #include "lionet/net/stream.h"
@@ -21,22 +22,6 @@ bool valid_value(std::string_view value) noexcept {
   for (char c : value)
     if (!detail::is_field_char(c)) return false;
   return true;
-}
-// Calls f(line_begin, line_end, name, value) for each "Name: value\r\n" line of block;
-// stops when f returns false.
-template <class F>
-void for_each_line(std::string_view block, F f) {
-  size_t pos = 0;
-  while (pos < block.size()) {
-    size_t end = block.find("\r\n", pos);
-    if (end == std::string_view::npos) break;
-    std::string_view line = block.substr(pos, end - pos);
-    size_t colon = line.find(':');
-    std::string_view name = line.substr(0, colon);
-    std::string_view value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string_view();
-    if (!f(pos, end + 2, name, value)) return;
-    pos = end + 2;
-  }
 }
 }  // namespace
 
@@ -90,7 +75,7 @@ bool Response::set_header(std::string_view name, std::string_view value) {
 
 std::string_view Response::header(std::string_view name) const noexcept {
   std::string_view found;
-  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view v) {
+  detail::for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view v) {
     if (!iequals(n, name)) return true;
     found = v;
     return false;
@@ -100,7 +85,7 @@ std::string_view Response::header(std::string_view name) const noexcept {
 
 bool Response::has_header(std::string_view name) const noexcept {
   bool found = false;
-  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view) {
+  detail::for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view) {
     found = iequals(n, name);
     return !found;
   });
@@ -112,7 +97,7 @@ size_t Response::remove_header(std::string_view name) {
   for (;;) {
     size_t b = 0, e = 0;
     bool hit = false;
-    for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
+    detail::for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
       if (!iequals(n, name)) return true;
       b = lb;
       e = le;
@@ -148,19 +133,20 @@ Result<void> BodyWriter::write(std::string_view data, bool last) {
   return writev(&iov, 1, last);
 }
 
+std::string_view BodyWriter::terminator(bool after_chunk, std::string& storage) const {
+  static constexpr std::string_view kEnd = "\r\n0\r\n\r\n";  // CRLF, last chunk, empty trailers
+  if (!trailers_ || trailers_->empty()) return after_chunk ? kEnd : kEnd.substr(2);
+  storage.assign(after_chunk ? "\r\n0\r\n" : "0\r\n").append(*trailers_).append("\r\n");
+  return storage;
+}
+
 Result<void> BodyWriter::writev(const iovec* iov, int iovcnt, bool last) {
   size_t total = 0;
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
   if (total == 0) return {};
-  // After the chunk's data: its CRLF, plus the last-chunk and the (empty) trailer section
-  // when `last`.
-  static constexpr std::string_view kChunkEnd = "\r\n", kChunkEndLast = "\r\n0\r\n\r\n";
-  std::string tail_with_trailers;
-  std::string_view tail = last ? kChunkEndLast : kChunkEnd;
-  if (last && chunked_ && trailers_ && !trailers_->empty()) {
-    tail_with_trailers.append("\r\n0\r\n").append(*trailers_).append("\r\n");
-    tail = tail_with_trailers;
-  }
+  // After the chunk's data: its CRLF, plus the body's end when `last`.
+  std::string storage;
+  const std::string_view tail = last ? terminator(/*after_chunk=*/true, storage) : std::string_view("\r\n");
   if (finished_) return errno_error(EINVAL);  // written after a `last` write: a framing bug
   if (chunked_ && last) finished_ = true;
   constexpr int kMaxIov = 16;
@@ -229,10 +215,10 @@ Result<void> BodyWriter::finish() {
   if (!chunked_) return flush_head();
   if (finished_) return {};
   finished_ = true;
-  std::string end = "0\r\n";  // the last chunk, the trailer section, the final CRLF
-  if (trailers_) end.append(*trailers_);
-  end.append("\r\n");
-  iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()}, {end.data(), end.size()}};
+  std::string storage;
+  const std::string_view end = terminator(/*after_chunk=*/false, storage);
+  iovec out[2] = {{const_cast<char*>(pending_head_.data()), pending_head_.size()},
+                  {const_cast<char*>(end.data()), end.size()}};
   const bool head = !pending_head_.empty();
   pending_head_ = {};
   if (auto r = stream_.writev(head ? out : out + 1, head ? 2 : 1); !r) return r.error();

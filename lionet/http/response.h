@@ -71,6 +71,9 @@ class BodyWriter {
 
  private:
   Result<void> flush_head();
+  // A chunked body's end: the last chunk, the trailer section, the final CRLF (preceded by the
+  // CRLF of a data chunk when after_chunk). Built in `storage` only when there are trailers.
+  std::string_view terminator(bool after_chunk, std::string& storage) const;
   Stream& stream_;
   bool chunked_;
   std::string_view pending_head_;

@@ -16,13 +16,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/http/headers.h"
+#include "lionet/http2/detail/output.h"
 #include "lionet/http2/detail/sink_stream.h"
 #include "lionet/sync/cond_var.h"
 #include "lionet/sync/mutex.h"
@@ -63,9 +64,10 @@ class StringSink final : public detail::SinkStream {
   uint64_t max_;
 };
 
-bool connection_specific(std::string_view n) {
-  return n == "connection" || n == "keep-alive" || n == "proxy-connection" || n == "transfer-encoding" ||
-         n == "upgrade" || n == "host" || n == "te" || n == "content-length";
+// Fields the client does not pass on: connection-specific ones, Host (:authority carries it),
+// TE, and Content-Length (set from the body).
+bool not_forwarded(std::string_view lower) {
+  return detail::connection_specific(lower) || lower == "host" || lower == "te" || lower == "content-length";
 }
 
 class Connection final : public http::MultiplexedConnection {
@@ -117,7 +119,7 @@ class Connection final : public http::MultiplexedConnection {
   CondVar cv_;  // a read was processed, or the reader left
   nghttp2_session* s_ = nullptr;
   std::unordered_map<int32_t, Exchange*> ex_;
-  std::string out_;
+  detail::OutBuf out_;
   bool reading_ = false;
   bool dead_ = false;
   int dead_err_ = ECONNRESET;
@@ -170,24 +172,21 @@ Result<http::ClientResponse> Connection::exchange(const http::Url& url, const ht
   names.reserve(req.headers.size());
   for (const auto& [n, v] : req.headers) {
     std::string lower(n);
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (char& ch : lower) ch = http::ascii_lower(ch);
     names.push_back(std::move(lower));
   }
   std::vector<nghttp2_nv> nva;
   nva.reserve(req.headers.size() + 6);
-  auto add = [&](std::string_view n, std::string_view v) {
-    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
-                   reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
-  };
+  auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
   add(":method", req.method);
   add(":scheme", url.scheme);
   add(":authority", url.authority);
   add(":path", url.target.empty() ? std::string_view("/") : std::string_view(url.target));
   if (!user_agent_.empty()) add("user-agent", user_agent_);
   for (size_t i = 0; i < names.size(); ++i)
-    if (!connection_specific(names[i])) add(names[i], req.headers[i].second);
+    if (!not_forwarded(names[i])) add(names[i], req.headers[i].second);
   char len_buf[24];
-  bool has_body = !body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+  bool has_body = !body.empty() || http::detail::method_has_body_by_default(req.method);
   if (has_body) {
     auto [p, ec] = std::to_chars(len_buf, len_buf + sizeof len_buf, body.size());
     add("content-length", std::string_view(len_buf, static_cast<size_t>(p - len_buf)));
@@ -258,29 +257,14 @@ void Connection::read_once() {
 
 bool Connection::flush() {
   if (dead_) return false;
-  out_.clear();
-  for (;;) {
-    const uint8_t* data = nullptr;
-    ssize_t n = nghttp2_session_mem_send(s_, &data);
-    if (n < 0) {
-      fail(EPROTO);
-      return false;
-    }
-    if (n > 0) out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-    if (n == 0 || out_.size() >= 64 * 1024) {
-      size_t off = 0;
-      while (off < out_.size()) {
-        auto w = stream_->write(out_.data() + off, out_.size() - off);
-        if (!w || *w == 0) {
-          fail(w ? ECONNRESET : w.error().value());
-          return false;
-        }
-        off += *w;
-      }
-      out_.clear();
-      if (n == 0) return true;
-    }
+  bool wrote = false;
+  int write_errno = 0;
+  switch (detail::send_all(s_, out_, *stream_, &wrote, &write_errno)) {
+    case detail::Sent::kAll: return true;
+    case detail::Sent::kSessionError: fail(EPROTO); return false;
+    case detail::Sent::kWriteError: fail(write_errno); return false;
   }
+  return false;
 }
 
 void Connection::fail(int err) {

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +28,9 @@
 #include <vector>
 
 #include "lionet/http/detail/date_cache.h"
+#include "lionet/http/detail/field_block.h"
+#include "lionet/http/headers.h"
+#include "lionet/http2/detail/output.h"
 #include "lionet/http2/detail/sink_stream.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
@@ -46,41 +48,10 @@ const std::shared_ptr<spdlog::logger>& h2_log() {
 
 constexpr size_t kReadBuffer = 16 * 1024;  // while data flows
 constexpr size_t kIdleReadBuffer = 512;    // until a read fills it (see Session::run)
-constexpr size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
 constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
 
 class Session;
 void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva);
-
-// The output gathered by flush(): a byte buffer whose growth does not zero-fill (a file's
-// DATA payload is pread straight into the room it makes).
-class OutBuf {
- public:
-  size_t size() const noexcept { return size_; }
-  const char* data() const noexcept { return p_.get(); }
-  void clear() noexcept { size_ = 0; }
-  void resize_down(size_t n) noexcept { size_ = n; }
-  // n more bytes at the end, uninitialised.
-  char* grow(size_t n) {
-    if (size_ + n > cap_) {
-      size_t cap = std::max(size_ + n, cap_ * 2);
-      std::unique_ptr<char[]> p(new char[cap]);
-      if (size_) std::memcpy(p.get(), p_.get(), size_);
-      p_ = std::move(p);
-      cap_ = cap;
-    }
-    char* at = p_.get() + size_;
-    size_ += n;
-    return at;
-  }
-  void append(const void* d, size_t n) {
-    if (n) std::memcpy(grow(n), d, n);
-  }
-
- private:
-  std::unique_ptr<char[]> p_;
-  size_t size_ = 0, cap_ = 0;
-};
 
 // One request/response exchange.
 struct H2Stream final : http::detail::BodySource {
@@ -178,7 +149,6 @@ class Session {
   static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
                        nghttp2_data_source* source, void* user);
-  bool write_out();  // writes out_ and clears it (mu_ held); false once the connection is dead
 
   std::shared_ptr<H2Stream> find(int32_t id) {
     auto it = streams_.find(id);
@@ -192,7 +162,7 @@ class Session {
   bool dead_ = false;  // the stream failed or ended: nothing more is written
   std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
-  OutBuf out_;  // output gathered by flush()
+  detail::OutBuf out_;  // output gathered by flush()
   int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
   // Limits (see Options).
@@ -385,41 +355,22 @@ void Session::run() {
 
 bool Session::flush() {
   if (dead_) return false;
-  out_.clear();
-  for (;;) {
-    const uint8_t* data = nullptr;
-    ssize_t n = nghttp2_session_mem_send(s_, &data);  // DATA of memory and file bodies: send_data()
-    if (n < 0 || dead_) {
-      dead_ = true;
-      return false;
-    }
-    if (n > 0) out_.append(data, static_cast<size_t>(n));
-    if ((n == 0 || out_.size() >= kWriteBatch) && !write_out()) return false;
-    if (n == 0) {
-      if (goaway_sent_ && streams_.empty() && !write_shut_) {
-        // Every stream the GOAWAY let finish is done: end our side now, so the client sees
-        // the close at once (the connection fiber's read then ends too).
-        write_shut_ = true;
-        (void)c_.stream.shutdown_write();
-      }
-      return true;
-    }
+  bool wrote = false;
+  int write_errno = 0;
+  // DATA of memory and file bodies comes through send_data().
+  detail::Sent sent = detail::send_all(s_, out_, c_.stream, &wrote, &write_errno);
+  if (wrote) last_write_ = now();
+  if (sent != detail::Sent::kAll) {
+    dead_ = true;
+    write_failed_ = sent == detail::Sent::kWriteError;
+    return false;
   }
-}
-
-bool Session::write_out() {
-  size_t off = 0;
-  while (off < out_.size()) {
-    auto w = c_.stream.write(out_.data() + off, out_.size() - off);
-    if (!w || *w == 0) {
-      dead_ = true;
-      write_failed_ = true;
-      return false;
-    }
-    off += *w;
+  if (goaway_sent_ && streams_.empty() && !write_shut_) {
+    // Every stream the GOAWAY let finish is done: end our side now, so the client sees the
+    // close at once (the connection fiber's read then ends too).
+    write_shut_ = true;
+    (void)c_.stream.shutdown_write();
   }
-  if (off > 0) last_write_ = now();
-  out_.clear();
   return true;
 }
 
@@ -712,7 +663,7 @@ int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* fr
                        nghttp2_data_source* source, void* user) {
   auto* self = static_cast<Session*>(user);
   auto* st = static_cast<H2Stream*>(source->ptr);
-  OutBuf& out = self->out_;
+  detail::OutBuf& out = self->out_;
   const size_t frame_start = out.size();
   out.append(framehd, 9);
   size_t padlen = frame->data.padlen;  // 0: we never ask for padding
@@ -746,27 +697,15 @@ void header_fields(std::string_view block, std::vector<std::string>& names, std:
   size_t lines = 0;
   for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
   names.reserve(names.size() + lines);
-  for (size_t pos = 0; pos < block.size();) {
-    size_t eol = block.find("\r\n", pos);
-    if (eol == std::string_view::npos) break;
-    std::string_view line = block.substr(pos, eol - pos);
-    pos = eol + 2;
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string name(line.substr(0, colon));
-    std::string_view value = line.substr(colon + 1);
+  http::detail::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (name == "connection" || name == "keep-alive" || name == "transfer-encoding" || name == "upgrade" ||
-        name == "proxy-connection" || name == "content-length") {
-      continue;
-    }
+    std::string name(n);
+    for (char& ch : name) ch = http::ascii_lower(ch);
+    if (detail::connection_specific(name) || name == "content-length") return true;
     names.push_back(std::move(name));
-    const std::string& n = names.back();
-    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
-                   reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), n.size(), value.size(),
-                   NGHTTP2_NV_FLAG_NONE});
-  }
+    nva.push_back(detail::nv(names.back(), value));
+    return true;
+  });
 }
 
 // ---- requests -----------------------------------------------------------------------------
@@ -940,10 +879,7 @@ void Session::submit(H2Stream& st) {
 
   std::vector<nghttp2_nv> nva;
   st.resp_names.clear();
-  auto add = [&](std::string_view n, std::string_view v) {
-    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
-                   reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
-  };
+  auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
   add(":status", std::string_view(status_buf, 3));
   std::string_view date = http::detail::date_line();  // "Date: <IMF-fixdate>\r\n"
   if (date.size() > 8) add("date", date.substr(6, date.size() - 8));

@@ -1,0 +1,37 @@
+// lionet/http2/detail/output.cc: send_all (see output.h).
+#include "lionet/http2/detail/output.h"
+
+#include <cerrno>
+
+namespace lionet::http2::detail {
+
+namespace {
+constexpr std::size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
+}
+
+Sent send_all(nghttp2_session* session, OutBuf& out, Stream& stream, bool* wrote, int* write_errno) {
+  *wrote = false;
+  out.clear();
+  for (;;) {
+    const uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session, &data);
+    if (n < 0) return Sent::kSessionError;
+    if (n > 0) out.append(data, static_cast<std::size_t>(n));
+    if (n == 0 || out.size() >= kWriteBatch) {
+      std::size_t off = 0;
+      while (off < out.size()) {
+        auto w = stream.write(out.data() + off, out.size() - off);
+        if (!w || *w == 0) {
+          *write_errno = w ? ECONNRESET : w.error().value();
+          return Sent::kWriteError;
+        }
+        off += *w;
+        *wrote = true;
+      }
+      out.clear();
+      if (n == 0) return Sent::kAll;
+    }
+  }
+}
+
+}  // namespace lionet::http2::detail

@@ -1,0 +1,69 @@
+// lionet/http2/detail/output.h: what the HTTP/2 server session and client connection share
+// around libnghttp2: the output buffer their writes gather in, sending what a session has to
+// send, and HPACK field-list helpers. Internal to http2/.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "lionet/net/stream.h"
+
+namespace lionet::http2::detail {
+
+// Output gathered before one write: a byte buffer whose growth does not zero-fill (the
+// server preads a file's DATA payload straight into the room grow() makes).
+class OutBuf {
+ public:
+  std::size_t size() const noexcept { return size_; }
+  const char* data() const noexcept { return p_.get(); }
+  void clear() noexcept { size_ = 0; }
+  void resize_down(std::size_t n) noexcept { size_ = n; }
+  // n more bytes at the end, uninitialised.
+  char* grow(std::size_t n) {
+    if (size_ + n > cap_) {
+      std::size_t cap = std::max(size_ + n, cap_ * 2);
+      std::unique_ptr<char[]> p(new char[cap]);
+      if (size_) std::memcpy(p.get(), p_.get(), size_);
+      p_ = std::move(p);
+      cap_ = cap;
+    }
+    char* at = p_.get() + size_;
+    size_ += n;
+    return at;
+  }
+  void append(const void* d, std::size_t n) {
+    if (n) std::memcpy(grow(n), d, n);
+  }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  std::size_t size_ = 0, cap_ = 0;
+};
+
+enum class Sent { kAll, kSessionError, kWriteError };
+
+// Everything nghttp2_session_mem_send has to send (callbacks such as a DATA frame's
+// send_data_callback may append to `out` meanwhile), gathered in `out` and written to `stream`
+// 64 KiB at a time. *wrote: whether any bytes were written; *write_errno: the error of a
+// failed write (ECONNRESET for a write of zero bytes).
+Sent send_all(nghttp2_session* session, OutBuf& out, Stream& stream, bool* wrote, int* write_errno);
+
+// A field of an nghttp2 field list pointing at n and v (which must outlive the list).
+inline nghttp2_nv nv(std::string_view n, std::string_view v) noexcept {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+// RFC 9113 8.2.2: fields that only mean something to one HTTP/1.1 connection and must not be
+// sent over HTTP/2. `lower`: a lowercased name.
+inline bool connection_specific(std::string_view lower) noexcept {
+  return lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
+         lower == "transfer-encoding" || lower == "upgrade";
+}
+
+}  // namespace lionet::http2::detail
