@@ -148,6 +148,13 @@ inline const SelfSignedCert& self_signed_cert() {
   return c;
 }
 
+// n bytes of lowercase letters in a long cycle (a shifted body shows): test payloads.
+inline std::string pattern(size_t n, unsigned seed = 1) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed + i / 251) % 26);
+  return s;
+}
+
 // A handler answering with the first `size` bytes of the file at `path` (Response::set_file:
 // the sendfile path, or the TLS one); the fd is closed once the bytes are out.
 inline Handler file_handler(std::string path, uint64_t size) {

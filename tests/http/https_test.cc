@@ -19,17 +19,11 @@ using test::TestServer;
 
 const test::SelfSignedCert& cert() { return test::self_signed_cert(); }
 
-std::string pattern(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('A' + (i * 13 + i / 97) % 26);
-  return s;
-}
-
 class HttpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cert().ok) GTEST_SKIP() << "openssl could not make a certificate";
-    data_ = pattern(1 << 20);
+    data_ = test::pattern(1 << 20);
     char tmpl[] = "/tmp/lionet-https-file-XXXXXX";
     int fd = mkstemp(tmpl);
     file_ = tmpl;

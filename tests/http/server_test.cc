@@ -25,12 +25,6 @@ using namespace std::chrono_literals;
 using test::RawClient;
 using test::TestServer;
 
-std::string pattern(size_t n, unsigned seed = 1) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed + i / 251) % 26);
-  return s;
-}
-
 // A temporary file with the given bytes, removed at scope end.
 struct TempFile {
   explicit TempFile(const std::string& data) {
@@ -74,7 +68,7 @@ class ServerTest : public ::testing::Test {
     router_.get("/stream", [](Request&, Response& s) {
       s.set_body_writer([](BodyWriter& w) -> Result<void> {
         for (int i = 0; i < 50; ++i) {
-          std::string piece = pattern(1000 + i, i);
+          std::string piece = test::pattern(1000 + i, i);
           if (auto r = w.write(piece); !r) return r;
         }
         return {};
@@ -131,7 +125,7 @@ class ServerTest : public ::testing::Test {
 };
 
 TEST_F(ServerTest, ClientGetPostStreamFileAndKeepAlive) {
-  std::string file_data = pattern(300000, 9);
+  std::string file_data = test::pattern(300000, 9);
   TempFile f(file_data);
   file_path_ = f.path;
   file_size_ = file_data.size();
@@ -149,7 +143,7 @@ TEST_F(ServerTest, ClientGetPostStreamFileAndKeepAlive) {
     r = c.get(ts->url("/hello"));
     ASSERT_TRUE(r);
     EXPECT_TRUE(r->reused_connection);  // keep-alive
-    std::string big = pattern(200000, 3);
+    std::string big = test::pattern(200000, 3);
     r = c.post(ts->url("/echo"), big);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
@@ -159,7 +153,7 @@ TEST_F(ServerTest, ClientGetPostStreamFileAndKeepAlive) {
     ASSERT_TRUE(r);
     EXPECT_TRUE(r->chunked);
     std::string expect;
-    for (int i = 0; i < 50; ++i) expect += pattern(1000 + i, i);
+    for (int i = 0; i < 50; ++i) expect += test::pattern(1000 + i, i);
     EXPECT_EQ(r->body, expect);
     r = c.get(ts->url("/file"));
     ASSERT_TRUE(r);
@@ -195,13 +189,13 @@ TEST_F(ServerTest, ClientChunkedUploadAndManyFibers) {
     q.url = ts->url("/count");
     uint64_t sum = 0, len = 0;
     for (int i = 0; i < 40; ++i) {
-      std::string p = pattern(777 + i, i);
+      std::string p = test::pattern(777 + i, i);
       for (char ch : p) sum += static_cast<unsigned char>(ch);
       len += p.size();
     }
     q.body_writer = [](BodyWriter& w) -> Result<void> {
       for (int i = 0; i < 40; ++i)
-        if (auto r = w.write(pattern(777 + i, i)); !r) return r;
+        if (auto r = w.write(test::pattern(777 + i, i)); !r) return r;
       return {};
     };
     auto r = c.request(q);
@@ -235,7 +229,7 @@ TEST_F(ServerTest, Curl) {
   EXPECT_NE(head.find("HTTP/1.1 200 OK"), std::string::npos) << head;
   EXPECT_NE(head.find("Content-Length: 11"), std::string::npos) << head;
   // Chunked upload.
-  std::string data = pattern(250000, 5);
+  std::string data = test::pattern(250000, 5);
   TempFile f(data);
   uint64_t sum = 0;
   for (char ch : data) sum += static_cast<unsigned char>(ch);

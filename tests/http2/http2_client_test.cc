@@ -21,16 +21,10 @@ namespace {
 using test::TestServer;
 using namespace std::chrono_literals;
 
-std::string pattern(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 13 + i / 509) % 26);
-  return s;
-}
-
 class Http2ClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    data_ = pattern(3 << 20);
+    data_ = test::pattern(3 << 20);
     router_.get("/hello", [](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls\n" : "hello\n"); });
     router_.get("/big", [this](Request&, Response& s) {
       s.set_status(200);

@@ -33,12 +33,6 @@ bool have(const char* tool) {
   return st == 0;
 }
 
-std::string pattern(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
-  return s;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -61,7 +55,7 @@ class Http2Test : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!have("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh installs it)";
-    data_ = pattern(3 << 20);
+    data_ = test::pattern(3 << 20);
     file_ = dir_.path + "/data.bin";
     std::ofstream(file_, std::ios::binary) << data_;
     router_.get("/hello", [](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls\n" : "hello\n"); });
