@@ -27,6 +27,7 @@ TEST_PACKAGES=(
   redis-server libhiredis-dev libcurl4-openssl-dev
   postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
+  gzip brotli zstd         # precompressed static files (tests make .gz/.br/.zst siblings)
   nghttp2-client           # http2/ interop tests (nghttp, h2load)
   chromium                 # headless browser test of the shipped page over h2 (scripts/screenshot.sh)
   golang-go                # builds h2spec (below) and the Go references in bench/reference

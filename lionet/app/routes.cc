@@ -35,6 +35,9 @@ http::StaticOptions static_options(const RouteConfig& r) {
   o.sendfile_min = r.sendfile_min;
   o.chunk_size = r.chunk_size;
   o.cache_bytes = r.cache_bytes;
+  o.open_file_cache = r.open_file_cache;
+  o.open_file_cache_valid = r.open_file_cache_valid;
+  o.precompressed = r.precompressed;
   o.index = r.index;
   o.follow_symlinks_outside_root = r.follow_symlinks_outside_root;
   return o;

@@ -102,6 +102,7 @@ YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
 
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
+                  "open_file_cache", "open_file_cache_valid", "precompressed",
                   "follow_symlinks_outside_root", "index", "allow_remote"});
   RouteConfig r;
   r.path = required_field<std::string>(n, "path");
@@ -116,6 +117,9 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "sendfile_min", r.sendfile_min);
   read_field(n, "chunk_size", r.chunk_size);
   read_field(n, "cache_bytes", r.cache_bytes);
+  read_field(n, "open_file_cache", r.open_file_cache);
+  read_field(n, "open_file_cache_valid", r.open_file_cache_valid);
+  read_field(n, "precompressed", r.precompressed);
   read_field(n, "follow_symlinks_outside_root", r.follow_symlinks_outside_root);
   read_field(n, "index", r.index);
   read_field(n, "allow_remote", r.allow_remote);
@@ -126,6 +130,18 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   if (r.memory_max > r.sendfile_min) conversion_error(n, "memory_max must not exceed sendfile_min");
   if (r.chunk_size < 512 || r.chunk_size > 16 * 1024 * 1024) {
     field_error(n, "chunk_size", "must be in 512..16777216");
+  }
+  if (r.open_file_cache > 1000000) field_error(n, "open_file_cache", "must be in 0..1000000");
+  if (r.open_file_cache_valid.count() < 0 || r.open_file_cache_valid.count() > 3600000) {
+    field_error(n, "open_file_cache_valid", "must be in 0ms..3600000ms");
+  }
+  for (size_t i = 0; i < r.precompressed.size(); ++i) {
+    const std::string& e = r.precompressed[i];
+    if (e != "br" && e != "gzip" && e != "zstd") {
+      field_error(n, "precompressed", "unknown encoding '" + e + "' (expected br, gzip or zstd)");
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (r.precompressed[j] == e) field_error(n, "precompressed", "encoding '" + e + "' listed twice");
   }
   return r;
 }
@@ -140,6 +156,9 @@ YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
     n["sendfile_min"] = r.sendfile_min;
     n["chunk_size"] = r.chunk_size;
     n["cache_bytes"] = r.cache_bytes;
+    n["open_file_cache"] = r.open_file_cache;
+    n["open_file_cache_valid"] = encode(r.open_file_cache_valid);
+    n["precompressed"] = r.precompressed;
     n["follow_symlinks_outside_root"] = r.follow_symlinks_outside_root;
     n["index"] = r.index;
   }

@@ -52,6 +52,9 @@ struct RouteConfig {
   std::size_t sendfile_min = 1024 * 1024;    // AUTO: files from this size by sendfile
   std::size_t chunk_size = 64 * 1024;        // CHUNK: bytes per chunk
   std::size_t cache_bytes = 64 * 1024 * 1024;  // MEMORY: total bytes cached per route
+  std::size_t open_file_cache = 1000;          // resolved files kept open (0 = none)
+  std::chrono::milliseconds open_file_cache_valid{0};  // 0 = check with a stat per request
+  std::vector<std::string> precompressed;      // br | gzip | zstd siblings, in preference order
   bool follow_symlinks_outside_root = false;
   std::string index = "index.html";
   // debug_fibers:

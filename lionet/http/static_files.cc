@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -52,14 +53,6 @@ struct FdOwner {
   }
   FdOwner(const FdOwner&) = delete;
   FdOwner& operator=(const FdOwner&) = delete;
-};
-
-struct CacheEntry {
-  std::string data;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  ino_t ino = 0;
-  dev_t dev = 0;
 };
 
 int64_t mtime_ns_of(const struct stat& st) noexcept {
@@ -182,6 +175,75 @@ bool contains_encoded_separator(std::string_view raw) {
   return false;
 }
 
+// One resolved file: what a request needs to answer without touching the file system again.
+// Immutable once published in the cache (checked_ms aside), so readers hold no lock.
+struct FileEntry {
+  std::string key;   // its cache key (the decoded request path, or "<path>\0<suffix>")
+  std::string path;  // relative to the root, as opened (a directory's index appended)
+  bool missing = false;  // a precompressed sibling that does not exist (a negative entry)
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  time_t mtime_sec = 0;
+  ino_t ino = 0;
+  dev_t dev = 0;
+  std::string etag, last_modified;
+  std::shared_ptr<FdOwner> fd;              // null when data holds the bytes (or missing)
+  std::shared_ptr<const std::string> data;  // MEMORY: the file's bytes
+  mutable std::atomic<int64_t> checked_ms{0};  // CLOCK_MONOTONIC_COARSE ms of the last check
+
+  bool same_file(const struct stat& st) const noexcept {
+    return S_ISREG(st.st_mode) && size == static_cast<uint64_t>(st.st_size) && mtime_ns == mtime_ns_of(st) &&
+           ino == st.st_ino && dev == st.st_dev;
+  }
+};
+
+int64_t coarse_now_ms() noexcept {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Encodings a route may serve from precompressed siblings.
+struct Encoding {
+  std::string_view name, suffix;
+};
+constexpr Encoding kEncodings[] = {{"br", ".br"}, {"gzip", ".gz"}, {"zstd", ".zst"}};
+
+// A qvalue ("1", "0.5", "0.000") is above zero; a malformed one counts as zero.
+bool qvalue_positive(std::string_view v) {
+  v = trim_ows(v);
+  if (v.empty() || v.size() > 5 || (v[0] != '0' && v[0] != '1')) return false;
+  if (v.size() > 1 && v[1] != '.') return false;
+  for (size_t i = 2; i < v.size(); ++i)
+    if (v[i] < '0' || v[i] > '9') return false;
+  if (v[0] == '1') return true;
+  return v.find_first_of("123456789", 2) != std::string_view::npos;
+}
+
+// True if an Accept-Encoding field value allows `coding` (RFC 9110 12.5.3): listed with q > 0,
+// or "*" with q > 0 and the coding not listed. "x-gzip" counts as "gzip".
+bool accepts_encoding(std::string_view header, std::string_view coding) {
+  std::optional<bool> star;
+  while (!header.empty()) {
+    size_t comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    size_t semi = item.find(';');
+    std::string_view name = trim_ows(item.substr(0, semi));
+    bool positive = true;
+    while (semi != std::string_view::npos) {
+      item.remove_prefix(semi + 1);
+      semi = item.find(';');
+      std::string_view param = trim_ows(item.substr(0, semi));
+      if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=')
+        positive = qvalue_positive(param.substr(2));
+    }
+    if (iequals(name, coding) || (coding == "gzip" && iequals(name, "x-gzip"))) return positive;
+    if (name == "*") star = positive;
+  }
+  return star.value_or(false);
+}
+
 }  // namespace
 
 struct StaticFiles::Impl {
@@ -189,17 +251,23 @@ struct StaticFiles::Impl {
   int root_fd = -1;
   std::string root_real;  // realpath of the root, for the fallback check
   std::atomic<bool> use_openat2{true};  // relaxed: a one-way latch to the fallback
+  std::vector<Encoding> encodings;      // opt.precompressed, resolved
+  int64_t valid_ms = 0;
 
-  std::mutex mu;  // guards lru and map; never held across I/O
-  std::list<std::string> lru;  // most recent first
+  // The cache of resolved files. Entries holding an fd are bounded by open_file_cache (fd_lru),
+  // entries holding bytes by cache_bytes (mem_lru); each entry is on exactly one list.
+  std::mutex mu;  // guards map, the lists and cached_bytes; never held across I/O
   struct Slot {
-    std::shared_ptr<const CacheEntry> entry;
+    std::shared_ptr<const FileEntry> entry;
     std::list<std::string>::iterator pos;
+    bool in_memory;
   };
   std::unordered_map<std::string, Slot> map;
+  std::list<std::string> fd_lru, mem_lru;  // most recent first
   size_t cached_bytes = 0;
 
   std::atomic<uint64_t> memory_hits{0}, memory_misses{0}, files_served{0}, bytes_sent{0};
+  std::atomic<uint64_t> open_hits{0}, open_misses{0}, precompressed_served{0};
 
   ~Impl() {
     if (root_fd >= 0) ::close(root_fd);
@@ -234,40 +302,109 @@ struct StaticFiles::Impl {
     return fd;
   }
 
-  std::shared_ptr<const CacheEntry> cache_find(const std::string& key, const struct stat& st) {
+  // ---- the cache ----------------------------------------------------------------------------
+  std::shared_ptr<const FileEntry> cache_find(const std::string& key) {
     std::lock_guard lk(mu);
     auto it = map.find(key);
     if (it == map.end()) return nullptr;
-    const CacheEntry& e = *it->second.entry;
-    if (e.size != static_cast<uint64_t>(st.st_size) || e.mtime_ns != mtime_ns_of(st) || e.ino != st.st_ino ||
-        e.dev != st.st_dev) {
-      cached_bytes -= e.size;
-      lru.erase(it->second.pos);
-      map.erase(it);
-      return nullptr;
-    }
+    auto& lru = it->second.in_memory ? mem_lru : fd_lru;
     lru.splice(lru.begin(), lru, it->second.pos);
     return it->second.entry;
   }
 
-  void cache_put(const std::string& key, std::shared_ptr<const CacheEntry> e) {
-    if (e->size > opt.cache_bytes) return;  // never cached: served from a fresh read
-    std::lock_guard lk(mu);
-    if (auto it = map.find(key); it != map.end()) {
+  void erase_locked(std::unordered_map<std::string, Slot>::iterator it) {
+    if (it->second.in_memory) {
       cached_bytes -= it->second.entry->size;
-      lru.erase(it->second.pos);
-      map.erase(it);
+      mem_lru.erase(it->second.pos);
+    } else {
+      fd_lru.erase(it->second.pos);
     }
-    while (cached_bytes + e->size > opt.cache_bytes && !lru.empty()) {
-      auto victim = map.find(lru.back());
-      cached_bytes -= victim->second.entry->size;
-      map.erase(victim);
-      lru.pop_back();
-    }
-    lru.push_front(key);
-    cached_bytes += e->size;
-    map.emplace(key, Slot{std::move(e), lru.begin()});
+    map.erase(it);
   }
+
+  // Drops key's entry if it is still `e` (a newer one put meanwhile stays).
+  void cache_drop(const std::string& key, const FileEntry* e) {
+    std::lock_guard lk(mu);
+    if (auto it = map.find(key); it != map.end() && it->second.entry.get() == e) erase_locked(it);
+  }
+
+  // Publishes e under e->key, replacing what was there, then evicts past the bounds.
+  void cache_put(std::shared_ptr<const FileEntry> e) {
+    bool in_memory = e->data != nullptr;
+    if (in_memory ? e->size > opt.cache_bytes : opt.open_file_cache == 0) return;
+    std::lock_guard lk(mu);
+    if (auto it = map.find(e->key); it != map.end()) erase_locked(it);
+    auto& lru = in_memory ? mem_lru : fd_lru;
+    lru.push_front(e->key);
+    if (in_memory) cached_bytes += e->size;
+    std::string key = e->key;  // not e->key beside std::move(e): argument order is unspecified
+    map.emplace(std::move(key), Slot{std::move(e), lru.begin(), in_memory});
+    while (fd_lru.size() > opt.open_file_cache) erase_locked(map.find(fd_lru.back()));
+    while (cached_bytes > opt.cache_bytes && !mem_lru.empty()) erase_locked(map.find(mem_lru.back()));
+  }
+
+  // Still the file the entry describes: within open_file_cache_valid of the last check, or one
+  // stat of its path finds the same inode, device, size and mtime (a missing sibling: still
+  // absent). stat follows symlinks without RESOLVE_BENEATH, which is safe here: the entry was
+  // opened beneath the root, and only that same inode passes.
+  bool still_fresh(const FileEntry& e) {
+    int64_t now = 0;
+    if (valid_ms > 0) {
+      now = coarse_now_ms();
+      if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
+    }
+    struct stat st;
+    bool ok = ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st)
+                                                              : e.missing && errno == ENOENT;
+    if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
+    return ok;
+  }
+
+  // The cached entry for key if it is still fresh (else dropped), or null.
+  std::shared_ptr<const FileEntry> lookup(const std::string& key) {
+    std::shared_ptr<const FileEntry> e = cache_find(key);
+    if (e && !still_fresh(*e)) {
+      cache_drop(key, e.get());
+      e = nullptr;
+    }
+    return e;
+  }
+
+  std::shared_ptr<FileEntry> make_entry(std::string key, std::string path, int fd, const struct stat& st,
+                                        std::string_view etag_tag) {
+    auto e = std::make_shared<FileEntry>();
+    e->key = std::move(key);
+    e->path = std::move(path);
+    e->size = static_cast<uint64_t>(st.st_size);
+    e->mtime_ns = mtime_ns_of(st);
+    e->mtime_sec = st.st_mtim.tv_sec;
+    e->ino = st.st_ino;
+    e->dev = st.st_dev;
+    e->etag.reserve(48);
+    e->etag.push_back('"');
+    append_hex(e->etag, e->size);
+    e->etag.push_back('-');
+    append_hex(e->etag, static_cast<uint64_t>(e->mtime_ns));
+    if (!etag_tag.empty()) {
+      e->etag.push_back('-');
+      e->etag.append(etag_tag.data(), etag_tag.size());
+    }
+    e->etag.push_back('"');
+    e->last_modified = http_date(e->mtime_sec);
+    e->fd = std::make_shared<FdOwner>(fd);
+    if (valid_ms > 0) e->checked_ms.store(coarse_now_ms(), std::memory_order_relaxed);
+    return e;
+  }
+
+  // Resolves the request path rel (decoded, checked) beneath the root: a regular file's entry,
+  // or null once the request has been answered (404, 403, or the 301 for "dir").
+  std::shared_ptr<const FileEntry> resolve(Request& req, Response& res, const std::string& rel, bool trailing_slash);
+
+  // The precompressed sibling of base for enc, if it exists and is not older than base.
+  std::shared_ptr<const FileEntry> sibling(const FileEntry& base, const Encoding& enc);
+
+  // MEMORY mode: the bytes of e, read and cached on first use; null after a read error.
+  std::shared_ptr<const std::string> bytes_of(const FileEntry& e);
 
   void serve(Request& req, Response& res, std::string_view rel_raw);
 };
@@ -291,6 +428,98 @@ bool read_exact(int fd, char* dst, uint64_t len, uint64_t off) {
 }
 }  // namespace
 
+std::shared_ptr<const FileEntry> StaticFiles::Impl::resolve(Request& req, Response& res, const std::string& rel,
+                                                            bool trailing_slash) {
+  int fd = open_beneath(root_fd, rel.empty() ? "." : rel.c_str());
+  if (fd < 0) {
+    errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
+    return nullptr;
+  }
+  FdOwner dir_owner(fd);
+  std::string path = rel;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return forbidden(res), nullptr;
+  if (S_ISDIR(st.st_mode)) {
+    if (!trailing_slash) {
+      std::string loc(req.path());
+      loc += '/';
+      if (!req.query().empty()) loc.append("?").append(req.query());
+      if (!res.set_header("Location", loc)) return not_found(res), nullptr;
+      res.reply(301, "moved permanently\n");
+      return nullptr;
+    }
+    int ifd = open_beneath(fd, opt.index.c_str());
+    if (ifd < 0) {
+      errno == ENOENT ? not_found(res) : forbidden(res);
+      return nullptr;
+    }
+    dir_owner.fd = ifd;
+    ::close(fd);
+    fd = ifd;
+    if (::fstat(fd, &st) != 0) return forbidden(res), nullptr;
+    path += opt.index;
+  }
+  if (!S_ISREG(st.st_mode)) return forbidden(res), nullptr;
+  dir_owner.fd = -1;  // the entry owns it now
+  std::shared_ptr<const FileEntry> e = make_entry(rel, std::move(path), fd, st, {});
+  cache_put(e);
+  return e;
+}
+
+std::shared_ptr<const FileEntry> StaticFiles::Impl::sibling(const FileEntry& base, const Encoding& enc) {
+  std::string key = base.path;
+  key += '\0';
+  key += enc.suffix;
+  std::shared_ptr<const FileEntry> e = lookup(key);
+  if (!e) {
+    std::string path = base.path + std::string(enc.suffix);
+    int fd = open_beneath(root_fd, path.c_str());
+    struct stat st;
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      e = make_entry(std::move(key), std::move(path), fd, st, enc.name);
+    } else {
+      if (fd >= 0) ::close(fd);
+      if (errno != ENOENT && fd < 0) return nullptr;  // not cached: only absence is remembered
+      auto m = std::make_shared<FileEntry>();
+      m->key = std::move(key);
+      m->path = std::move(path);
+      m->missing = true;
+      if (valid_ms > 0) m->checked_ms.store(coarse_now_ms(), std::memory_order_relaxed);
+      e = std::move(m);
+    }
+    cache_put(e);
+  }
+  if (e->missing || e->mtime_ns < base.mtime_ns) return nullptr;  // absent, or older than the file
+  return e;
+}
+
+std::shared_ptr<const std::string> StaticFiles::Impl::bytes_of(const FileEntry& e) {
+  if (e.data) {
+    memory_hits.fetch_add(1, std::memory_order_relaxed);
+    return e.data;
+  }
+  memory_misses.fetch_add(1, std::memory_order_relaxed);
+  auto bytes = std::make_shared<std::string>();
+  bytes->resize(e.size);
+  if (!read_exact(e.fd->fd, bytes->data(), e.size, 0)) return nullptr;
+  if (e.size <= opt.cache_bytes) {
+    auto m = std::make_shared<FileEntry>();
+    m->key = e.key;
+    m->path = e.path;
+    m->size = e.size;
+    m->mtime_ns = e.mtime_ns;
+    m->mtime_sec = e.mtime_sec;
+    m->ino = e.ino;
+    m->dev = e.dev;
+    m->etag = e.etag;
+    m->last_modified = e.last_modified;
+    m->data = bytes;
+    m->checked_ms.store(e.checked_ms.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    cache_put(std::move(m));
+  }
+  return bytes;
+}
+
 void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_raw) {
   std::string_view method = req.method();
   if (method != "GET" && method != "HEAD") {
@@ -301,53 +530,50 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
   if (contains_encoded_separator(rel_raw)) return not_found(res);
   std::optional<std::string> decoded = percent_decode(rel_raw);
   if (!decoded || !safe_relative(*decoded)) return not_found(res);
-  std::string& rel = *decoded;
+  const std::string& rel = *decoded;
   // The redirect decision uses the URL as sent: "/static" mounted at "/static" must become
   // "/static/" too, or relative links in its index would resolve against the parent.
   bool trailing_slash = req.path().empty() ? (rel.empty() || rel.back() == '/') : req.path().back() == '/';
 
-  int fd = open_beneath(root_fd, rel.empty() ? "." : rel.c_str());
-  if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
-  auto owner = std::make_shared<FdOwner>(fd);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return forbidden(res);
-  if (S_ISDIR(st.st_mode)) {
-    if (!trailing_slash) {
-      std::string loc(req.path());
-      loc += '/';
-      if (!req.query().empty()) loc.append("?").append(req.query());
-      if (!res.set_header("Location", loc)) return not_found(res);
-      res.reply(301, "moved permanently\n");
-      return;
-    }
-    int ifd = open_beneath(fd, opt.index.c_str());
-    if (ifd < 0) return errno == ENOENT ? not_found(res) : forbidden(res);
-    owner = std::make_shared<FdOwner>(ifd);
-    fd = ifd;
-    if (::fstat(fd, &st) != 0) return forbidden(res);
-    rel += opt.index;
+  std::shared_ptr<const FileEntry> base = lookup(rel);
+  if (base && (rel.empty() || rel.back() == '/') != trailing_slash) base = nullptr;  // "/dir" must redirect
+  if (base) {
+    open_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    open_misses.fetch_add(1, std::memory_order_relaxed);
+    base = resolve(req, res, rel, trailing_slash);
+    if (!base) return;
   }
-  if (!S_ISREG(st.st_mode)) return forbidden(res);
 
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const int64_t mtime = mtime_ns_of(st);
-  std::string etag = "\"";
-  append_hex(etag, size);
-  etag += '-';
-  append_hex(etag, static_cast<uint64_t>(mtime));
-  etag += '"';
-  std::string last_modified = http_date(st.st_mtim.tv_sec);
-  res.set_header("ETag", etag);
-  res.set_header("Last-Modified", last_modified);
+  // The representation: the file, or a precompressed sibling the client accepts.
+  const FileEntry* file = base.get();
+  std::shared_ptr<const FileEntry> encoded;
+  if (!encodings.empty()) {
+    res.set_header("Vary", "Accept-Encoding");
+    if (std::string_view ae = req.header("Accept-Encoding"); !ae.empty()) {
+      for (const Encoding& enc : encodings) {
+        if (!accepts_encoding(ae, enc.name)) continue;
+        if ((encoded = sibling(*base, enc))) {
+          res.set_header("Content-Encoding", enc.name);
+          file = encoded.get();
+          break;
+        }
+      }
+    }
+  }
+
+  const uint64_t size = file->size;
+  res.set_header("ETag", file->etag);
+  res.set_header("Last-Modified", file->last_modified);
   res.set_header("Accept-Ranges", "bytes");
 
   // Conditional GET: If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2).
   std::string_view inm = req.header("If-None-Match");
   bool not_modified = false;
   if (!inm.empty()) {
-    not_modified = etag_matches(inm, etag);
+    not_modified = etag_matches(inm, file->etag);
   } else if (std::string_view ims = req.header("If-Modified-Since"); !ims.empty()) {
-    if (auto t = parse_http_date(trim_ows(ims))) not_modified = st.st_mtim.tv_sec <= *t;
+    if (auto t = parse_http_date(trim_ows(ims))) not_modified = file->mtime_sec <= *t;
   }
   if (not_modified) {
     res.set_status(304);
@@ -355,12 +581,12 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
     return;
   }
 
-  res.set_content_type(mime_type_for(rel));
+  res.set_content_type(mime_type_for(base->path));
   uint64_t off = 0, len = size;
   int status = 200;
   if (std::string_view range = req.header("Range"); !range.empty()) {
     std::string_view if_range = trim_ows(req.header("If-Range"));
-    bool range_applies = if_range.empty() || if_range == etag || if_range == last_modified;
+    bool range_applies = if_range.empty() || if_range == file->etag || if_range == file->last_modified;
     if (range_applies) {
       switch (parse_range(range, size, off, len)) {
         case RangeResult::kNone:
@@ -385,39 +611,28 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
   }
   res.set_status(status);
   files_served.fetch_add(1, std::memory_order_relaxed);
+  if (encoded) precompressed_served.fetch_add(1, std::memory_order_relaxed);
   if (!req.is_head()) bytes_sent.fetch_add(len, std::memory_order_relaxed);
 
   FileMode mode = opt.mode;
   if (mode == FileMode::kAuto)
     mode = size < opt.memory_max ? FileMode::kMemory : size >= opt.sendfile_min ? FileMode::kSendfile : FileMode::kChunk;
+  if (!file->fd) mode = FileMode::kMemory;  // its bytes are cached: no fd kept
 
   switch (mode) {
     case FileMode::kMemory: {
-      std::shared_ptr<const CacheEntry> e = cache_find(rel, st);
-      if (e) {
-        memory_hits.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        memory_misses.fetch_add(1, std::memory_order_relaxed);
-        auto fresh = std::make_shared<CacheEntry>();
-        fresh->data.resize(size);
-        if (!read_exact(fd, fresh->data.data(), size, 0)) {
-          res.reply(500, "read error\n");
-          return;
-        }
-        fresh->size = size;
-        fresh->mtime_ns = mtime;
-        fresh->ino = st.st_ino;
-        fresh->dev = st.st_dev;
-        cache_put(rel, fresh);
-        e = std::move(fresh);
+      std::shared_ptr<const std::string> bytes = bytes_of(*file);
+      if (!bytes) {
+        res.reply(500, "read error\n");
+        return;
       }
-      std::string_view all(e->data);
-      res.set_body_view(all.substr(off, len), std::move(e));
+      std::string_view all(*bytes);
+      res.set_body_view(all.substr(off, len), std::move(bytes));
       return;
     }
     case FileMode::kChunk: {
       size_t chunk = opt.chunk_size ? opt.chunk_size : 64 * 1024;
-      res.set_body_writer([owner = std::move(owner), off, len, chunk](BodyWriter& w) -> Result<void> {
+      res.set_body_writer([owner = file->fd, off, len, chunk](BodyWriter& w) -> Result<void> {
         std::unique_ptr<char[]> buf(new char[std::min<uint64_t>(chunk, std::max<uint64_t>(len, 1))]);
         uint64_t pos = off, left = len;
         while (left > 0) {
@@ -433,8 +648,7 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
     }
     case FileMode::kSendfile:
     case FileMode::kAuto: {
-      int f = owner->fd;
-      res.set_file(f, static_cast<off_t>(off), len, std::move(owner));
+      res.set_file(file->fd->fd, static_cast<off_t>(off), len, file->fd);
       return;
     }
   }
@@ -454,6 +668,16 @@ StaticFiles::StaticFiles(StaticOptions o) : impl_(std::make_shared<Impl>()) {
   if (::faccessat(fd, ".", R_OK | X_OK, 0) != 0) fail(std::strerror(errno));
   impl_->use_openat2.store(!impl_->opt.force_realpath_check);
   if (impl_->opt.index.empty() || impl_->opt.index.find('/') != std::string::npos) fail("bad index name");
+  for (const std::string& name : impl_->opt.precompressed) {
+    auto it = std::find_if(std::begin(kEncodings), std::end(kEncodings), [&](const Encoding& e) { return e.name == name; });
+    if (it == std::end(kEncodings)) fail("unknown precompressed encoding '" + name + "' (expected br, gzip or zstd)");
+    if (std::find_if(impl_->encodings.begin(), impl_->encodings.end(), [&](const Encoding& e) { return e.name == name; }) !=
+        impl_->encodings.end())
+      fail("precompressed encoding '" + name + "' listed twice");
+    impl_->encodings.push_back(*it);
+  }
+  if (impl_->opt.open_file_cache_valid.count() < 0) fail("negative open_file_cache_valid");
+  impl_->valid_ms = impl_->opt.open_file_cache_valid.count();
 }
 
 StaticFiles::~StaticFiles() = default;
@@ -466,7 +690,9 @@ Handler StaticFiles::handler() {
 
 StaticFiles::Stats StaticFiles::stats() const {
   return {impl_->memory_hits.load(std::memory_order_relaxed), impl_->memory_misses.load(std::memory_order_relaxed),
-          impl_->files_served.load(std::memory_order_relaxed), impl_->bytes_sent.load(std::memory_order_relaxed)};
+          impl_->files_served.load(std::memory_order_relaxed), impl_->bytes_sent.load(std::memory_order_relaxed),
+          impl_->open_hits.load(std::memory_order_relaxed), impl_->open_misses.load(std::memory_order_relaxed),
+          impl_->precompressed_served.load(std::memory_order_relaxed)};
 }
 
 const StaticOptions& StaticFiles::options() const noexcept { return impl_->opt; }

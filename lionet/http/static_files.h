@@ -5,6 +5,11 @@
 //   CHUNK    read with pread in chunk_size pieces and sent Transfer-Encoding: chunked;
 //   SENDFILE Response::set_file: kernel sendfile on TCP, the TLS path under TLS;
 //   AUTO     MEMORY below memory_max, SENDFILE at or above sendfile_min, CHUNK in between.
+// Open-file cache: a resolved file keeps its fd, stat, ETag and Last-Modified (and, in MEMORY
+// mode, its bytes instead of the fd); a later request checks it with one stat of the path
+// (same inode, device, size and mtime, or it is resolved anew), or not at all within
+// open_file_cache_valid. Precompressed siblings (file.br / file.gz / file.zst) are served to
+// clients that accept them when the route lists the encodings.
 // Also: MIME type by extension, index file for directories (and 301 "/dir" -> "/dir/"), ETag
 // ("<size hex>-<mtime ns hex>") and Last-Modified with 304 on If-None-Match / If-Modified-Since,
 // a single byte Range (206, 416 with "Content-Range: bytes */size"; several ranges or a
@@ -24,6 +29,7 @@
 // Thread-safe: serve() runs concurrently in many connection fibers.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,6 +37,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
@@ -56,6 +63,21 @@ struct StaticOptions {
   std::size_t cache_bytes = 64 * 1024 * 1024;
   std::string index = "index.html";              // served for "dir/"          YAML: <route>.index
   bool follow_symlinks_outside_root = false;     //                YAML: <route>.follow_symlinks_outside_root
+  // Resolved files kept open (fd + stat + ETag) for later requests, LRU; 0 = none kept (every
+  // SENDFILE/CHUNK request opens its file). Files held in the MEMORY cache hold no fd.
+  //                                                                 YAML: <route>.open_file_cache
+  std::size_t open_file_cache = 1000;
+  // How long a cached file (open or in memory) is used without checking it. 0 = check it on
+  // every request with one stat of its path (a changed, replaced or removed file is seen on
+  // the next request); above 0 = nginx's open_file_cache_valid: changes are seen up to this
+  // late, and a request costs no file-system call.          YAML: <route>.open_file_cache_valid
+  std::chrono::milliseconds open_file_cache_valid{0};
+  // Encodings served from precompressed siblings, in the server's order of preference: "br"
+  // (file.br), "gzip" (file.gz), "zstd" (file.zst). A sibling is used when the client's
+  // Accept-Encoding allows it and it is not older than the file; the answer carries
+  // Content-Encoding, Vary: Accept-Encoding and an ETag of its own, and a Range counts the
+  // encoded bytes (as nginx's gzip_static). Empty = off.     YAML: <route>.precompressed
+  std::vector<std::string> precompressed;
   // Tests only: use the openat + realpath fallback even when openat2 exists.
   bool force_realpath_check = false;
 };
@@ -78,6 +100,9 @@ class StaticFiles {
 
   struct Stats {
     uint64_t memory_hits, memory_misses, files_served, bytes_sent_hint;
+    uint64_t open_cache_hits;    // requests answered from a cached resolution (fd or memory)
+    uint64_t open_cache_misses;  // requests that resolved the path (openat2 + fstat)
+    uint64_t precompressed_served;  // answers from a precompressed sibling
   };
   Stats stats() const;
 

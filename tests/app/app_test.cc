@@ -143,6 +143,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "key 'servers[0].routes[0]': a static route needs a root directory"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, mode: mmap}]}\n",
                       "key 'servers[0].routes[0].mode': unknown file mode 'mmap'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "precompressed: [gzip, deflate]}]}\n",
+                      "key 'servers[0].routes[0].precompressed': unknown encoding 'deflate' (expected br, gzip or zstd)"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "open_file_cache_valid: 2h}]}\n",
+                      "key 'servers[0].routes[0].open_file_cache_valid'"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], colour: blue}\n", "colour"},
         BrokenServers{"workers:\n  io: {threads: 2000}\n", "key 'workers.io.threads': must be in 0..1024"},
         BrokenServers{"workers:\n  main: {threads: 2}\n", "'main' is the scheduler.* pool"}));
