@@ -60,7 +60,8 @@ Connection::Connection(Stream& stream, const Handler& handler, const ServerOptio
       info_(info),
       cap_(std::max<size_t>(options.input_buffer, 1024)),
       parser_(options.limits),
-      write_timeout_(options.write_timeout) {
+      write_timeout_(options.write_timeout),
+      access_log_(options.access_log.get()) {
   buf_.reset(new char[cap_]);
   ChunkedDecoder::Limits cl;
   cl.max_body = options.limits.max_body_bytes;
@@ -120,6 +121,7 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
       return false;  // idle timeout, end of stream or error: close without a word
     }
   }
+  if (access_log_) request_start_ = now();  // the request's first byte is here
   if (first_request && options_.http2 && looks_like_http2_preface()) {
     // h2c with prior knowledge: take the whole preface (within header_timeout), then the
     // connection belongs to HTTP/2 (run() hands it over with the bytes read so far).
@@ -299,7 +301,8 @@ void Connection::build_head(bool keep_alive, bool chunked) {
   out_.append("\r\n");
 }
 
-Result<void> Connection::send_response(bool& keep_alive) {
+Result<void> Connection::send_response(bool& keep_alive, uint64_t& body_sent) {
+  body_sent = 0;
   bool has_body = status_has_body(response_.status());
   bool send_body = has_body && !request_.is_head();
   bool chunked = false;
@@ -325,24 +328,31 @@ Result<void> Connection::send_response(bool& keep_alive) {
       if (chunked) {  // for its trailers
         BodyWriter w(stream_, true, out_);
         w.set_trailers(&response_.trailer_block());
-        if (auto r = w.write(body); !r) return r;
+        auto r = w.write(body);
+        body_sent = w.bytes_written();
+        if (!r) return r;
         return w.finish();
       }
       iovec iov[2] = {{out_.data(), out_.size()}, {const_cast<char*>(body.data()), body.size()}};
       if (auto r = stream_.writev(iov, body.empty() ? 1 : 2); !r) return r.error();
+      body_sent = body.size();
       return {};
     }
     case Response::BodyType::kFile: {
       BodyWriter w(stream_, chunked, out_);
       w.set_trailers(&response_.trailer_block());
-      if (auto r = w.sendfile(response_.file_fd(), response_.file_offset(), response_.file_length()); !r) return r;
+      auto r = w.sendfile(response_.file_fd(), response_.file_offset(), response_.file_length());
+      body_sent = w.bytes_written();
+      if (!r) return r;
       return w.finish();
     }
     case Response::BodyType::kWriter: {
       BodyWriter w(stream_, chunked, out_);
       w.set_trailers(&response_.trailer_block());
       if (response_.writer()) {
-        if (auto r = response_.writer()(w); !r) return r;
+        auto r = response_.writer()(w);
+        body_sent = w.bytes_written();
+        if (!r) return r;
       }
       if (auto len = response_.body_size(); len && w.bytes_written() != *len) return errno_error(EIO);
       return w.finish();
@@ -365,7 +375,9 @@ void Connection::send_error(int status, const char* reason) noexcept {
     append_content_length(out_, body.size() + 1);
     out_.append("Connection: close\r\n\r\n").append(body).append("\n");
     stream_.set_timeouts(std::chrono::seconds(1), write_timeout_);
-    if (stream_.write(out_.data(), out_.size())) lingering_close();
+    const bool sent = stream_.write(out_.data(), out_.size()).ok();
+    if (access_log_) log_refused(status, sent ? body.size() + 1 : 0);
+    if (sent) lingering_close();
   } catch (...) {
   }
 }
@@ -397,12 +409,56 @@ void Connection::refuse(int status, const char* reason) {
   if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
   log_rejected(info_, status, reason);
   bool keep = false;
-  const bool sent = send_response(keep).ok();
+  uint64_t body_sent = 0;
+  const bool sent = send_response(keep, body_sent).ok();
+  if (access_log_) log_access(status, body_sent);
   response_.reset();
   if (sent) lingering_close();
 }
 
 void Connection::lingering_close() noexcept { http::lingering_close(stream_, buf_.get(), cap_, write_timeout_); }
+
+void Connection::fill_log_entry(AccessLogEntry& e, int status, uint64_t body_sent) noexcept {
+  if (!peer_known_) {  // one getpeername per connection, at its first line
+    peer_known_ = true;
+    if (info_ && info_->socket)
+      if (auto a = info_->socket->peer_address()) peer_.set(*a);
+  }
+  e.remote_addr = peer_.view();
+  e.status = status;
+  e.body_bytes_sent = body_sent;
+  e.request_time = now() - request_start_;
+  if (options_.tcp.name != "tcp") e.server = options_.tcp.name;
+}
+
+void Connection::log_access(int status, uint64_t body_sent) noexcept {
+  const RequestHead& h = parser_.head();
+  AccessLogEntry e;
+  fill_log_entry(e, status, body_sent);
+  e.method = h.method;
+  e.target = h.target;
+  e.protocol = h.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  e.referer = h.headers.get("Referer");
+  e.user_agent = h.headers.get("User-Agent");
+  access_log_->log(e);
+}
+
+// A head refused before it was parsed whole: its request line is the first line of the input
+// as received (up to its LF, CR dropped; the empty lines the parser skips are skipped), or "-"
+// if no line ended (a request line over max_request_line, a timeout in the middle of it).
+void Connection::log_refused(int status, uint64_t body_sent) noexcept {
+  std::string_view in = buf_ ? std::string_view(buf_.get() + r_, w_ - r_) : std::string_view();
+  while (in.starts_with("\r\n")) in.remove_prefix(2);
+  std::string_view line;
+  if (std::size_t eol = in.find('\n'); eol != std::string_view::npos) {
+    line = in.substr(0, eol);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+  }
+  AccessLogEntry e;
+  fill_log_entry(e, status, body_sent);
+  e.request_line = line;
+  access_log_->log(e);
+}
 
 bool Connection::handle_request() {
   ++served_;
@@ -425,7 +481,10 @@ bool Connection::handle_request() {
     response_.reply(500, "Internal Server Error\n");
     response_.set_close();
   }
-  if (stream_failed_) return false;
+  if (stream_failed_) {  // the client went away mid-body: no answer (nginx logs these 499)
+    if (access_log_) log_access(499, 0);
+    return false;
+  }
   if (body_error_status_) {
     // A handler that answered the body error with that very status keeps its own body (e.g. a
     // JSON error); anything else it set is replaced: the request was not read whole.
@@ -449,7 +508,9 @@ bool Connection::handle_request() {
       keep = false;
     }
   }
-  bool send_ok = send_response(keep).ok();
+  uint64_t body_sent = 0;
+  bool send_ok = send_response(keep, body_sent).ok();
+  if (access_log_) log_access(response_.status(), body_sent);
   response_.reset();  // drop file / cache references now, not at the next request
   if (!send_ok) return false;
   if (!keep) {

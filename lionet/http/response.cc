@@ -203,8 +203,8 @@ Result<void> BodyWriter::sendfile(int file_fd, off_t offset, size_t count) {
     if (!r) return r.error();
     if (*r == 0) return errno_error(EIO);  // the file is shorter than promised
     sent += *r;
+    written_ += *r;  // as it goes: a transfer that fails half-way reports what went out
   }
-  written_ += count;
   if (chunked_) {
     if (auto r = stream_.write("\r\n", 2); !r) return r.error();
   }

@@ -66,6 +66,8 @@ class BodyWriter {
   // Chunked: the trailer section after the last chunk is *t as it is then (the response's
   // trailer block, which the writer may still be adding to).
   void set_trailers(const std::string* t) noexcept { trailers_ = t; }
+  // Body bytes written so far (without chunk framing); after a failed sendfile, the part of
+  // the file that went out.
   uint64_t bytes_written() const noexcept { return written_; }
   Stream& stream() noexcept { return stream_; }
 

@@ -26,7 +26,9 @@
 //      moved or grown until the request is done (body bytes are read into its tail or straight
 //      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
 //   4. Send the response: head and body in one writev for memory bodies; head then sendfile
-//      for files; the writer with its first chunk in one writev.
+//      for files; the writer with its first chunk in one writev. Then its access log line, if
+//      ServerOptions::access_log is set (also for the answers to refused heads, before their
+//      lingering close; a handler's request whose client went away mid-body is logged 499).
 //   5. Discard an unread body (up to drain_body_max) to keep the connection; otherwise close.
 //      Pipelined requests already in the buffer are parsed without another read.
 //   Keep-alive ends on: the client's wish (version + Connection), Response::set_close(),
@@ -60,6 +62,8 @@ class SslContext;
 }  // namespace lionet
 
 namespace lionet::http {
+
+class AccessLog;
 
 // A handler runs in the connection's fiber and may block (read a file, call a Client, lock a
 // lionet::Mutex). It must not keep Request or Response past its return.
@@ -133,6 +137,11 @@ struct ServerOptions {
   // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
   // TcpServerOptions.
   TcpServerOptions tcp;
+  // The access log (access_log.h): one line per response, HTTP/1.1 and HTTP/2 alike, the
+  // answers the server itself gives to refused requests included (README "Access log"). Null =
+  // none (the default). Several servers may share one. Lines name the server by tcp.name
+  // (JSON "server") unless it is TcpServerOptions' default "tcp". YAML: servers[].access_log
+  std::shared_ptr<AccessLog> access_log;
 };
 
 // Counters of one Server (relaxed atomics: statistics only).

@@ -7,6 +7,13 @@
 // output is written in the order the session produced it. Waits (body bytes, writer room)
 // are on per-stream CondVars under mu_.
 //
+// Access log (ServerOptions::access_log): one line per stream that carried a request head, when
+// the stream ends (on_stream_close, or end() for the streams a dying connection leaves): the
+// status of the response submitted (or 499, nginx's "client closed request", for a stream
+// reset before its response; 400 for one refused as malformed), the DATA payload bytes framed
+// for it, and the time from its HEADERS frame. The fields the line reads are written under mu_
+// (status_sent, body_sent) or before the handler starts (the head), never the handler's Response.
+//
 // Lifetime: an H2Stream is shared by the streams_ map (until nghttp2 closes the stream) and
 // its handler fiber (until the handler's response is submitted and its writer is done). The
 // session dies after every handler fiber has finished (handlers_ WaitGroup); before that,
@@ -27,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/http/access_log.h"
 #include "lionet/http/detail/date_cache.h"
 #include "lionet/http/detail/field_block.h"
 #include "lionet/http/headers.h"
@@ -92,6 +100,13 @@ struct H2Stream final : http::detail::BodySource {
   bool pipe_eof = false;
   bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
   bool sending = false;   // a response body is submitted and its end not yet framed
+
+  // Access log (guarded by Session::mu_).
+  TimePoint started{};     // the request's HEADERS frame began
+  uint64_t body_sent = 0;  // DATA payload bytes framed
+  int status_sent = 0;     // the status of the response submitted (0: none)
+  int refused = 0;         // 400: refused as malformed, the handler never ran
+  bool logged = false;
   std::vector<std::string> resp_names;  // lowercased header names for the nv array
 
   std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
@@ -128,6 +143,8 @@ class Session {
 
  private:
   bool setup();
+  // The stream's access log line, once (mu_ held; see the top of the file).
+  void log_stream(H2Stream& st);
   // Writes what the session has to send (mu_ held). False once the connection is dead.
   bool flush();
   void end();  // mu_ held: every stream reset, waiters woken
@@ -196,6 +213,9 @@ class Session {
   uint32_t empty_frames_ = 0;
   TimePoint last_write_{};           // the last time flush() wrote bytes
   uint64_t conn_id_ = 0;             // for fiber names
+  http::AccessLog* const alog_ = c_.options.access_log.get();  // null: no access log
+  http::RemoteAddr peer_;            // the client, for the access log (looked up once)
+  bool peer_known_ = false;
 };
 
 std::atomic<uint64_t> g_connections{0};
@@ -377,6 +397,7 @@ bool Session::flush() {
 void Session::end() {
   dead_ = true;
   for (auto& [id, st] : streams_) {
+    log_stream(*st);
     st->reset = true;
     st->cv.notify_all();
   }
@@ -396,6 +417,7 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
   auto st = std::make_shared<H2Stream>();
   st->session = self;
   st->id = frame->hd.stream_id;
+  if (self->alog_) st->started = now();
   self->streams_[st->id] = std::move(st);
   if (self->o_.stats) self->o_.stats->streams.fetch_add(1, std::memory_order_relaxed);
   if (++self->streams_opened_ == self->o_.max_requests && !self->goaway_sent_) {
@@ -443,6 +465,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
       if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
         int refused = self->build_head(*st);
         if (refused == 400) {  // malformed request (RFC 9113 8.1.1): a stream error
+          st->refused = 400;
           nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR);
           return 0;
         }
@@ -507,6 +530,7 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user)
   auto* self = static_cast<Session*>(user);
   auto it = self->streams_.find(id);
   if (it == self->streams_.end()) return 0;
+  self->log_stream(*it->second);
   it->second->reset = true;
   it->second->cv.notify_all();
   self->streams_.erase(it);
@@ -582,6 +606,9 @@ int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* u
       case NGHTTP2_ENHANCE_YOUR_CALM: st.goaway_enhance_your_calm.fetch_add(1, std::memory_order_relaxed); break;
       default: st.goaway_other.fetch_add(1, std::memory_order_relaxed); break;
     }
+  }
+  if (frame->hd.type == NGHTTP2_DATA && self->alog_) {
+    if (auto st = self->find(frame->hd.stream_id)) st->body_sent += frame->hd.length - frame->data.padlen;
   }
   if (frame->hd.type == NGHTTP2_RST_STREAM) {
     if (self->reset_sent_.size() >= 64) self->reset_sent_.erase(self->reset_sent_.begin());
@@ -921,6 +948,7 @@ void Session::submit(H2Stream& st) {
   }
   st.sending = use != nullptr;
   int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
+  if (rv == 0) st.status_sent = status >= 100 && status <= 999 ? status : 500;
   if (rv != 0) {
     LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
     st.src = H2Stream::Src::kNone;
@@ -951,6 +979,34 @@ Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {
 }
 
 Result<size_t> WriterPipe::write(const void* buf, size_t n) { return st_->session->write_pipe(*st_, buf, n); }
+
+void Session::log_stream(H2Stream& st) {
+  if (!alog_ || st.logged) return;
+  st.logged = true;
+  if (!st.head_built && !st.refused) return;  // no request: refused after GOAWAY, over a header limit
+  if (!peer_known_) {
+    peer_known_ = true;
+    if (c_.info && c_.info->socket)
+      if (auto a = c_.info->socket->peer_address()) peer_.set(*a);
+  }
+  auto field = [&](int i) {
+    return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]);
+  };
+  http::AccessLogEntry e;
+  e.remote_addr = peer_.view();
+  e.method = field(st.method);
+  e.target = field(st.path);
+  e.protocol = "HTTP/2.0";  // as nginx writes it
+  e.status = st.status_sent ? st.status_sent : st.refused ? st.refused : 499;
+  e.body_bytes_sent = st.body_sent;
+  e.request_time = now() - st.started;
+  if (st.head_built) {
+    e.referer = st.head.headers.get("referer");
+    e.user_agent = st.head.headers.get("user-agent");
+  }
+  if (c_.options.tcp.name != "tcp") e.server = c_.options.tcp.name;
+  alog_->log(e);
+}
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "lionet/base/clock.h"
+#include "lionet/http/access_log.h"
 #include "lionet/http/chunked_decoder.h"
 #include "lionet/http/request.h"
 #include "lionet/http/request_parser.h"
@@ -63,7 +64,8 @@ class Connection final : public BodySource {
   void start_body();
   // Builds the head into out_ for the current response.
   void build_head(bool keep_alive, bool chunked);
-  Result<void> send_response(bool& keep_alive);
+  // body_sent: body bytes written (less than the body's size when a write failed).
+  Result<void> send_response(bool& keep_alive, uint64_t& body_sent);
   // Reads and discards the rest of the body; false if it cannot be done within the limits.
   bool drain_body();
   void send_error(int status, const char* reason) noexcept;
@@ -71,6 +73,11 @@ class Connection final : public BodySource {
   // if it keeps the status, else with send_error().
   void refuse(int status, const char* reason);
   void lingering_close() noexcept;
+  // The access log line of the current request (its head parsed), or of a refused one (the
+  // first line of the unread input, if it ended). Only with access_log_ set.
+  void log_access(int status, uint64_t body_sent) noexcept;
+  void log_refused(int status, uint64_t body_sent) noexcept;
+  void fill_log_entry(AccessLogEntry& e, int status, uint64_t body_sent) noexcept;
 
   Stream& stream_;
   const Handler& handler_;
@@ -100,5 +107,12 @@ class Connection final : public BodySource {
   std::size_t served_ = 0;
   std::optional<Duration> write_timeout_;
   bool handoff_ = false;  // the connection started with the HTTP/2 preface: run() hands it over
+
+  // Access log (null = off): the time the current request's first byte was seen, and the
+  // client's address, looked up at the first line of the connection.
+  AccessLog* const access_log_;
+  TimePoint request_start_{};
+  RemoteAddr peer_;
+  bool peer_known_ = false;
 };
 }  // namespace lionet::http::detail

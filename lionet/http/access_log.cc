@@ -1,0 +1,442 @@
+// lionet/http/access_log.cc: AccessLog (see access_log.h): the two line formats, the buffer and
+// its writer thread.
+//
+// Writer protocol (numbered for the comments below):
+//   1. log() appends under mu_; the append that takes the batch to half full sets kicked_ and,
+//      after releasing mu_, wakes the writer (wake_ under wake_mu_, so the wake cannot be lost
+//      between the writer's check and its wait).
+//   2. The writer waits on wake_cv_ for wake_, stop_ or flush_interval, then swaps active_
+//      with its empty spare_ under mu_ (clearing kicked_ and taking reopen_at_), and writes the
+//      batch outside every lock.
+//   3. reopen() records under mu_ how many bytes of the filling batch came before it; the
+//      writer writes those to the old fd, opens the path anew, and writes the rest to the new
+//      fd. Bytes of the batch being written when reopen() was called came before it too: they
+//      are finished on the old fd.
+//   4. The destructor sets stop_ and joins: the writer's last swap (after it saw stop_) takes
+//      every line logged before the destructor was called.
+#include "lionet/http/access_log.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "lionet/base/log_limiter.h"
+#include "lionet/log/log.h"
+#include "lionet/net/address.h"
+
+namespace lionet::http {
+namespace {
+
+const std::shared_ptr<spdlog::logger>& http_log() {
+  static const auto lg = log::get("http");
+  return lg;
+}
+
+// ---- formatting ---------------------------------------------------------------------------
+
+constexpr char kHex[] = "0123456789ABCDEF";
+
+// nginx's default escaping (ngx_http_log_escape): '"', '\' and bytes outside 0x20..0x7e.
+inline bool clf_escaped(unsigned char c) noexcept { return c < 0x20 || c >= 0x7f || c == '"' || c == '\\'; }
+
+void append_clf(std::string& out, std::string_view s) {
+  if (s.empty()) {
+    out.push_back('-');
+    return;
+  }
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (!clf_escaped(c)) continue;
+    out.append(s.data() + run, i - run);
+    const char esc[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    out.append(esc, 4);
+    run = i + 1;
+  }
+  out.append(s.data() + run, s.size() - run);
+}
+
+// Length of the valid UTF-8 sequence at s[i] (1..4), or 0 if the byte starts none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const std::size_t left = s.size() - i;
+  auto cont = [&](std::size_t k) { return (b(i + k) & 0xC0) == 0x80; };
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(i + 1) > 0x9F) return 0;   // UTF-16 surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;   // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// A JSON string's contents (without quotes): '"' and '\' escaped, control bytes and bytes
+// that are not valid UTF-8 as \u00XX.
+void append_json(std::string& out, std::string_view s) {
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      if (std::size_t n = utf8_sequence(s, i)) {
+        i += n;
+        continue;
+      }
+    }
+    out.append(s.data() + run, i - run);
+    if (c == '"' || c == '\\') {
+      const char esc[2] = {'\\', static_cast<char>(c)};
+      out.append(esc, 2);
+    } else {
+      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+      out.append(esc, 6);
+    }
+    run = ++i;
+  }
+  out.append(s.data() + run, s.size() - run);
+}
+
+void append_json_field(std::string& out, std::string_view key, std::string_view value) {
+  out.append(",\"").append(key).append("\":\"");
+  append_json(out, value);
+  out.push_back('"');
+}
+
+template <class T>
+void append_number(std::string& out, T v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, p);
+}
+
+// Seconds with millisecond resolution ("0.003"), as nginx's $request_time.
+void append_seconds(std::string& out, Duration d) {
+  long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  if (ms < 0) ms = 0;
+  append_number(out, ms / 1000);
+  const char frac[4] = {'.', static_cast<char>('0' + ms / 100 % 10), static_cast<char>('0' + ms / 10 % 10),
+                        static_cast<char>('0' + ms % 10)};
+  out.append(frac, 4);
+}
+
+// The second, formatted both ways, once per second per thread (like date_cache.cc's Date).
+struct LocalTime {
+  std::time_t second = -1;
+  char clf[40];  // 10/Oct/2000:13:55:36 +0000
+  int clf_len = 0;
+  char iso[40];  // 2000-10-10T13:55:36+00:00
+  int iso_len = 0;
+};
+
+void fill_time(LocalTime& t, std::time_t when) {
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  struct tm tm;
+  localtime_r(&when, &tm);
+  const long off = tm.tm_gmtoff;
+  const char sign = off < 0 ? '-' : '+';
+  const long a = off < 0 ? -off : off;
+  const int oh = static_cast<int>(a / 3600), om = static_cast<int>(a % 3600 / 60);
+  t.clf_len = std::snprintf(t.clf, sizeof t.clf, "%02d/%s/%04d:%02d:%02d:%02d %c%02d%02d", tm.tm_mday,
+                            kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, sign, oh, om);
+  t.iso_len = std::snprintf(t.iso, sizeof t.iso, "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d", tm.tm_year + 1900,
+                            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, sign, oh, om);
+  t.second = when;
+}
+
+// Valid until the calling thread's next call (no fiber switch happens while a line is formatted).
+const LocalTime& cached_time(std::time_t when) {
+  thread_local LocalTime t;
+  if (t.second != when) fill_time(t, when);
+  return t;
+}
+
+void format_line(AccessLogFormat format, const AccessLogEntry& e, const LocalTime& t, std::string& out) {
+  if (format == AccessLogFormat::kCombined) {
+    append_clf(out, e.remote_addr);
+    out.append(" - - [").append(t.clf, static_cast<std::size_t>(t.clf_len)).append("] \"");
+    if (!e.method.empty()) {
+      append_clf(out, e.method);
+      out.push_back(' ');
+      append_clf(out, e.target);
+      out.push_back(' ');
+      append_clf(out, e.protocol);
+    } else {
+      append_clf(out, e.request_line);
+    }
+    out.append("\" ");
+    append_number(out, e.status);
+    out.push_back(' ');
+    append_number(out, e.body_bytes_sent);
+    out.append(" \"");
+    append_clf(out, e.referer);
+    out.append("\" \"");
+    append_clf(out, e.user_agent);
+    out.append("\" ");
+    append_seconds(out, e.request_time);
+    out.push_back('\n');
+    return;
+  }
+  std::string_view method = e.method, uri = e.target, protocol = e.protocol;
+  if (method.empty()) {  // a refused request: its raw line, split at its first two spaces
+    std::string_view line = e.request_line;
+    const std::size_t a = line.find(' ');
+    method = line.substr(0, a);
+    if (a != std::string_view::npos) {
+      line.remove_prefix(a + 1);
+      const std::size_t b = line.find(' ');
+      uri = line.substr(0, b);
+      if (b != std::string_view::npos) protocol = line.substr(b + 1);
+    }
+  }
+  out.append("{\"time\":\"").append(t.iso, static_cast<std::size_t>(t.iso_len)).push_back('"');
+  append_json_field(out, "remote_addr", e.remote_addr);
+  append_json_field(out, "method", method);
+  append_json_field(out, "uri", uri);
+  append_json_field(out, "protocol", protocol);
+  out.append(",\"status\":");
+  append_number(out, e.status);
+  out.append(",\"body_bytes_sent\":");
+  append_number(out, e.body_bytes_sent);
+  out.append(",\"request_time\":");
+  append_seconds(out, e.request_time);
+  append_json_field(out, "referer", e.referer);
+  append_json_field(out, "user_agent", e.user_agent);
+  if (!e.server.empty()) append_json_field(out, "server", e.server);
+  out.append("}\n");
+}
+
+// ---- files --------------------------------------------------------------------------------
+
+bool is_stdout(const std::string& path) { return path == "stdout"; }
+
+// Opens path for appending, creating its parent directories; -1 with ec set on failure.
+int open_append(const std::string& path, std::error_code& ec) noexcept {
+  namespace fs = std::filesystem;
+  try {
+    const fs::path p(path);
+    if (p.has_parent_path()) {
+      fs::create_directories(p.parent_path(), ec);
+      if (ec) return -1;
+    }
+  } catch (const std::exception&) {
+    ec = std::make_error_code(std::errc::not_enough_memory);
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) ec = std::error_code(errno, std::system_category());
+  return fd;
+}
+
+LogLimiter g_write_error_log;
+}  // namespace
+
+std::optional<AccessLogFormat> parse_access_log_format(std::string_view s) noexcept {
+  if (s == "combined") return AccessLogFormat::kCombined;
+  if (s == "json") return AccessLogFormat::kJson;
+  return std::nullopt;
+}
+
+const char* to_string(AccessLogFormat f) noexcept { return f == AccessLogFormat::kJson ? "json" : "combined"; }
+
+void RemoteAddr::set(const Address& a) noexcept {
+  len_ = 0;
+  const void* ip = nullptr;
+  if (a.family() == AF_INET) {
+    ip = &reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr;
+  } else if (a.family() == AF_INET6) {
+    ip = &reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr())->sin6_addr;
+  } else if (a.family() == AF_UNIX) {
+    std::memcpy(buf_, "unix:", 5);  // nginx's $remote_addr for a Unix-socket client
+    len_ = 5;
+    return;
+  }
+  if (ip && ::inet_ntop(a.family(), ip, buf_, sizeof buf_)) len_ = std::strlen(buf_);
+}
+
+void AccessLog::format(AccessLogFormat format, const AccessLogEntry& e, std::time_t when, std::string& out) {
+  LocalTime t;
+  fill_time(t, when);
+  format_line(format, e, t, out);
+}
+
+AccessLog::AccessLog(AccessLogOptions options) : options_(std::move(options)), half_(options_.buffer_bytes / 2) {
+  if (options_.path.empty()) throw std::invalid_argument("access log: the path is empty (a file, or \"stdout\")");
+  if (options_.buffer_bytes < 1024) {
+    throw std::invalid_argument("access log '" + options_.path + "': buffer_bytes must be at least 1024");
+  }
+  if (options_.flush_interval <= Duration::zero()) {
+    throw std::invalid_argument("access log '" + options_.path + "': flush_interval must be positive");
+  }
+  if (is_stdout(options_.path)) {
+    fd_ = STDOUT_FILENO;
+  } else {
+    std::error_code ec;
+    fd_ = open_append(options_.path, ec);
+    if (fd_ < 0) throw std::system_error(ec, "access log '" + options_.path + "'");
+    owns_fd_ = true;
+  }
+  active_.data.reset(new char[options_.buffer_bytes]);
+  spare_.data.reset(new char[options_.buffer_bytes]);
+  // The writer takes no signal: SIGPIPE from a closed pipe becomes EPIPE (counted), and the
+  // process's signals (SIGHUP, SIGTERM) go to the threads that wait for them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    writer_ = std::thread([this] { run(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (owns_fd_) ::close(fd_);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+AccessLog::~AccessLog() {
+  {
+    std::lock_guard<std::mutex> lk(wake_mu_);
+    stop_ = true;
+  }
+  wake_cv_.notify_one();
+  writer_.join();
+  if (owns_fd_) ::close(fd_);
+}
+
+void AccessLog::log(const AccessLogEntry& e) noexcept {
+  thread_local std::string scratch;  // keeps its capacity: no allocation per line once warm
+  try {
+    scratch.clear();
+    format_line(options_.format, e, cached_time(::time(nullptr)), scratch);
+  } catch (...) {  // out of memory growing the scratch string
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  bool kick = false;
+  {
+    std::lock_guard<SpinLock> lk(mu_);
+    if (active_.size + scratch.size() <= options_.buffer_bytes) {
+      std::memcpy(active_.data.get() + active_.size, scratch.data(), scratch.size());
+      active_.size += scratch.size();
+      if (!kicked_ && active_.size >= half_) kick = kicked_ = true;  // protocol 1
+    } else {
+      kick = !kicked_;
+      kicked_ = true;
+      scratch.clear();  // marks the drop below
+    }
+  }
+  if (scratch.empty()) dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (kick) wake();
+}
+
+void AccessLog::reopen() noexcept {
+  if (!owns_fd_) return;  // stdout (owns_fd_ is set before the writer starts and never changes)
+  {
+    std::lock_guard<SpinLock> lk(mu_);
+    if (reopen_at_ == kNoReopen) reopen_at_ = active_.size;  // protocol 3
+  }
+  wake();
+}
+
+AccessLogStats AccessLog::stats() const noexcept {
+  return {written_.load(std::memory_order_relaxed), dropped_.load(std::memory_order_relaxed),
+          errors_.load(std::memory_order_relaxed)};
+}
+
+void AccessLog::wake() noexcept {
+  {
+    std::lock_guard<std::mutex> lk(wake_mu_);
+    wake_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+void AccessLog::run() noexcept {
+  pthread_setname_np(pthread_self(), "lionet-alog");
+  for (;;) {
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lk(wake_mu_);  // protocol 2
+      wake_cv_.wait_for(lk, options_.flush_interval, [this] { return wake_ || stop_; });
+      wake_ = false;
+      stop = stop_;
+    }
+    std::size_t reopen_at = kNoReopen;
+    {
+      std::lock_guard<SpinLock> lk(mu_);
+      std::swap(active_, spare_);
+      kicked_ = false;
+      reopen_at = reopen_at_;
+      reopen_at_ = kNoReopen;
+    }
+    if (reopen_at != kNoReopen) {  // protocol 3
+      write_out(spare_.data.get(), reopen_at);
+      reopen_now();
+      write_out(spare_.data.get() + reopen_at, spare_.size - reopen_at);
+    } else {
+      write_out(spare_.data.get(), spare_.size);
+    }
+    spare_.size = 0;
+    if (stop) return;  // protocol 4
+  }
+}
+
+void AccessLog::write_out(const char* p, std::size_t n) noexcept {
+  const char* const begin = p;
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : EIO;
+      const auto lost = static_cast<uint64_t>(std::count(p, p + n, '\n'));
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      dropped_.fetch_add(lost, std::memory_order_relaxed);
+      uint64_t held = 0;
+      if (g_write_error_log.admit(held)) {
+        LIONET_LOG_ERROR(http_log(), "access log '{}': write failed: {} ({} line(s) lost; {} more failed writes)",
+                         options_.path, std::strerror(err), lost, held);
+      }
+      break;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  written_.fetch_add(static_cast<uint64_t>(std::count(begin, p, '\n')), std::memory_order_relaxed);
+}
+
+void AccessLog::reopen_now() noexcept {
+  std::error_code ec;
+  const int fd = open_append(options_.path, ec);
+  if (fd < 0) {
+    LIONET_LOG_ERROR(http_log(), "access log '{}': reopen failed: {}; still writing to the file opened before",
+                     options_.path, ec.message());
+    return;
+  }
+  ::close(fd_);
+  fd_ = fd;
+}
+}  // namespace lionet::http
