@@ -7,6 +7,8 @@
 #   2. Connection: close: 1 KiB and 64 KiB, 16 connections, LioNet auto vs nginx, with server
 #      CPU per request (utime+stime from /proc of the server and its children), because wrk
 #      saturates first.
+#   2b. HTTPS keep-alive: the same servers with TLS (LioNet's --tls-port, nginx's TLS server, the
+#      same certificate), wrk over https, 16 connections: 1 KiB and 1 MiB requests/s.
 #   3. Per mode: LioNet memory 1 KiB, chunk 1 MiB, sendfile 1 MiB / 10 MiB vs the Go net/http
 #      server's same mode (GOMAXPROCS=1) and vs nginx (CHUNK target >= 0.8x nginx MB/s at 1 MiB).
 #   4. bench/B2-FileTransfer with nginx as its --ref over the same files.
@@ -18,7 +20,7 @@
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR
 #   (bench/reference), REF_OUT (/tmp/lionet-ref). Needs wrk, nginx and go.
 # --quick: RUNS=1 SECS=1 unless set, and B2 --quick (a smoke run; figures indicative only).
-# Last line: RESULT ka16_1k_ratio=.. ka16_64k_ratio=.. ... close16_1k_ratio=.. errors=N
+# Last line: RESULT ka16_1k_ratio=.. ka16_64k_ratio=.. ... tls16_1k_ratio=.. tls16_1m_ratio=.. close16_1k_ratio=.. errors=N
 BENCH="http"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
@@ -36,6 +38,8 @@ chmod 755 "$tmp"  # nginx workers run as an unprivileged user
 root=$tmp/www; mkdir -p "$root"; chmod 755 "$root"
 for f in 1k:1024 64k:65536 1m:1048576 10m:10485760; do head -c "${f##*:}" /dev/urandom >"$root/${f%%:*}.bin"; done
 chmod 644 "$root"/*.bin
+read -r cert key < <(scripts/make-test-cert.sh "$tmp/tls")
+chmod 644 "$key"  # nginx's worker reads it after dropping privileges
 errors=0
 summary="RESULT"
 bench_warm
@@ -116,6 +120,33 @@ for f in 1k 64k; do
   echo "close $f lionet=$mm nginx=$nn ratio=$r cpu_us/req lionet=$mc nginx=$nc"
 done
 
+# ---- 2b. HTTPS keep-alive ------------------------------------------------------------------
+# one_tls KIND PATH CONNS -> req/s over https (0 with errors); KIND: nginx | lionet
+one_tls() {
+  local port tport rps
+  port=$(free_port); tport=$(free_port)
+  case "$1" in
+    nginx) "$nginx_run" "$root" "$port" "$tport" "$cert" "$key" >/dev/null 2>&1 & SERVER_PID=$!; wait_port "$tport" || true ;;
+    lionet) start_server "$server $root $port --mode auto --threads 1 --tls-port $tport --cert $cert --key $key" "$tport" ;;
+  esac
+  read -r rps _ < <(wrk_run "https://127.0.0.1:$tport/$2" "$3" ka)
+  stop_server
+  echo "$rps"
+}
+tls_rows=()
+for f in 1k 1m; do
+  m=(); n=()
+  for _ in $(seq "$RUNS"); do
+    n+=("$(one_tls nginx "$f.bin" 16)")
+    m+=("$(one_tls lionet "$f.bin" 16)")
+  done
+  for v in "${m[@]}" "${n[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
+  mm=$(col "${m[@]}"); nn=$(col "${n[@]}"); r=$(ratio "$mm" "$nn")
+  tls_rows+=("| HTTPS keep-alive | 16 | $f | $mm | $nn | $r | ${m[*]} / ${n[*]} |")
+  summary="$summary tls16_${f}_ratio=$r"
+  echo "https keep-alive conns=16 $f lionet=$mm nginx=$nn ratio=$r  (runs: ${m[*]} | ${n[*]})"
+done
+
 # ---- 3. per mode vs Go and nginx -----------------------------------------------------------
 mode_rows=()
 for cfg in "memory:mem:1k" "chunk:chunk:64k" "chunk:chunk:1m" "sendfile:sendfile:1m" "sendfile:sendfile:10m"; do
@@ -166,6 +197,7 @@ note=""
   echo "| Connection | Conns | File | LioNet req/s | nginx req/s | ratio | runs (LioNet / nginx) |"
   echo "|---|---:|---|---:|---:|---:|---|"
   printf '%s\n' "${ka_rows[@]}"
+  printf '%s\n' "${tls_rows[@]}"
   echo
   echo "| Connection | Conns | File | LioNet req/s | nginx req/s | ratio | LioNet CPU us/req | nginx CPU us/req | runs |"
   echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
