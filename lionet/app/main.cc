@@ -13,12 +13,12 @@
 //  4. configure logging, build the Runtime (pools, storage, servers: app/runtime.h); a start-up
 //     failure (port in use, bad certificate, unreadable root, storage) -> one line on stderr
 //     naming the server and the cause, exit 1;
-//  5. wait for signals: SIGHUP reloads the configuration and reopens the log files (log changes
-//     apply at once; other changes are reported as needing a restart; a bad file is logged and
-//     ignored); SIGQUIT writes the fiber dump of every scheduler to stderr and goes on;
-//     SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for app.shutdown_timeout,
-//     flush storage, stop the pools) on another thread and exit 0 when it is done; a second
-//     SIGINT/SIGTERM meanwhile exits at once with status 1.
+//  5. wait for signals: SIGHUP reloads the configuration and reopens the log files and the
+//     access logs (log changes apply at once; other changes are reported as needing a restart;
+//     a bad file is logged and ignored); SIGQUIT writes the fiber dump of every scheduler to
+//     stderr and goes on; SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for
+//     app.shutdown_timeout, flush storage, stop the pools) on another thread and exit 0 when it
+//     is done; a second SIGINT/SIGTERM meanwhile exits at once with status 1.
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -156,6 +156,10 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
         LIONET_LOG_INFO(lg, "SIGHUP: log files reopened");
       } catch (const std::exception& e) {
         LIONET_LOG_ERROR(lg, "log files not reopened: {}", e.what());
+      }
+      // Access logs: each writer thread opens its file anew (a failure is logged there).
+      if (const std::size_t n = runtime.reopen_access_logs(); n > 0) {
+        LIONET_LOG_INFO(lg, "SIGHUP: reopening {} access log file(s)", n);
       }
     } else if (stopper.joinable()) {
       LIONET_LOG_WARN(lg, "{} again during shutdown: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");

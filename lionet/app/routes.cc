@@ -208,6 +208,21 @@ std::string render_metrics(const Runtime::Impl& im) {
   for (const auto& s : im.servers)
     if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
 
+  if (!im.access_logs.empty()) {
+    // Per file, not per server: servers naming one file share one log and one buffer.
+    auto log_family = [&](const char* name, const char* help, uint64_t http::AccessLogStats::*field) {
+      w.family(name, "counter", help);
+      for (const auto& [path, log] : im.access_logs) w.sample(name, L{{"path", path}}, log->stats().*field);
+    };
+    log_family("lionet_access_log_lines_total", "Access log lines written to the file (servers naming one file share it).",
+               &http::AccessLogStats::lines_written);
+    log_family("lionet_access_log_dropped_total",
+               "Access log lines lost: the buffer was full (the writer could not keep up) or a write failed.",
+               &http::AccessLogStats::lines_dropped);
+    log_family("lionet_access_log_write_errors_total", "Failed writes to the access log file.",
+               &http::AccessLogStats::write_errors);
+  }
+
   if (im.store) {
     const StorageApiStats& st = im.storage_stats;
     auto one = [&](const char* name, const char* help, const Counter& c) {

@@ -125,6 +125,7 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
       run->router = build_router(im, *run);
       http::ServerOptions ho = http_options(sc, &run->h2);
       ho.refusal = run->router->refusal_handler();  // routes word their refusals (storage: JSON)
+      if (sc.access_log) ho.access_log = im.access_log(sc);
       run->http = std::make_unique<http::Server>(io, instrument(run->router->handler(), run->m), std::move(ho));
       std::shared_ptr<SslContext> tls = sc.type == "https" ? tls_context(sc) : nullptr;
       run->http->set_stream_factory(counting_factory(tls, run->m), tls != nullptr);
@@ -153,6 +154,11 @@ void Runtime::start() {
 }
 
 bool Runtime::stop(std::chrono::milliseconds drain) { return impl_->shutdown(drain); }
+
+std::size_t Runtime::reopen_access_logs() {
+  for (auto& [path, log] : impl_->access_logs) log->reopen();
+  return impl_->access_logs.size();
+}
 
 Scheduler& Runtime::main_scheduler() const { return *impl_->pool("main").sched; }
 const char* Runtime::main_io_backend() const { return impl_->pool("main").backend(); }
@@ -246,6 +252,7 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
     if (auto r = store->flush(); !r) LIONET_LOG_ERROR(lg, "shutdown: storage flush failed: {}", r.error().message());
     store.reset();
   }
+  access_logs.clear();  // the servers' references went with them: each log writes out and closes
   // 4.
   for (auto& p : pools) p->sched->stop();
   for (auto& p : pools) p->sched.reset();  // its IO driver goes with it
@@ -263,6 +270,24 @@ Pool& Runtime::Impl::pool(const std::string& name) {
   p->sched = std::make_unique<Scheduler>(std::move(so));
   pools.push_back(std::move(p));
   return *pools.back();
+}
+
+std::shared_ptr<http::AccessLog> Runtime::Impl::access_log(const ServerConfig& c) {
+  const AccessLogConfig& a = *c.access_log;
+  auto& log = access_logs[access_log_key(a.path)];
+  if (log) return log;
+  http::AccessLogOptions o;
+  o.path = a.path;
+  o.format = http::parse_access_log_format(a.format).value_or(http::AccessLogFormat::kCombined);  // validated
+  o.buffer_bytes = a.buffer_bytes;
+  o.flush_interval = a.flush_interval;
+  try {
+    log = std::make_shared<http::AccessLog>(std::move(o));
+  } catch (const std::exception& e) {
+    access_logs.erase(access_log_key(a.path));
+    fail("server '" + c.name + "': " + e.what());
+  }
+  return log;
 }
 
 void Runtime::Impl::open_store() {

@@ -17,7 +17,8 @@
 //      kept-alive connections end after their current request (Connection: close).
 //   2. Past the deadline, the remaining connections are closed (TcpServer's protocol).
 //   3. The Store is flushed (fdatasync of every partition) and closed: every record that was
-//      acknowledged (under any flush policy) is on disk.
+//      acknowledged (under any flush policy) is on disk. The access logs write out every line
+//      they hold and close.
 //   4. Each pool's scheduler stops (waits for its fibers), then the scheduler object goes, its
 //      IO driver with it.
 #pragma once
@@ -57,6 +58,9 @@ class Runtime {
 
   // The Prometheus text of /metrics (any thread).
   std::string metrics_text() const;
+  // SIGHUP (logrotate): every access log file is opened anew by its writer thread (lines
+  // logged before this call go to the old file). Returns how many logs there are. Any thread.
+  std::size_t reopen_access_logs();
   // The pool "main" (scheduler.*), e.g. to run a fiber on it.
   Scheduler& main_scheduler() const;
   const char* main_io_backend() const;

@@ -2,6 +2,7 @@
 // several entries. Defaults come from the structs, so docs and code cannot drift apart.
 #include "lionet/app/server_config.h"
 
+#include <filesystem>
 #include <set>
 
 #include "lionet/net/address.h"
@@ -23,9 +24,14 @@ std::string at(std::size_t i, const ServerConfig& s) {
 }
 }  // namespace
 
+std::string access_log_key(const std::string& path) {
+  return path == "stdout" ? path : std::filesystem::path(path).lexically_normal().string();
+}
+
 std::optional<std::string> check_servers(const std::vector<ServerConfig>& servers,
                                          const std::map<std::string, WorkerPoolConfig>& pools) {
   std::map<std::string, std::size_t> used;  // canonical listen address -> server index
+  std::map<std::string, std::size_t> access_logs;  // access_log_key -> first server writing it
   std::set<std::string> names;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerConfig& s = servers[i];
@@ -39,6 +45,18 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
     if (s.type == "https" && !s.tls) return key + ".tls: an https server needs tls.cert and tls.key";
     if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
     if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
+    if (s.access_log) {
+      if (s.type == "echo") return key + ".access_log: only http and https servers write an access log";
+      auto [it, fresh] = access_logs.emplace(access_log_key(s.access_log->path), i);
+      const AccessLogConfig& first = *servers[it->second].access_log;  // the path may be spelt otherwise
+      if (!fresh && (first.format != s.access_log->format || first.buffer_bytes != s.access_log->buffer_bytes ||
+                     first.flush_interval != s.access_log->flush_interval)) {
+        return key + ".access_log: '" + s.access_log->path + "' is also the access log of " +
+               at(it->second, servers[it->second]) +
+               " with other settings; servers sharing a file share one log: give it the same format, buffer_bytes "
+               "and flush_interval";
+      }
+    }
     for (std::size_t j = 0; j < s.listen.size(); ++j) {
       auto a = Address::parse(s.listen[j]);
       const std::string lkey = key + ".listen[" + std::to_string(j) + "]";
@@ -68,6 +86,7 @@ namespace {
   throw e;
 }
 }  // namespace
+using app::AccessLogConfig;
 using app::RouteConfig;
 using app::ServerConfig;
 using app::TlsConfig;
@@ -192,13 +211,41 @@ YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) {
   return n;
 }
 
+AccessLogConfig ConfigTraits<AccessLogConfig>::from_yaml(const YAML::Node& n) {
+  expect_keys(n, {"path", "format", "buffer_bytes", "flush_interval"});
+  AccessLogConfig a;
+  a.path = required_field<std::string>(n, "path");
+  read_field(n, "format", a.format);
+  read_field(n, "buffer_bytes", a.buffer_bytes);
+  read_field(n, "flush_interval", a.flush_interval);
+  if (a.path.empty()) field_error(n, "path", "needs stdout or a file path");
+  if (!http::parse_access_log_format(a.format)) {
+    field_error(n, "format", "unknown access log format '" + a.format + "' (expected combined or json)");
+  }
+  if (a.buffer_bytes < 4096 || a.buffer_bytes > (std::size_t{1} << 30)) {
+    field_error(n, "buffer_bytes", "must be in 4096..1073741824");
+  }
+  if (a.flush_interval.count() < 1 || a.flush_interval.count() > 3600000) {
+    field_error(n, "flush_interval", "must be in 1ms..3600000ms");
+  }
+  return a;
+}
+YAML::Node ConfigTraits<AccessLogConfig>::to_yaml(const AccessLogConfig& a) {
+  YAML::Node n;
+  n["path"] = a.path;
+  n["format"] = a.format;
+  n["buffer_bytes"] = a.buffer_bytes;
+  n["flush_interval"] = encode(a.flush_interval);
+  return n;
+}
+
 ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "idle_timeout", "header_timeout",
                   "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
                   "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
                   "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
-                  "http2_max_outbound_ack", "tls", "routes"});
+                  "http2_max_outbound_ack", "tls", "access_log", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -228,6 +275,7 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "http2_max_empty_frames", s.http2_max_empty_frames);
   read_field(n, "http2_max_outbound_ack", s.http2_max_outbound_ack);
   read_field(n, "tls", s.tls);
+  read_field(n, "access_log", s.access_log);
   read_field(n, "routes", s.routes);
   if (s.max_connections < 1 || s.max_connections > 1000000) {
     field_error(n, "max_connections", "must be in 1..1000000");
@@ -277,6 +325,7 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["http2_max_empty_frames"] = s.http2_max_empty_frames;
   n["http2_max_outbound_ack"] = s.http2_max_outbound_ack;
   if (s.tls) n["tls"] = encode(*s.tls);
+  if (s.access_log) n["access_log"] = encode(*s.access_log);
   if (!s.routes.empty()) n["routes"] = encode(s.routes);
   return n;
 }

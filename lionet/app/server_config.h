@@ -1,10 +1,11 @@
 // lionet/app/server_config.h: the `workers:` and `servers:` sections of the lionet binary's
 // configuration, as plain structs with their YAML conversion.
 //
-// Owns: WorkerPoolConfig, RouteConfig, TlsConfig, ServerConfig, their ConfigTraits (unknown
-// fields and bad values are errors at their line), and check_servers() for the rules that
-// span several entries (duplicate listen addresses, pools that do not exist, https without a
-// certificate). Must not: start anything (app/servers.cc turns these into running servers).
+// Owns: WorkerPoolConfig, RouteConfig, TlsConfig, AccessLogConfig, ServerConfig, their
+// ConfigTraits (unknown fields and bad values are errors at their line), and check_servers()
+// for the rules that span several entries (duplicate listen addresses, pools that do not
+// exist, https without a certificate, one access log file given two settings). Must not:
+// start anything (app/servers.cc turns these into running servers).
 //
 // YAML shape (conf/server.yml documents every field):
 //   workers:                       # named schedulers; "main" always exists (scheduler.* keys)
@@ -18,6 +19,7 @@
 //         - {path: /, type: static, root: examples/www, mode: auto}
 //         - {path: /topics, type: storage}
 //         - {path: /metrics, type: metrics}
+//       access_log: {path: var/log/access.log, format: combined}   # http(s); absent = none
 #pragma once
 
 #include <chrono>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "lionet/config/traits.h"
+#include "lionet/http/access_log.h"
 
 namespace lionet::app {
 
@@ -74,6 +77,17 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// servers[].access_log (http, https): lionet::http::AccessLogOptions. Servers naming the same
+// path share one log (and must give it the same settings).
+struct AccessLogConfig {
+  std::string path;                  // "stdout" or a file (parent directories are created)
+  std::string format = "combined";   // combined | json
+  std::size_t buffer_bytes = http::AccessLogOptions{}.buffer_bytes;  // 4096..1073741824
+  std::chrono::milliseconds flush_interval =                          // 1ms..3600000ms
+      std::chrono::duration_cast<std::chrono::milliseconds>(http::AccessLogOptions{}.flush_interval);
+  bool operator==(const AccessLogConfig&) const = default;
+};
+
 struct ServerConfig {
   std::string name;
   std::string type;                     // http | https | echo
@@ -101,6 +115,7 @@ struct ServerConfig {
   uint32_t http2_max_empty_frames = 1000;    // empty DATA frames per connection
   uint32_t http2_max_outbound_ack = 1000;    // SETTINGS/PING ACKs queued unsent
   std::optional<TlsConfig> tls;         // required for https
+  std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
   std::vector<RouteConfig> routes;      // http(s) only
   bool operator==(const ServerConfig&) const = default;
 };
@@ -109,6 +124,9 @@ struct ServerConfig {
 // ("servers[1].listen[0]: 127.0.0.1:8080 is already used by servers[0] (web)").
 std::optional<std::string> check_servers(const std::vector<ServerConfig>& servers,
                                          const std::map<std::string, WorkerPoolConfig>& pools);
+// The file an access_log.path names, for sharing: "stdout", or the path lexically normalised
+// ("var/log/../log/a.log" and "var/log/a.log" are one log).
+std::string access_log_key(const std::string& path);
 }  // namespace lionet::app
 
 template <>
@@ -125,6 +143,11 @@ template <>
 struct lionet::config::ConfigTraits<lionet::app::TlsConfig> {
   static app::TlsConfig from_yaml(const YAML::Node& n);
   static YAML::Node to_yaml(const app::TlsConfig& t);
+};
+template <>
+struct lionet::config::ConfigTraits<lionet::app::AccessLogConfig> {
+  static app::AccessLogConfig from_yaml(const YAML::Node& n);
+  static YAML::Node to_yaml(const app::AccessLogConfig& a);
 };
 template <>
 struct lionet::config::ConfigTraits<lionet::app::ServerConfig> {

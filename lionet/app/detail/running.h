@@ -1,7 +1,8 @@
 // lionet/app/detail/running.h: the objects behind lionet::app::Runtime, shared by runtime.cc
 // (build, start, stop) and routes.cc (routes, instrumentation, /metrics).
 //
-// Owns: Pool, ServerMetrics, Running, Runtime::Impl. Must not be included outside app/.
+// Owns: Pool, ServerMetrics, Running, Runtime::Impl (which owns the access logs, one per file).
+// Must not be included outside app/.
 // Member order matters: each struct's members are destroyed bottom-up, so a server goes before
 // the router its handler points into, and servers before the store and pools they use.
 #pragma once
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,7 @@
 #include "lionet/app/runtime.h"
 #include "lionet/app/storage_api.h"
 #include "lionet/base/metrics.h"
+#include "lionet/http/access_log.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http2/server.h"
@@ -67,6 +70,9 @@ struct Runtime::Impl {
   ~Impl();
   Pool& pool(const std::string& name);  // creates it on first use
   void open_store();
+  // The access log of c.access_log's file: made on first use, then shared by every server
+  // naming that file (check_servers made sure they agree on its settings). Throws StartupError.
+  std::shared_ptr<http::AccessLog> access_log(const ServerConfig& c);
   bool shutdown(std::chrono::milliseconds drain);
 
   const AppConfig& config;
@@ -74,6 +80,8 @@ struct Runtime::Impl {
   std::vector<std::unique_ptr<Pool>> pools;
   std::unique_ptr<storage::Store> store;
   StorageApiStats storage_stats;
+  // access_log_key(path) -> the log; the servers hold it too, so it outlives them either way.
+  std::map<std::string, std::shared_ptr<http::AccessLog>> access_logs;
   std::vector<std::unique_ptr<Running>> servers;  // last: destroyed first
   std::mutex stop_mu;
   bool stopped = false;  // under stop_mu
