@@ -4,7 +4,11 @@
 //
 //   http_hello_server PORT [--threads N] [--backend epoll|io_uring] [--max-connections N]
 //                     [--header-timeout-ms MS] [--accept-batch N] [--http2]
+//                     [--access-log PATH] [--access-log-format combined|json]
 // --http2: h2c with prior knowledge beside HTTP/1.1 (lionet/http2).
+// --access-log: one line per response into PATH (or "stdout"), lionet/http/access_log.h with
+// its defaults (1 MiB buffer, 1 s flush interval); off unless given (scripts/bench-http-hello.sh
+// measures the cost: "access log on vs off").
 //
 // Defaults: 1 worker, epoll, ServerOptions' connection limit (none) and header timeout; the
 // last two are there for scripts/abuse.sh (flood and slowloris). Runs until SIGINT/SIGTERM, then stops gracefully and prints
@@ -15,6 +19,7 @@
 #include <string>
 
 #include "bench/common/server_main.h"
+#include "lionet/http/access_log.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http2/server.h"
@@ -23,7 +28,8 @@ namespace {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--max-connections N] "
-               "[--header-timeout-ms MS] [--accept-batch N] [--http2]\n",
+               "[--header-timeout-ms MS] [--accept-batch N] [--http2] [--access-log PATH] "
+               "[--access-log-format combined|json]\n",
                argv0);
   std::exit(2);
 }
@@ -35,6 +41,7 @@ int main(int argc, char** argv) {
   long accept_batch = -1;                            // -1: TcpServerOptions' default
   bool http2 = false;
   std::string backend = "epoll";
+  std::string access_log, access_log_format = "combined";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -49,6 +56,10 @@ int main(int argc, char** argv) {
       accept_batch = std::atol(argv[++i]);
     } else if (a == "--http2") {
       http2 = true;
+    } else if (a == "--access-log" && i + 1 < argc) {
+      access_log = argv[++i];
+    } else if (a == "--access-log-format" && i + 1 < argc) {
+      access_log_format = argv[++i];
     } else if (!a.empty() && a[0] != '-' && port < 0) {
       port = std::atoi(a.c_str());
     } else {
@@ -56,7 +67,7 @@ int main(int argc, char** argv) {
     }
   }
   if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring") ||
-      max_connections < 0 || header_timeout_ms < 0)
+      max_connections < 0 || header_timeout_ms < 0 || !lionet::http::parse_access_log_format(access_log_format))
     usage(argv[0]);
 
   // The default runtime: the scheduler's own IO driver, on the backend asked for.
@@ -72,6 +83,15 @@ int main(int argc, char** argv) {
   if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);
   if (header_timeout_ms > 0) opts.header_timeout = std::chrono::milliseconds(header_timeout_ms);
   if (http2) lionet::http2::enable(opts);
+  if (!access_log.empty()) {
+    try {
+      opts.access_log = std::make_shared<lionet::http::AccessLog>(lionet::http::AccessLogOptions{
+          .path = access_log, .format = *lionet::http::parse_access_log_format(access_log_format)});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+  }
   lionet::http::Server server(runtime.scheduler(), router.handler(), opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
@@ -80,8 +100,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   server.start();
-  std::fprintf(stderr, "http_hello_server: listening on %s, %d worker(s), backend %s\n",
-               server.addresses()[0].to_string().c_str(), threads, runtime.backend());
+  std::fprintf(stderr, "http_hello_server: listening on %s, %d worker(s), backend %s, access log %s\n",
+               server.addresses()[0].to_string().c_str(), threads, runtime.backend(),
+               access_log.empty() ? "off" : access_log.c_str());
   runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
   runtime.stop();

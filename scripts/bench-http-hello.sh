@@ -6,6 +6,10 @@
 #
 # Both servers pinned to CPU 0 with 1 worker; wrk -t1 on CPU 1; keep-alive with 16 and 100
 # connections, and Connection: close with 16; RUNS interleaved runs of SECS s; medians.
+# Then "access log on vs off": hello keep-alive with 16 connections, once with
+# `--access-log $tmp/access.log` (combined, lionet/http/access_log.h's defaults) and once without,
+# RUNS interleaved runs each, medians; target access_log_ratio (on / off) >= 0.95. A run with
+# the log on that leaves no line in the file counts as an error.
 # A run with socket errors or non-2xx answers counts as 0 (and as an error).
 # Prints a markdown table and, with --write, puts it into bench/RESULTS.md between
 # <!-- http-hello:begin --> and <!-- http-hello:end -->.
@@ -14,7 +18,7 @@
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR (bench/reference).
 #   Needs wrk and nginx.
-# Last line: RESULT ka16_ratio=.. ka100_ratio=.. close16_ratio=.. errors=N
+# Last line: RESULT ka16_ratio=.. ka100_ratio=.. close16_ratio=.. access_log_ratio=.. errors=N
 BENCH="http-hello"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
@@ -44,6 +48,10 @@ one() {  # which conns mode
   if [ "$1" = nginx ]; then
     "$nginx_run" "$root" "$port" >/dev/null 2>&1 & SERVER_PID=$!; wait_port "$port" || true
     wrk_rps "http://127.0.0.1:$port/1k.bin" "$2" "$3"
+  elif [ "$1" = hello-log ]; then
+    rm -f "$tmp/access.log"
+    start_server "$server $port --threads 1 --access-log $tmp/access.log" "$port"
+    wrk_rps "http://127.0.0.1:$port/hello" "$2" "$3"
   else
     start_server "$server $port --threads 1" "$port"
     wrk_rps "http://127.0.0.1:$port/hello" "$2" "$3"
@@ -64,6 +72,24 @@ for cfg in "ka:16" "ka:100" "close:16"; do
   summary="$summary ${mode}${conns}_ratio=$r"
   echo "$label conns=$conns hello=$mm nginx_1k=$nn ratio=$r (runs: ${m[*]} | ${n[*]})"
 done
+# Access log on vs off (the same server, keep-alive, 16 connections).
+on=(); off=()
+for _ in $(seq "$RUNS"); do
+  off+=("$(one hello 16 ka)")
+  on+=("$(one hello-log 16 ka)")
+  # stop_server waited for the exit: the log has written out every line it held.
+  if [ ! -s "$tmp/access.log" ]; then
+    echo "bench-$BENCH: the run with the access log on left no line in $tmp/access.log" >&2
+    errors=$((errors + 1))
+  fi
+done
+for v in "${on[@]}" "${off[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
+lon=$(med "${on[@]}"); loff=$(med "${off[@]}"); lr=$(ratio "$lon" "$loff")
+log_row="| keep-alive | 16 | $loff | $lon | $lr | ${off[*]} / ${on[*]} |"
+summary="$summary access_log_ratio=$lr"
+echo "access log keep-alive conns=16 off=$loff on=$lon ratio=$lr (runs: ${off[*]} | ${on[*]})"
+rm -f "$tmp/access.log"
+
 commit=$(bench_commit lionet/http lionet/net bench/http_hello_server.cc)
 cpu=$(bench_cpu)
 {
@@ -76,6 +102,13 @@ cpu=$(bench_cpu)
   echo "| Mode | Connections | hello req/s | nginx 1 KiB req/s | ratio | runs (hello / nginx) |"
   echo "|---|---:|---:|---:|---:|---|"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "Access log on vs off: the same hello server with \`--access-log\` (combined format, written by the"
+  echo "log's own thread to a file under /tmp) and without; $RUNS interleaved runs of $SECS s, medians. Target: ratio >= 0.95."
+  echo
+  echo "| Mode | Connections | log off req/s | log on req/s | ratio (on / off) | runs (off / on) |"
+  echo "|---|---:|---:|---:|---:|---|"
+  echo "$log_row"
 } >"$tmp/section.md"
 bench_section "$tmp/section.md"
 bench_result "$summary errors=$errors"
