@@ -30,12 +30,11 @@
 //              $remote_user is always "-" (no authentication here); absent values are "-";
 //              $time_local is the local time with its UTC offset; $request_time is seconds with
 //              millisecond resolution from the request head's first byte to the response's end.
-//              The last field is the addition: combined-format parsers (GoAccess, awstats,
-//              Logstash's COMBINEDAPACHELOG) match up to the user agent's closing quote and
-//              ignore what follows. Every field is escaped as nginx's default escaping does:
-//              '"', '\' and bytes < 0x20 or >= 0x7f become \xHH, so no request can end a line or
-//              a quoted field early (a User-Agent with a quote or a newline stays inside its
-//              field, on its line).
+//              The last field is the addition (README "Access log"): parsers that match the
+//              combined fields from the line's start ignore it; GoAccess reads it with %T.
+//              Every field is escaped as nginx's default escaping does: '"', '\' and bytes
+//              < 0x20 or >= 0x7f become \xHH, so no request can end a line or a quoted field
+//              early (a User-Agent with a quote or a newline stays inside its field, on its line).
 //   kJson      one JSON object per line:
 //              {"time":"2000-10-10T13:55:36+00:00","remote_addr":"127.0.0.1","method":"GET",
 //               "uri":"/a.gif","protocol":"HTTP/1.1","status":200,"body_bytes_sent":2326,
