@@ -208,6 +208,7 @@ std::string render_metrics(const Runtime::Impl& im) {
   for (const auto& s : im.servers)
     if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
 
+  std::unique_lock<std::mutex> logs_lk(im.access_logs_mu);
   if (!im.access_logs.empty()) {
     // Per file, not per server: servers naming one file share one log and one buffer.
     auto log_family = [&](const char* name, const char* help, uint64_t http::AccessLogStats::*field) {
@@ -222,6 +223,7 @@ std::string render_metrics(const Runtime::Impl& im) {
     log_family("lionet_access_log_write_errors_total", "Failed writes to the access log file.",
                &http::AccessLogStats::write_errors);
   }
+  logs_lk.unlock();
 
   if (im.store) {
     const StorageApiStats& st = im.storage_stats;

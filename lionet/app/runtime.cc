@@ -156,7 +156,8 @@ void Runtime::start() {
 bool Runtime::stop(std::chrono::milliseconds drain) { return impl_->shutdown(drain); }
 
 std::size_t Runtime::reopen_access_logs() {
-  for (auto& [path, log] : impl_->access_logs) log->reopen();
+  std::lock_guard<std::mutex> lk(impl_->access_logs_mu);
+  for (auto& [path, log] : impl_->access_logs) log->reopen();  // returns at once: the writer reopens
   return impl_->access_logs.size();
 }
 
@@ -252,7 +253,13 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
     if (auto r = store->flush(); !r) LIONET_LOG_ERROR(lg, "shutdown: storage flush failed: {}", r.error().message());
     store.reset();
   }
-  access_logs.clear();  // the servers' references went with them: each log writes out and closes
+  // The servers' references went with them: each log writes out what it holds and closes.
+  std::map<std::string, std::shared_ptr<http::AccessLog>> logs;
+  {
+    std::lock_guard<std::mutex> lk(access_logs_mu);
+    logs.swap(access_logs);
+  }
+  logs.clear();
   // 4.
   for (auto& p : pools) p->sched->stop();
   for (auto& p : pools) p->sched.reset();  // its IO driver goes with it

@@ -81,7 +81,10 @@ struct Runtime::Impl {
   std::unique_ptr<storage::Store> store;
   StorageApiStats storage_stats;
   // access_log_key(path) -> the log; the servers hold it too, so it outlives them either way.
+  // Filled by the constructor; cleared by shutdown() under access_logs_mu, which reopen (a
+  // SIGHUP may come during a shutdown) and /metrics also take. Held for no IO.
   std::map<std::string, std::shared_ptr<http::AccessLog>> access_logs;
+  mutable std::mutex access_logs_mu;
   std::vector<std::unique_ptr<Running>> servers;  // last: destroyed first
   std::mutex stop_mu;
   bool stopped = false;  // under stop_mu
