@@ -51,8 +51,8 @@ struct RouteConfig {
   // static:
   std::string root;          // directory served
   std::string mode = "auto"; // memory | chunk | sendfile | auto
-  std::size_t memory_max = 64 * 1024;        // AUTO: files below this from memory
-  std::size_t sendfile_min = 1024 * 1024;    // AUTO: files from this size by sendfile
+  std::size_t memory_max = 256 * 1024;       // AUTO: files below this from memory
+  std::size_t sendfile_min = 256 * 1024;     // AUTO: files from this size by sendfile
   std::size_t chunk_size = 64 * 1024;        // CHUNK: bytes per chunk
   std::size_t cache_bytes = 64 * 1024 * 1024;  // MEMORY: total bytes cached per route
   std::size_t open_file_cache = 1000;          // resolved files kept open (0 = none)

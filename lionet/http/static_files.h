@@ -4,7 +4,8 @@
 //            request against the open file's size / mtime / inode (so a changed file is re-read);
 //   CHUNK    read with pread in chunk_size pieces and sent Transfer-Encoding: chunked;
 //   SENDFILE Response::set_file: kernel sendfile on TCP, the TLS path under TLS;
-//   AUTO     MEMORY below memory_max, SENDFILE at or above sendfile_min, CHUNK in between.
+//   AUTO     MEMORY below memory_max, SENDFILE at or above sendfile_min, CHUNK in between
+//            (by default both are 256 KiB: no CHUNK).
 // Open-file cache: a resolved file keeps its fd, stat, ETag and Last-Modified (and, in MEMORY
 // mode, its bytes instead of the fd); a later request checks it with one stat of the path
 // (same inode, device, size and mtime, or it is resolved anew), or not at all within
@@ -54,8 +55,10 @@ std::string_view file_mode_name(FileMode m) noexcept;
 struct StaticOptions {
   std::string root;                              // directory served          YAML: <route>.root
   FileMode mode = FileMode::kAuto;               //                           YAML: <route>.mode
-  std::size_t memory_max = 64 * 1024;            // AUTO: below -> MEMORY     YAML: <route>.memory_max
-  std::size_t sendfile_min = 1024 * 1024;        // AUTO: at/above -> SENDFILE, between -> CHUNK
+  // AUTO's thresholds, from measurements (README-static.md): MEMORY below 256 KiB, SENDFILE
+  // from it; CHUNK only between the two when they are set apart.
+  std::size_t memory_max = 256 * 1024;           // AUTO: below -> MEMORY     YAML: <route>.memory_max
+  std::size_t sendfile_min = 256 * 1024;         // AUTO: at/above -> SENDFILE, between -> CHUNK
                                                  //                           YAML: <route>.sendfile_min
   std::size_t chunk_size = 64 * 1024;            // CHUNK bytes per read/chunk YAML: <route>.chunk_size
   // MEMORY cache bound in bytes of file data: LRU eviction; a single file larger than the
