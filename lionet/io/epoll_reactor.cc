@@ -131,6 +131,7 @@ int EpollReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
     if (e & (EPOLLIN | EPOLLRDHUP | EPOLLPRI)) ready |= kIoReadable;
     if (e & EPOLLOUT) ready |= kIoWritable;
     if (e & (EPOLLERR | EPOLLHUP)) ready |= kIoReadable | kIoWritable;
+    if (e & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) ready |= kIoHangup;
     out[k++] = ReactorEvent{static_cast<int>(static_cast<uint32_t>(key)), ready, /*disarmed=*/0,
                             static_cast<uint32_t>(key >> 32)};
   }

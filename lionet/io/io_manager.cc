@@ -36,6 +36,12 @@
 //    still armed, the first new waiter checks the level with a zero-timeout ppoll (after it is
 //    registered, so an edge after the check wakes it). That is one ppoll per epoll wait that
 //    follows a wait which returned ready, i.e. in the usual read/EAGAIN/wait loop too.
+// 8. After a short read (net::Socket: a TCP read returned fewer bytes than asked, so the
+//    receive queue was empty) the caller waits as after EAGAIN, saving the read that would say
+//    EAGAIN (nginx's `rev->ready = 0`). Only an end of stream or error that came with the
+//    bytes just read is not consumed by such a read, and it makes no new edge: so an event's
+//    kIoHangup is kept in FdEntry::hangup (until cancel) and such a wait returns 0 at once
+//    while it is set (nginx's `pending_eof`). Data that arrives later makes a new edge.
 //
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.
@@ -116,6 +122,7 @@ struct FdEntry {
   uint32_t handed = 0;  // readiness handed to a waiter, not known consumed since (protocol 7)
   uint32_t gen = 0;     // bumped by cancel(); tags every arm (protocol 5)
   bool known = false;   // reactor arm() succeeded since the last disarm()
+  bool hangup = false;  // an event said kIoHangup since the last cancel() (protocol 8)
 
   uint32_t waiting_dirs() const noexcept {
     return (waiters[0].empty() ? 0 : kIoReadable) | (waiters[1].empty() ? 0 : kIoWritable);
@@ -231,7 +238,10 @@ struct IOManager::Impl {
   // read under each entry's lock, so a waiter either sees it or is swept.
   std::atomic<bool> closed{false};
 
-  int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept;
+  // kLevel: wait_readable/writable. kAfterEagain: the caller saw EAGAIN (protocol 7).
+  // kAfterShortRead: the caller's read returned short (protocol 8).
+  enum class Mode { kLevel, kAfterEagain, kAfterShortRead };
+  int wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, Mode mode) noexcept;
   void cancel_waiters() noexcept;  // every waiter of every fd, with ECANCELED
   int run(TimePoint deadline) noexcept;  // events dispatched
   void dispatch(const ReactorEvent& ev) noexcept;
@@ -241,7 +251,8 @@ struct IOManager::Impl {
   void rearm(int fd, FdEntry& e) noexcept;
 };
 
-int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, bool after_eagain) noexcept {
+int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, Mode mode) noexcept {
+  const bool after_eagain = mode != Mode::kLevel;
   if (fd < 0) return EBADF;
   if (!current_fiber()) return wait_on_thread(fd, dir, deadline);
   FdEntry* e = table.get(fd);
@@ -257,6 +268,7 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
       e->handed |= dir;
       return 0;
     }
+    if (mode == Mode::kAfterShortRead && e->hangup) return 0;  // protocol 8
     if (after_eagain) e->handed &= ~dir;  // the caller saw the level drained (protocol 7)
     const bool first = list.empty();
     list.push_back(&w);
@@ -311,6 +323,7 @@ void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
   std::lock_guard<std::mutex> lk(e->mu);
   if ((ev.tag & kTagMask) != (e->gen & kTagMask)) return;  // an earlier life of the fd
   e->armed &= ~ev.disarmed;
+  if (ev.ready & kIoHangup) e->hangup = true;  // protocol 8
   for (int d = 0; d < 2; ++d) {
     const uint32_t bit = 1u << d;
     if (!(ev.ready & bit)) continue;
@@ -341,6 +354,7 @@ void IOManager::Impl::cancel(int fd) noexcept {
   e->ready = 0;
   e->handed = 0;
   e->known = false;
+  e->hangup = false;
 }
 
 void IOManager::Impl::cancel_waiters() noexcept { table.for_each([](FdEntry& e) {
@@ -412,16 +426,19 @@ extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const
 namespace lionet {
 
 int IOManager::wait_readable(int fd, std::optional<TimePoint> deadline) {
-  return impl_->wait(fd, kIoReadable, deadline, false);
+  return impl_->wait(fd, kIoReadable, deadline, Impl::Mode::kLevel);
 }
 int IOManager::wait_writable(int fd, std::optional<TimePoint> deadline) {
-  return impl_->wait(fd, kIoWritable, deadline, false);
+  return impl_->wait(fd, kIoWritable, deadline, Impl::Mode::kLevel);
 }
 int IOManager::wait_readable_after_eagain(int fd, std::optional<TimePoint> deadline) {
-  return impl_->wait(fd, kIoReadable, deadline, true);
+  return impl_->wait(fd, kIoReadable, deadline, Impl::Mode::kAfterEagain);
+}
+int IOManager::wait_readable_after_short_read(int fd, std::optional<TimePoint> deadline) {
+  return impl_->wait(fd, kIoReadable, deadline, Impl::Mode::kAfterShortRead);
 }
 int IOManager::wait_writable_after_eagain(int fd, std::optional<TimePoint> deadline) {
-  return impl_->wait(fd, kIoWritable, deadline, true);
+  return impl_->wait(fd, kIoWritable, deadline, Impl::Mode::kAfterEagain);
 }
 void IOManager::cancel(int fd) { impl_->cancel(fd); }
 

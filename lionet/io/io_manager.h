@@ -55,6 +55,10 @@ class IOManager final : public Driver {
   // level (one ppoll(2) less per wait). net/ and the hooks wait this way.
   int wait_readable_after_eagain(int fd, std::optional<TimePoint> deadline = std::nullopt);
   int wait_writable_after_eagain(int fd, std::optional<TimePoint> deadline = std::nullopt);
+  // For a caller whose stream read (TCP) returned fewer bytes than it asked for: the receive
+  // queue was empty then, so it waits as after EAGAIN, except that an end of stream or error
+  // that arrived with those bytes (the peer's FIN in the same edge) returns 0 at once.
+  int wait_readable_after_short_read(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
   // Wakes every fiber waiting on fd with ECANCELED and forgets the fd's registration.
   // Call it before closing fd (the hooked close() does). Required, not optional: the backends

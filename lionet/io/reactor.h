@@ -37,10 +37,14 @@ namespace lionet {
 
 inline constexpr uint32_t kIoReadable = 1;
 inline constexpr uint32_t kIoWritable = 2;
+// In ReactorEvent::ready beside kIoReadable: the peer hung up or an error is pending (epoll's
+// RDHUP/HUP/ERR). Sticky per fd in the IOManager: a read that returned fewer bytes than asked
+// has not consumed an end of stream that arrived with those bytes, and no new edge will say so.
+inline constexpr uint32_t kIoHangup = 4;
 
 struct ReactorEvent {
   int fd;
-  uint32_t ready;     // kIoReadable | kIoWritable that are (probably) ready
+  uint32_t ready;     // kIoReadable | kIoWritable that are (probably) ready, | kIoHangup
   uint32_t disarmed;  // directions no longer armed after this event (re-arm to keep waiting)
   uint32_t tag;       // ArmRequest::tag of the arming that produced the event (24 bits)
 };

@@ -92,6 +92,8 @@ Socket::Socket(Socket&& o) noexcept
     : fd_(std::exchange(o.fd_, -1)),
       state_(o.state_.exchange(0, std::memory_order_acq_rel)),
       io_(o.io_.exchange(nullptr, std::memory_order_acq_rel)),
+      tcp_(o.tcp_),
+      read_drained_(o.read_drained_.exchange(false, std::memory_order_relaxed)),
       read_timeout_(o.read_timeout_),
       write_timeout_(o.write_timeout_) {}
 
@@ -101,6 +103,8 @@ Socket& Socket::operator=(Socket&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     state_.store(o.state_.exchange(0, std::memory_order_acq_rel), std::memory_order_release);
     io_.store(o.io_.exchange(nullptr, std::memory_order_acq_rel), std::memory_order_release);
+    tcp_ = o.tcp_;
+    read_drained_.store(o.read_drained_.exchange(false, std::memory_order_relaxed), std::memory_order_relaxed);
     read_timeout_ = o.read_timeout_;
     write_timeout_ = o.write_timeout_;
   }
@@ -174,12 +178,17 @@ int Socket::retry_after(int e, bool for_write, Deadline d, std::optional<TimePoi
   return wait(for_write, dl);
 }
 
-int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept {
+int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline, bool after_short_read) noexcept {
   int rc;
   if (IOManager* io = IOManager::current()) {
     if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
-    // Every caller waits right after EAGAIN/EINPROGRESS (see io_manager.h).
-    rc = for_write ? io->wait_writable_after_eagain(fd_, deadline) : io->wait_readable_after_eagain(fd_, deadline);
+    // Every caller waits right after EAGAIN/EINPROGRESS or a short read (see io_manager.h).
+    if (for_write)
+      rc = io->wait_writable_after_eagain(fd_, deadline);
+    else if (after_short_read)
+      rc = io->wait_readable_after_short_read(fd_, deadline);
+    else
+      rc = io->wait_readable_after_eagain(fd_, deadline);
   } else {
     rc = poll_wait(fd_, for_write, deadline);
   }
@@ -201,7 +210,10 @@ Result<Socket> Socket::open(int family, int type, int protocol) noexcept {
 Result<Socket> Socket::connect_to(const Address& peer, Deadline d) noexcept {
   auto s = open(peer.family(), SOCK_STREAM);
   if (!s) return s;
-  if (is_tcp_family(peer.family())) (void)s->set_nodelay(true);
+  if (is_tcp_family(peer.family())) {
+    (void)s->set_nodelay(true);
+    s->tcp_ = true;
+  }
   if (auto r = s->connect(peer, d); !r) return r.error();
   return s;
 }
@@ -264,7 +276,10 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
     if (fd >= 0) {
       Socket s;
       s.fd_ = fd;
-      if (is_tcp_family(ss.ss_family)) (void)s.set_nodelay(true);
+      if (is_tcp_family(ss.ss_family)) {
+        (void)s.set_nodelay(true);
+        s.tcp_ = true;
+      }
       if (peer) *peer = Address(reinterpret_cast<sockaddr*>(&ss), len);
       return s;
     }
@@ -279,14 +294,25 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
 // ---- data ----
 
 template <class Call>
-Result<size_t> Socket::read_loop(Call call, Deadline d) noexcept {
+Result<size_t> Socket::read_loop(Call call, size_t want, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<size_t>(EBADF);
   std::optional<TimePoint> dl;
   bool resolved = false;
+  // See tcp_ in socket.h: wait for the next edge, as after EAGAIN (fibers only). Relaxed: a hint.
+  if (read_drained_.load(std::memory_order_relaxed)) {
+    read_drained_.store(false, std::memory_order_relaxed);
+    if (IOManager::current()) {
+      dl = d.resolve(read_timeout_), resolved = true;
+      if (int w = wait(/*for_write=*/false, dl, /*after_short_read=*/true)) return fail<size_t>(w);
+    }
+  }
   for (;;) {
     ssize_t r = call();
-    if (LIONET_LIKELY(r > 0)) return static_cast<size_t>(r);
+    if (LIONET_LIKELY(r > 0)) {
+      if (tcp_) read_drained_.store(static_cast<size_t>(r) < want, std::memory_order_relaxed);
+      return static_cast<size_t>(r);
+    }
     int e = r == 0 ? 0 : errno;
     if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
     if (r == 0) return size_t{0};
@@ -296,14 +322,14 @@ Result<size_t> Socket::read_loop(Call call, Deadline d) noexcept {
 
 Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
   if (n == 0) return size_t{0};
-  return read_loop([&] { return detail::sys::read(fd_, buf, n); }, d);
+  return read_loop([&] { return detail::sys::read(fd_, buf, n); }, n, d);
 }
 
 Result<size_t> Socket::readv(const iovec* iov, int iovcnt, Deadline d) noexcept {
   size_t want = 0;
   for (int i = 0; i < iovcnt; ++i) want += iov[i].iov_len;
   if (want == 0) return size_t{0};  // as read(): a zero-length read is never issued
-  return read_loop([&] { return detail::sys::readv(fd_, iov, iovcnt); }, d);
+  return read_loop([&] { return detail::sys::readv(fd_, iov, iovcnt); }, want, d);
 }
 
 Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcept {

@@ -163,13 +163,15 @@ class Socket {
   void cancel_waiters() noexcept;
   bool closed_by_other() const noexcept { return state_.load(std::memory_order_acquire) & kClosed; }
   // 0, ETIMEDOUT or ECANCELED.
-  int wait(bool for_write, const std::optional<TimePoint>& deadline) noexcept;
+  // after_short_read: see tcp_ below (IOManager::wait_readable_after_short_read).
+  int wait(bool for_write, const std::optional<TimePoint>& deadline, bool after_short_read = false) noexcept;
   // After a failed syscall with errno e: 0 to retry (EINTR, or EAGAIN and the fd became ready,
   // waited for with the deadline resolved on the first wait), else the error to return.
   int retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept;
   // read()/readv() share this: retry `call` (one read syscall) on EINTR, park on EAGAIN.
+  // `want`: the bytes asked for; a TCP read that returns fewer drained the receive queue.
   template <class Call>
-  Result<size_t> read_loop(Call call, Deadline d) noexcept;
+  Result<size_t> read_loop(Call call, size_t want, Deadline d) noexcept;
 
   int fd_ = -1;  // written only with exclusive access or by the one winner of try_finish()
   // CLOSED | FINISHED | calls in flight. acq_rel on every change: the finisher must see every
@@ -178,6 +180,19 @@ class Socket {
   // The IOManager some call waited in (so close can cancel its registration). Written by
   // waiters (all the same value), read by the closer.
   std::atomic<IOManager*> io_{nullptr};
+  // TCP (accepted or connected here): a read that returned fewer bytes than asked emptied the
+  // kernel's receive queue, and any later segment makes a new epoll edge. So the next read
+  // waits for readiness first instead of trying a read that would say EAGAIN (nginx's
+  // `rev->ready = 0` after a short recv): one system call less per keep-alive request whose
+  // next request has not arrived yet. An end of stream that came with the last bytes makes no
+  // new edge: the IOManager keeps the epoll hang-up bit for that (its protocol, step 8).
+  // A hint only: relaxed, since two readers at once (allowed, if odd) may overwrite each other's; a stale "drained" costs one wait that returns at once,
+  // because the edge for bytes that came meanwhile is remembered by the IOManager (its
+  // protocol, step 3). Known gap shared with nginx: a read that stops at TCP urgent data
+  // (MSG_OOB from the peer) looks drained but is not; the rest is read on the next segment or
+  // when the read's deadline passes. tcp_ is set once, before the socket is shared.
+  bool tcp_ = false;
+  std::atomic<bool> read_drained_{false};
   std::optional<Duration> read_timeout_;   // owner-set, exclusive access
   std::optional<Duration> write_timeout_;  // owner-set, exclusive access
 };

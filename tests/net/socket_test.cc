@@ -195,6 +195,52 @@ TEST_P(SocketTest, ZeroLengthReadsReturnAtOnceAndLoseNothing) {
   });
 }
 
+// A TCP read that returns fewer bytes than asked makes the next read wait for readiness first
+// (socket.h, read_drained_). Nothing may be lost or delayed by it: bytes that arrive while no
+// one reads, bytes that arrive while the reader waits, and a short read on a buffer smaller
+// than what is queued (the queue is not drained then: the next read must not wait at all).
+TEST_P(SocketTest, ReadsAfterAShortReadSeeEverythingThatArrives) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  rt.run([&] {
+    auto p = test::make_pair_sockets();
+    char buf[64];
+    auto read_str = [&](size_t n) {
+      auto r = p.server.read(buf, n, Deadline::after(2s));
+      return r.ok() ? std::string(buf, *r) : "error: " + r.error().message();
+    };
+    ASSERT_TRUE(p.client.write("a", 1).ok());
+    EXPECT_EQ(read_str(sizeof buf), "a");  // short: the queue is empty now
+    // Arrives while nobody reads: the next read must still return it, not wait for more.
+    ASSERT_TRUE(p.client.write("bc", 2).ok());
+    this_fiber::sleep_for(20ms);
+    auto t0 = now();
+    EXPECT_EQ(read_str(sizeof buf), "bc");
+    EXPECT_LT(now() - t0, 1s);
+    // Arrives while the reader waits.
+    auto writer = rt.sched().spawn([&] {
+      this_fiber::sleep_for(30ms);
+      ASSERT_TRUE(p.client.write("def", 3).ok());
+    });
+    EXPECT_EQ(read_str(sizeof buf), "def");
+    writer.join();
+    // A full read (the buffer was the limit) leaves bytes queued: the next read takes them at once.
+    ASSERT_TRUE(p.client.write("ghijk", 5).ok());
+    this_fiber::sleep_for(20ms);
+    EXPECT_EQ(read_str(2), "gh");
+    EXPECT_EQ(read_str(sizeof buf), "ijk");
+    // An end of stream that arrives with the last bytes (one edge for both) is still reported
+    // by the read after the short one: no later edge would say so.
+    ASSERT_TRUE(p.client.write("end", 3).ok());
+    ASSERT_TRUE(p.client.shutdown(SHUT_WR).ok());
+    this_fiber::sleep_for(20ms);
+    EXPECT_EQ(read_str(sizeof buf), "end");
+    t0 = now();
+    EXPECT_EQ(read_str(sizeof buf), "");
+    EXPECT_LT(now() - t0, 1s);
+  });
+}
+
 // One worker: a spawned fiber runs until it parks, so after yield() the reader is waiting.
 TEST_P(SocketTest, CloseWhileAnotherFiberWaitsWakesItWithAnError) {
   Runtime rt(1, GetParam());
