@@ -324,12 +324,22 @@ TEST(HookThirdParty, Libpq100FibersPgSleepOnOneWorkerOfTheDefaultRuntime) {
                                   "fsync=off", "-c", "logging_collector=off"}),
                      port);
     ASSERT_TRUE(pg.ready()) << "postgres did not start on 127.0.0.1:" << port;
+    const std::string conninfo =
+        "host=127.0.0.1 port=" + std::to_string(port) + " user=postgres dbname=postgres connect_timeout=20";
+    // The port accepts before startup has ended (a session then fails with "the database system
+    // is starting up", seen once in make test): wait for one real session, from this plain thread.
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {  // up to 10 s
+      void* c = pq.connectdb(conninfo.c_str());
+      up = pq.status(c) == kConnectionOk;
+      pq.finish(c);
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(up) << "postgres on 127.0.0.1:" << port << " never took a session";
 
     Runtime rt(1);  // a Scheduler with one worker, nothing else
     constexpr int kFibers = 100;
     std::atomic<int> ok{0}, failed{0};
-    const std::string conninfo =
-        "host=127.0.0.1 port=" + std::to_string(port) + " user=postgres dbname=postgres connect_timeout=20";
     auto t0 = Clock::now();
     std::vector<JoinHandle<void>> hs;
     for (int i = 0; i < kFibers; ++i) {
