@@ -60,20 +60,6 @@ int poll_wait(int fd, bool for_write, const std::optional<TimePoint>& deadline) 
 }
 }  // namespace
 
-// RAII for one call in flight (see the close protocol in socket.h).
-class Socket::Op {
- public:
-  explicit Op(Socket* s) noexcept : s_(s), ok_(s->enter()) {}
-  ~Op() {
-    if (ok_) s_->leave();
-  }
-  explicit operator bool() const noexcept { return ok_; }
-
- private:
-  Socket* s_;
-  bool ok_;
-};
-
 Socket::Socket(int fd) noexcept : fd_(fd) {
   ignore_sigpipe_once();
   if (fd_ >= 0) {

@@ -151,10 +151,28 @@ class Socket {
   int release() noexcept;
 
  private:
+  // UdpSocket (udp_socket.h) holds a Socket and reuses its close protocol, Op and waits
+  // instead of copying them; it touches nothing else here.
+  friend class UdpSocket;
   static constexpr uint32_t kClosed = 1u << 31;
   static constexpr uint32_t kFinished = 1u << 30;  // the fd has been closed
   static constexpr uint32_t kCount = kFinished - 1;
-  class Op;
+  // RAII for one call in flight (see the close protocol at the top). In the header so that
+  // UdpSocket's calls take the same guard.
+  class Op {
+   public:
+    explicit Op(Socket* s) noexcept : s_(s), ok_(s->enter()) {}
+    ~Op() {
+      if (ok_) s_->leave();
+    }
+    Op(const Op&) = delete;
+    Op& operator=(const Op&) = delete;
+    explicit operator bool() const noexcept { return ok_; }
+
+   private:
+    Socket* s_;
+    bool ok_;
+  };
 
   bool enter() noexcept;
   void leave() noexcept;
@@ -186,7 +204,8 @@ class Socket {
   // `rev->ready = 0` after a short recv): one system call less per keep-alive request whose
   // next request has not arrived yet. An end of stream that came with the last bytes makes no
   // new edge: the IOManager keeps the epoll hang-up bit for that (its protocol, step 8).
-  // A hint only: relaxed, since two readers at once (allowed, if odd) may overwrite each other's; a stale "drained" costs one wait that returns at once,
+  // A hint only: relaxed, since two readers at once (allowed, if odd) may overwrite each
+  // other's; a stale "drained" costs one wait that returns at once,
   // because the edge for bytes that came meanwhile is remembered by the IOManager (its
   // protocol, step 3). Known gap shared with nginx: a read that stops at TCP urgent data
   // (MSG_OOB from the peer) looks drained but is not; the rest is read on the next segment or

@@ -33,6 +33,15 @@ inline ssize_t sendv(int fd, const iovec* iov, int cnt) noexcept {
   m.msg_iovlen = static_cast<size_t>(cnt);
   return ::syscall(SYS_sendmsg, fd, &m, MSG_NOSIGNAL);
 }
+inline ssize_t sendmsg(int fd, const msghdr* m) noexcept { return ::syscall(SYS_sendmsg, fd, m, MSG_NOSIGNAL); }
+inline ssize_t recvmsg(int fd, msghdr* m, int flags) noexcept { return ::syscall(SYS_recvmsg, fd, m, flags); }
+// Batches (UDP): the count of messages done, -1 and errno only when none was.
+inline int sendmmsg(int fd, mmsghdr* v, unsigned n) noexcept {
+  return static_cast<int>(::syscall(SYS_sendmmsg, fd, v, n, MSG_NOSIGNAL));
+}
+inline int recvmmsg(int fd, mmsghdr* v, unsigned n, int flags) noexcept {
+  return static_cast<int>(::syscall(SYS_recvmmsg, fd, v, n, flags, nullptr));
+}
 inline ssize_t sendfile(int out_fd, int in_fd, off_t* off, size_t n) noexcept {
   return ::syscall(SYS_sendfile, out_fd, in_fd, off, n);
 }
