@@ -40,6 +40,8 @@ inline constexpr uint32_t kIoWritable = 2;
 // In ReactorEvent::ready beside kIoReadable: the peer hung up or an error is pending (epoll's
 // RDHUP/HUP/ERR). Sticky per fd in the IOManager: a read that returned fewer bytes than asked
 // has not consumed an end of stream that arrived with those bytes, and no new edge will say so.
+// Only edge-only backends (epoll) need to report it: a backend whose arm() checks the level
+// (io_uring, kqueue) reports a pending end of stream as readable when the wait arms.
 inline constexpr uint32_t kIoHangup = 4;
 
 struct ReactorEvent {

@@ -205,9 +205,8 @@ class Socket {
   // next request has not arrived yet. An end of stream that came with the last bytes makes no
   // new edge: the IOManager keeps the epoll hang-up bit for that (its protocol, step 8).
   // A hint only: relaxed, since two readers at once (allowed, if odd) may overwrite each
-  // other's; a stale "drained" costs one wait that returns at once,
-  // because the edge for bytes that came meanwhile is remembered by the IOManager (its
-  // protocol, step 3). Known gap shared with nginx: a read that stops at TCP urgent data
+  // other's; a stale "drained" costs one wait that returns at once, because the edge for bytes
+  // that came meanwhile is remembered by the IOManager (its protocol, step 3). Known gap shared with nginx: a read that stops at TCP urgent data
   // (MSG_OOB from the peer) looks drained but is not; the rest is read on the next segment or
   // when the read's deadline passes. tcp_ is set once, before the socket is shared.
   bool tcp_ = false;
