@@ -52,7 +52,28 @@ constexpr char kHex[] = "0123456789ABCDEF";
 // nginx's default escaping (ngx_http_log_escape): '"', '\' and bytes outside 0x20..0x7e.
 inline bool clf_escaped(unsigned char c) noexcept { return c < 0x20 || c >= 0x7f || c == '"' || c == '\\'; }
 
-void append_clf(std::string& out, std::string_view s) {
+// Where a line is formatted: a std::string (AccessLog::format, and log() for a line too long for
+// the per-thread array), or RawOut, raw stores into an array the caller sized with
+// line_bound() (log()'s common case: no capacity check per piece).
+class RawOut {
+ public:
+  explicit RawOut(char* p) noexcept : begin_(p), p_(p) {}
+  RawOut& append(const char* s, std::size_t n) noexcept {
+    std::memcpy(p_, s, n);
+    p_ += n;
+    return *this;
+  }
+  RawOut& append(std::string_view s) noexcept { return append(s.data(), s.size()); }
+  void push_back(char c) noexcept { *p_++ = c; }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
+
+ private:
+  char* const begin_;
+  char* p_;
+};
+
+template <class Out>
+void append_clf(Out& out, std::string_view s) {
   if (s.empty()) {
     out.push_back('-');
     return;
@@ -93,7 +114,8 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
 
 // A JSON string's contents (without quotes): '"' and '\' escaped, control bytes and bytes
 // that are not valid UTF-8 as \u00XX.
-void append_json(std::string& out, std::string_view s) {
+template <class Out>
+void append_json(Out& out, std::string_view s) {
   std::size_t run = 0;
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -120,21 +142,23 @@ void append_json(std::string& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
-void append_json_field(std::string& out, std::string_view key, std::string_view value) {
+template <class Out>
+void append_json_field(Out& out, std::string_view key, std::string_view value) {
   out.append(",\"").append(key).append("\":\"");
   append_json(out, value);
   out.push_back('"');
 }
 
-template <class T>
-void append_number(std::string& out, T v) {
+template <class Out, class T>
+void append_number(Out& out, T v) {
   char buf[24];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, p);
+  out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 // Seconds with millisecond resolution ("0.003"), as nginx's $request_time.
-void append_seconds(std::string& out, Duration d) {
+template <class Out>
+void append_seconds(Out& out, Duration d) {
   long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   if (ms < 0) ms = 0;
   append_number(out, ms / 1000);
@@ -175,7 +199,16 @@ const LocalTime& cached_time(std::time_t when) {
   return t;
 }
 
-void format_line(AccessLogFormat format, const AccessLogEntry& e, const LocalTime& t, std::string& out) {
+// The most bytes format_line can write for e: every string byte escaped (\xHH is 4 bytes,
+// \u00XX 6), and at most 320 for the rest (keys, quotes, time, numbers, newline).
+std::size_t line_bound(const AccessLogEntry& e) noexcept {
+  const std::size_t text = e.remote_addr.size() + e.method.size() + e.target.size() + e.protocol.size() +
+                           e.request_line.size() + e.referer.size() + e.user_agent.size() + e.server.size();
+  return 320 + 6 * text;
+}
+
+template <class Out>
+void format_line(AccessLogFormat format, const AccessLogEntry& e, const LocalTime& t, Out& out) {
   if (format == AccessLogFormat::kCombined) {
     append_clf(out, e.remote_addr);
     out.append(" - - [").append(t.clf, static_cast<std::size_t>(t.clf_len)).append("] \"");
@@ -328,28 +361,44 @@ AccessLog::~AccessLog() {
 }
 
 void AccessLog::log(const AccessLogEntry& e) noexcept {
-  thread_local std::string scratch;  // keeps its capacity: no allocation per line once warm
-  try {
-    scratch.clear();
-    format_line(options_.format, e, cached_time(::time(nullptr)), scratch);
-  } catch (...) {  // out of memory growing the scratch string
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  // Formatted into a per-thread array when the line surely fits (raw stores, no capacity
+  // checks), else into a per-thread string that keeps its capacity: no allocation per line once
+  // warm either way. Then copied into the buffer under mu_.
+  constexpr std::size_t kRawCap = 4096;
+  thread_local char raw[kRawCap];
+  thread_local std::string scratch;
+  const char* line = raw;
+  std::size_t n = 0;
+  const LocalTime& t = cached_time(::time(nullptr));
+  if (line_bound(e) <= kRawCap) {
+    RawOut out(raw);
+    format_line(options_.format, e, t, out);
+    n = out.size();
+  } else {
+    try {
+      scratch.clear();
+      format_line(options_.format, e, t, scratch);
+    } catch (...) {  // out of memory growing the scratch string
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    line = scratch.data();
+    n = scratch.size();
   }
-  bool kick = false;
+  bool kick = false, dropped = false;
   {
     std::lock_guard<SpinLock> lk(mu_);
-    if (active_.size + scratch.size() <= options_.buffer_bytes) {
-      std::memcpy(active_.data.get() + active_.size, scratch.data(), scratch.size());
-      active_.size += scratch.size();
+    if (active_.size + n <= options_.buffer_bytes) {
+      std::memcpy(active_.data.get() + active_.size, line, n);
+      active_.size += n;
       if (!kicked_ && active_.size >= half_) kick = kicked_ = true;  // protocol 1
     } else {
       kick = !kicked_;
       kicked_ = true;
-      scratch.clear();  // marks the drop below
+      dropped = true;
     }
   }
-  if (scratch.empty()) dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (dropped) dropped_.fetch_add(1, std::memory_order_relaxed);
   if (kick) wake();
 }
 

@@ -15,9 +15,9 @@
 // line once warm, or read configuration (AccessLogOptions is filled by app/).
 //
 // The request path (log(), any worker, any thread): the line is formatted into a per-thread
-// scratch string, then copied into the buffer under a SpinLock held for that copy only. A full
-// buffer drops the line and counts it (stats().lines_dropped): a slow or stuck disk costs lines,
-// never latency. The writer thread (a plain OS thread, "lionet-alog", with every signal blocked)
+// array (a per-thread string when it could be longer than 4 KiB), then copied into the buffer
+// under a SpinLock held for that copy only. A full buffer drops the line and counts it
+// (stats().lines_dropped): a slow or stuck disk costs lines, never latency. The writer thread (a plain OS thread, "lionet-alog", with every signal blocked)
 // swaps the buffer for its spare one every flush_interval, or as soon as a log() call has filled
 // it halfway, and writes the batch with write(2). So up to 2 x buffer_bytes of memory are in use:
 // one buffer filling while the other is written.

@@ -571,6 +571,48 @@ TEST_F(AccessLogTest, AStuckWriterDropsLinesAndCountsThemButNeverDelaysARequest)
   for (const auto& l : lines) EXPECT_TRUE(parse_combined(l).ok) << l;
 }
 
+// log() formats a line that surely fits 4 KiB into a per-thread array and a longer one into a
+// string: both ways must write exactly what format() makes, in both formats.
+TEST_F(AccessLogTest, ShortAndLongLinesAreWrittenExactlyAsFormatMakesThem) {
+  for (AccessLogFormat f : {AccessLogFormat::kCombined, AccessLogFormat::kJson}) {
+    const std::string path = dir_ + (f == AccessLogFormat::kJson ? "/direct.json" : "/direct.log");
+    const std::string quotes(3000, '"');  // 3000 bytes that escape to 12,000 (combined) / 6,000 (JSON)
+    const std::string agent = "agent " + std::string(5000, 'u') + " \xff\x01";
+    std::vector<AccessLogEntry> entries(4);
+    for (auto& e : entries) {
+      e.remote_addr = "192.0.2.7";
+      e.method = "GET";
+      e.target = "/a?b=c";
+      e.protocol = "HTTP/1.1";
+      e.status = 200;
+      e.body_bytes_sent = 1234567;
+      e.request_time = 1503ms;
+      e.server = "web";
+    }
+    entries[1].user_agent = quotes;  // long only once escaped
+    entries[2].user_agent = agent;   // long as it is
+    entries[3].method = "";
+    entries[3].request_line = "BREW /pot\x7f HTCPCP/1.0";
+    std::string expected;
+    for (int attempt = 0; attempt < 5; ++attempt) {  // again if the clock's second changed meanwhile
+      ::unlink(path.c_str());
+      expected.clear();
+      std::time_t before = 0, after = 0;
+      {
+        AccessLog log({.path = path, .format = f, .flush_interval = std::chrono::hours(1)});
+        before = ::time(nullptr);
+        for (const auto& e : entries) log.log(e);
+        after = ::time(nullptr);
+      }  // the destructor writes every line out
+      if (before != after) continue;
+      for (const auto& e : entries) AccessLog::format(f, e, before, expected);
+      break;
+    }
+    ASSERT_FALSE(expected.empty()) << "the second changed during each of 5 attempts";
+    EXPECT_EQ(read_file(path), expected) << to_string(f);
+  }
+}
+
 TEST_F(AccessLogTest, TheDestructorWritesOutEveryBufferedLine) {
   start({.buffer_bytes = 1 << 20, .flush_interval = std::chrono::hours(1)});
   for (int i = 0; i < 50; ++i) ask(port(), "GET /hello?i=" + std::to_string(i) + " HTTP/1.0\r\n\r\n");
