@@ -111,6 +111,10 @@ AppConfig define_config(config::Registry& r) {
       "app.shutdown_timeout", std::chrono::milliseconds(10000),
       "On SIGTERM/SIGINT: how long in-flight requests may run after the listeners closed.",
       config::range(std::chrono::milliseconds(0), std::chrono::milliseconds(3600000)));
+  c.watch = r.define<bool>(
+      "watch", false,
+      "Follow changes on disk while running: the configuration reloads as on SIGHUP, https servers' certificate and "
+      "key files load for new connections, static files leave the caches at once. Read at start.");
   c.memory_trim_interval = r.define<std::chrono::milliseconds>(
       "memory.trim_interval", std::chrono::milliseconds(5000),
       "How often to look whether connections dropped; after a drop (memory.trim_after_closed) the "

@@ -9,7 +9,7 @@
 //   fiber.stack_protection, fiber.guard_page_budget,
 //   log.loggers, log.async_queue_size,
 //   io.backend, io.uring_entries, io.max_events, offload.threads,
-//   workers (named pools), servers (list), app.shutdown_timeout,
+//   workers (named pools), servers (list), app.shutdown_timeout, watch,
 //   debug.fibers.max_per_group, debug.fibers.max_fibers, storage.* (storage_binding.h)
 #pragma once
 
@@ -47,6 +47,7 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
   std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;
+  std::shared_ptr<config::ConfigVar<bool>> watch;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> memory_trim_interval;
   std::shared_ptr<config::ConfigVar<std::size_t>> memory_trim_after_closed;
   std::shared_ptr<config::ConfigVar<int>> memory_arena_max;

@@ -35,6 +35,7 @@
 #include "lionet/app/config_binding.h"
 #include "lionet/app/config_reference.h"
 #include "lionet/app/runtime.h"
+#include "lionet/app/watch.h"
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/fiber_dump.h"
@@ -276,6 +277,7 @@ int main(int argc, char** argv) {
   warn_needs_restart(*cfg.memory_trim_interval);
   warn_needs_restart(*cfg.memory_trim_after_closed);
   warn_needs_restart(*cfg.memory_arena_max);
+  warn_needs_restart(*cfg.watch);
 
   LIONET_LOG_INFO(lg, "configuration loaded from {} ({} file(s))", args.conf, report.sources.size());
   int rc = 0;
@@ -291,6 +293,8 @@ int main(int argc, char** argv) {
     app::Runtime runtime(cfg);
     runtime.start();
     for (const auto& line : runtime.describe()) LIONET_LOG_INFO(lg, "server {}", line);
+    std::unique_ptr<app::Watch> watch;  // after runtime: stopped before it goes
+    if (cfg.watch->value()) watch = std::make_unique<app::Watch>(runtime, args.conf);
     Scheduler& main_pool = runtime.main_scheduler();
     main_pool
         .spawn([&] {

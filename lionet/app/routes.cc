@@ -47,8 +47,9 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
   const std::string where = "server '" + srv.cfg.name + "': route " + r.path + ": ";
   if (r.type == "static") {
     try {
-      http::StaticFiles files(static_options(r));
-      router.prefix("GET,HEAD", r.path, files.handler());  // the handler shares the state
+      auto files = std::make_shared<http::StaticFiles>(static_options(r));
+      router.prefix("GET,HEAD", r.path, files->handler());  // the handler shares the state
+      im.static_routes.push_back({r.root, std::move(files)});
     } catch (const std::exception& e) {
       throw StartupError(where + e.what());
     }
@@ -100,13 +101,14 @@ http::Handler instrument(http::Handler inner, ServerMetrics& m) {
   };
 }
 
-http::StreamFactory counting_factory(std::shared_ptr<SslContext> tls, ServerMetrics& m) {
+http::StreamFactory counting_factory(std::shared_ptr<TlsSlot> tls, ServerMetrics& m) {
   if (!tls) {
     return [&m](SocketStream& s) -> std::unique_ptr<Stream> {
       return std::make_unique<CountingStream>(s, m.bytes_in, m.bytes_out);
     };
   }
-  return [tls_factory = http::tls_stream_factory(std::move(tls)), &m](SocketStream& s) -> std::unique_ptr<Stream> {
+  auto current = [tls = std::move(tls)] { return tls->get(); };
+  return [tls_factory = http::tls_stream_factory(std::move(current)), &m](SocketStream& s) -> std::unique_ptr<Stream> {
     std::unique_ptr<Stream> t = tls_factory(s);
     if (!t) return nullptr;
     return std::make_unique<CountingStream>(std::move(t), m.bytes_in, m.bytes_out);

@@ -63,13 +63,8 @@ http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) 
   return o;
 }
 
-std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
+SslOptions tls_options(const ServerConfig& c) {
   const TlsConfig& t = *c.tls;
-  namespace fs = std::filesystem;
-  if (t.generate_self_signed && !fs::exists(t.cert) && !fs::exists(t.key)) {
-    if (std::string err = ensure_self_signed(t.cert, t.key); !err.empty()) fail("server '" + c.name + "': " + err);
-    LIONET_LOG_INFO(log::get("app"), "server '{}': generated a self-signed certificate {} (key {})", c.name, t.cert, t.key);
-  }
   SslOptions o;
   o.certificates = {{t.cert, t.key}};
   o.min_version = t.min_version;
@@ -78,8 +73,18 @@ std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
   if (c.http2 && std::find(o.alpn.begin(), o.alpn.end(), "h2") == o.alpn.end()) o.alpn.insert(o.alpn.begin(), "h2");
   if (!c.http2) std::erase(o.alpn, "h2");
   o.handshake_timeout = t.handshake_timeout;
+  return o;
+}
+
+std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
+  const TlsConfig& t = *c.tls;
+  namespace fs = std::filesystem;
+  if (t.generate_self_signed && !fs::exists(t.cert) && !fs::exists(t.key)) {
+    if (std::string err = ensure_self_signed(t.cert, t.key); !err.empty()) fail("server '" + c.name + "': " + err);
+    LIONET_LOG_INFO(log::get("app"), "server '{}': generated a self-signed certificate {} (key {})", c.name, t.cert, t.key);
+  }
   try {
-    return SslContext::server(o);
+    return SslContext::server(tls_options(c));
   } catch (const std::exception& e) {
     fail("server '" + c.name + "': " + e.what());
   }
@@ -127,8 +132,11 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
       ho.refusal = run->router->refusal_handler();  // routes word their refusals (storage: JSON)
       if (sc.access_log) ho.access_log = im.access_log(sc);
       run->http = std::make_unique<http::Server>(io, instrument(run->router->handler(), run->m), std::move(ho));
-      std::shared_ptr<SslContext> tls = sc.type == "https" ? tls_context(sc) : nullptr;
-      run->http->set_stream_factory(counting_factory(tls, run->m), tls != nullptr);
+      if (sc.type == "https") {
+        run->tls = std::make_shared<TlsSlot>();
+        run->tls->set(tls_context(sc));
+      }
+      run->http->set_stream_factory(counting_factory(run->tls, run->m), run->tls != nullptr);
     }
     for (const auto& l : sc.listen) {
       Address a = resolve_listen(sc.name, l);
@@ -163,6 +171,40 @@ std::size_t Runtime::reopen_access_logs() {
 
 Scheduler& Runtime::main_scheduler() const { return *impl_->pool("main").sched; }
 const char* Runtime::main_io_backend() const { return impl_->pool("main").backend(); }
+
+std::vector<std::string> Runtime::tls_files() const {
+  std::vector<std::string> out;
+  for (const auto& s : impl_->servers) {
+    if (!s->tls) continue;
+    out.push_back(s->cfg.tls->cert);
+    out.push_back(s->cfg.tls->key);
+  }
+  return out;
+}
+
+std::size_t Runtime::reload_tls(const std::vector<std::string>& changed) {
+  auto lg = log::get("app");
+  std::size_t reloaded = 0;
+  for (const auto& s : impl_->servers) {
+    if (!s->tls) continue;
+    const TlsConfig& t = *s->cfg.tls;
+    if (std::find(changed.begin(), changed.end(), t.cert) == changed.end() &&
+        std::find(changed.begin(), changed.end(), t.key) == changed.end())
+      continue;
+    try {
+      s->tls->set(SslContext::server(tls_options(s->cfg)));
+      ++reloaded;
+      LIONET_LOG_INFO(lg, "server '{}': certificate {} (key {}) reloaded: new connections use it", s->cfg.name, t.cert,
+                      t.key);
+    } catch (const std::exception& e) {
+      LIONET_LOG_ERROR(lg, "server '{}': the changed certificate {} (key {}) was not loaded, keeping the running one: {}",
+                       s->cfg.name, t.cert, t.key, e.what());
+    }
+  }
+  return reloaded;
+}
+
+const std::vector<Runtime::StaticRoute>& Runtime::static_routes() const { return impl_->static_routes; }
 
 std::vector<std::string> Runtime::describe() const {
   std::vector<std::string> out;

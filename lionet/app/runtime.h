@@ -33,7 +33,10 @@
 
 namespace lionet {
 class Scheduler;
+namespace http {
+class StaticFiles;
 }
+}  // namespace lionet
 
 namespace lionet::app {
 
@@ -66,6 +69,19 @@ class Runtime {
   const char* main_io_backend() const;
   // One line per server: "name type addresses (workers pool)".
   std::vector<std::string> describe() const;
+
+  // For `watch: true` (app/watch.h). Any thread.
+  // The certificate and key files of every https server, as configured.
+  std::vector<std::string> tls_files() const;
+  // Builds the TLS context anew for every https server whose certificate or key is one of
+  // `changed`; new connections get it, connections made before keep theirs. A pair that fails
+  // to load keeps the running context and logs why. Returns how many servers were reloaded.
+  std::size_t reload_tls(const std::vector<std::string>& changed);
+  struct StaticRoute {
+    std::string root;  // as configured
+    std::shared_ptr<http::StaticFiles> files;
+  };
+  const std::vector<StaticRoute>& static_routes() const;
 
   struct Impl;
 

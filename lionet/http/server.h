@@ -163,6 +163,10 @@ void serve_connection(Stream& stream, const Handler& handler, const ServerOption
 using StreamFactory = std::function<std::unique_ptr<Stream>(SocketStream&)>;
 // The HTTPS factory: an SslStream over the accepted socket, handshake done (tls.cc).
 StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx);
+// The same with the context asked for per connection (certificate rotation: make `current`
+// return a new context; connections made before keep the one they started with). `current`
+// runs in the connection's fiber, concurrently on every worker; null drops the connection.
+StreamFactory tls_stream_factory(std::function<std::shared_ptr<SslContext>()> current);
 
 class Server {
  public:

@@ -688,6 +688,35 @@ Handler StaticFiles::handler() {
   return [impl = impl_](Request& q, Response& s) { impl->serve(q, s, q.param("**")); };
 }
 
+std::size_t StaticFiles::invalidate(std::string_view rel_path) {
+  while (rel_path.starts_with("./")) rel_path.remove_prefix(2);
+  while (rel_path.size() > 1 && rel_path.back() == '/') rel_path.remove_suffix(1);
+  Impl& im = *impl_;
+  std::size_t dropped = 0;
+  std::lock_guard lk(im.mu);
+  for (auto it = im.map.begin(); it != im.map.end();) {
+    const std::string& p = it->second.entry->path;
+    const bool hit = p == rel_path || (p.size() > rel_path.size() && p.starts_with(rel_path) &&
+                                       p[rel_path.size()] == '/');
+    auto next = std::next(it);
+    if (hit) {
+      im.erase_locked(it);
+      ++dropped;
+    }
+    it = next;
+  }
+  return dropped;
+}
+
+void StaticFiles::invalidate_all() {
+  Impl& im = *impl_;
+  std::lock_guard lk(im.mu);
+  im.map.clear();
+  im.fd_lru.clear();
+  im.mem_lru.clear();
+  im.cached_bytes = 0;
+}
+
 StaticFiles::Stats StaticFiles::stats() const {
   return {impl_->memory_hits.load(std::memory_order_relaxed), impl_->memory_misses.load(std::memory_order_relaxed),
           impl_->files_served.load(std::memory_order_relaxed), impl_->bytes_sent.load(std::memory_order_relaxed),

@@ -101,6 +101,14 @@ class StaticFiles {
   // ownership of the state, so it stays valid even if this object is destroyed first.
   Handler handler();
 
+  // Drops the cached resolutions (fd or bytes) of the file rel_path names, relative to the root
+  // as on disk ("docs/a.html"; a directory drops everything beneath it), so the next request
+  // resolves and reads it anew even within open_file_cache_valid. For a file watcher (the
+  // lionet binary's `watch: true`). Returns how many entries were dropped. Thread-safe.
+  std::size_t invalidate(std::string_view rel_path);
+  // Drops every cached resolution (after a watcher lost events). Thread-safe.
+  void invalidate_all();
+
   struct Stats {
     uint64_t memory_hits, memory_misses, files_served, bytes_sent_hint;
     uint64_t open_cache_hits;    // requests answered from a cached resolution (fd or memory)

@@ -19,6 +19,16 @@ StreamFactory tls_stream_factory(std::shared_ptr<SslContext> ctx) {
   };
 }
 
+StreamFactory tls_stream_factory(std::function<std::shared_ptr<SslContext>()> current) {
+  return [current = std::move(current)](SocketStream& s) -> std::unique_ptr<Stream> {
+    std::shared_ptr<SslContext> ctx = current();
+    if (!ctx) return nullptr;
+    auto tls = std::make_unique<SslStream>(std::move(ctx), s.socket());
+    if (!tls->handshake()) return nullptr;
+    return tls;
+  };
+}
+
 void Server::enable_tls(std::shared_ptr<SslContext> ctx) {
   set_stream_factory(tls_stream_factory(std::move(ctx)), true);
 }

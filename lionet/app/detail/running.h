@@ -53,6 +53,21 @@ struct ServerMetrics {
   Counter bytes_out;   // bytes written to clients (TLS: plaintext)
 };
 
+// An https server's TLS context as it is now: swapped by Runtime::reload_tls (`watch: true`),
+// read by each new connection's handshake.
+struct TlsSlot {
+  std::shared_ptr<SslContext> get() const {
+    std::lock_guard<std::mutex> lk(mu);
+    return ctx;
+  }
+  void set(std::shared_ptr<SslContext> c) {
+    std::lock_guard<std::mutex> lk(mu);
+    ctx = std::move(c);
+  }
+  mutable std::mutex mu;
+  std::shared_ptr<SslContext> ctx;
+};
+
 struct Running {
   ServerConfig cfg;
   Pool* pool = nullptr;
@@ -62,6 +77,7 @@ struct Running {
   std::unique_ptr<http::Router> router;  // http(s); the server below points into it
   std::unique_ptr<http::Server> http;    // http(s)
   std::unique_ptr<TcpServer> tcp;        // echo
+  std::shared_ptr<TlsSlot> tls;          // https
   TcpServer& listener() const { return http ? http->tcp() : *tcp; }
 };
 
@@ -85,6 +101,8 @@ struct Runtime::Impl {
   // SIGHUP may come during a shutdown) and /metrics also take. Held for no IO.
   std::map<std::string, std::shared_ptr<http::AccessLog>> access_logs;
   mutable std::mutex access_logs_mu;
+  // Every static route's files (shared with its handler), for `watch: true`'s invalidation.
+  std::vector<Runtime::StaticRoute> static_routes;
   std::vector<std::unique_ptr<Running>> servers;  // last: destroyed first
   std::mutex stop_mu;
   bool stopped = false;  // under stop_mu
@@ -104,6 +122,6 @@ std::unique_ptr<http::Router> build_router(Runtime::Impl& im, Running& server);
 // Counts responses by class and handler latency into m.
 http::Handler instrument(http::Handler inner, ServerMetrics& m);
 // Wraps every connection (in TLS first when tls is set) in a CountingStream over m.
-http::StreamFactory counting_factory(std::shared_ptr<SslContext> tls, ServerMetrics& m);
+http::StreamFactory counting_factory(std::shared_ptr<TlsSlot> tls, ServerMetrics& m);
 std::string render_metrics(const Runtime::Impl& im);
 }  // namespace lionet::app
