@@ -152,10 +152,11 @@ std::string render_metrics(const Runtime::Impl& im) {
               "Address space reserved for fiber stacks (virtual; see fiber.max_stack_memory).",
               [](auto& s) { return s.stack_bytes_reserved; });
 
+  // http_only: http(s) servers; otherwise every server with a TcpServer (not syslog).
   auto server_family = [&](const char* name, const char* type, const char* help, auto field, bool http_only) {
     w.family(name, type, help);
     for (const auto& s : im.servers) {
-      if (http_only && !s->http) continue;
+      if (http_only ? !s->http : !s->has_listener()) continue;
       w.sample(name, L{{"server", s->cfg.name}, {"type", s->cfg.type}}, static_cast<uint64_t>(field(*s)));
     }
   };
@@ -172,6 +173,27 @@ std::string render_metrics(const Runtime::Impl& im) {
                 [](const Running& s) { return s.m.bytes_in.value(); }, false);
   server_family("lionet_sent_bytes_total", "counter", "Bytes written to clients (TLS: before encryption).",
                 [](const Running& s) { return s.m.bytes_out.value(); }, false);
+  auto syslog_family = [&](const char* name, const char* help, auto field) {
+    bool any = false;
+    for (const auto& s : im.servers) any |= s->syslog != nullptr;
+    if (!any) return;
+    w.family(name, "counter", help);
+    for (const auto& s : im.servers)
+      if (s->syslog) w.sample(name, L{{"server", s->cfg.name}}, static_cast<uint64_t>(field(*s->syslog)));
+  };
+  syslog_family("lionet_syslog_received_total", "Syslog messages taken from the sockets.",
+                [](const syslog::Server& s) { return s.stats().received; });
+  syslog_family("lionet_syslog_stored_total", "Syslog messages appended to the topic (acknowledged by the store).",
+                [](const syslog::Server& s) { return s.stats().stored; });
+  syslog_family("lionet_syslog_malformed_total", "Syslog messages stored raw: neither RFC 5424 nor RFC 3164.",
+                [](const syslog::Server& s) { return s.stats().malformed; });
+  syslog_family("lionet_syslog_truncated_total", "Syslog messages stored cut at max_message_size.",
+                [](const syslog::Server& s) { return s.stats().truncated; });
+  syslog_family("lionet_syslog_lost_total", "Syslog messages whose append failed (disk full, IO error).",
+                [](const syslog::Server& s) { return s.stats().lost; });
+  syslog_family("lionet_syslog_kernel_drops_total",
+                "UDP datagrams the kernel dropped with the receive buffer full (sk_drops, as SO_RXQ_OVFL counts).",
+                [](const syslog::Server& s) { return s.kernel_drops(); });
   w.family("lionet_http_requests_total", "counter", "HTTP responses from handlers, by status class.");
   for (const auto& s : im.servers) {
     if (!s->http) continue;

@@ -113,6 +113,7 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
   bool want_store = false;
   for (const auto& s : servers)
     for (const auto& r : s.routes) want_store |= r.type == "storage";
+  for (const auto& s : servers) want_store |= s.type == "syslog";
   if (want_store) im.open_store();
   for (std::size_t i = 0; i < servers.size(); ++i) {
     auto run = std::make_unique<Running>();
@@ -121,6 +122,36 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
     const ServerConfig& sc = run->cfg;
     run->pool = &im.pool(sc.workers);
     Scheduler& io = *run->pool->sched;  // serves through the scheduler's own IO driver
+    if (sc.type == "syslog") {
+      syslog::ServerOptions o;
+      o.name = sc.name;
+      o.topic = sc.topic;
+      o.key_by_app = sc.key == "app";
+      o.batch_max = sc.batch_max;
+      o.linger = sc.linger;
+      o.max_message_size = sc.max_message_size;
+      o.recv_buffer = static_cast<int>(sc.recv_buffer);
+      o.max_connections = sc.max_connections;
+      o.idle_timeout = sc.idle_timeout;
+      try {
+        run->syslog = std::make_unique<syslog::Server>(io, *im.store, o);
+        for (const auto& l : sc.listen) {
+          const auto split = split_syslog_listen(l);  // checked at load
+          if (!split) fail("server '" + sc.name + "': listen '" + l + "': needs udp:// or tcp://");
+          const Address a = resolve_listen(sc.name, std::string(split->second));
+          if (split->first == "udp")
+            run->syslog->listen_udp(a);
+          else
+            run->syslog->listen_tcp(a);
+        }
+      } catch (const StartupError&) {
+        throw;
+      } catch (const std::exception& e) {
+        fail("server '" + sc.name + "': " + e.what());
+      }
+      im.servers.push_back(std::move(run));
+      continue;
+    }
     if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
@@ -154,8 +185,17 @@ Runtime::~Runtime() = default;  // Impl's destructor stops whatever still runs
 
 void Runtime::start() {
   for (auto& s : impl_->servers) {
-    if (s->http) s->http->start();
-    else s->tcp->start();
+    if (s->http) {
+      s->http->start();
+    } else if (s->syslog) {
+      try {
+        s->syslog->start();
+      } catch (const std::exception& e) {
+        fail("server '" + s->cfg.name + "': " + e.what());
+      }
+    } else {
+      s->tcp->start();
+    }
     s->started = true;
   }
   impl_->start_trimmer();
@@ -210,7 +250,11 @@ std::vector<std::string> Runtime::describe() const {
   std::vector<std::string> out;
   for (const auto& s : impl_->servers) {
     std::string line = s->cfg.name + " (" + s->cfg.type + ") on";
-    for (const auto& a : s->listener().addresses()) (line += ' ') += a.to_string();
+    if (s->syslog) {
+      for (const auto& a : s->syslog->addresses()) (line += ' ') += a;
+    } else {
+      for (const auto& a : s->listener().addresses()) (line += ' ') += a.to_string();
+    }
     line += ", workers '" + s->cfg.workers + "' (" + std::to_string(s->pool->sched->threads()) + " thread(s), " +
             s->pool->backend() + ")";
     out.push_back(std::move(line));
@@ -245,6 +289,7 @@ void Runtime::Impl::start_trimmer() {
       uint64_t opened = 0;
       std::size_t live = 0;
       for (const auto& s : servers) {
+        if (!s->has_listener()) continue;
         const TcpServer& t = s->listener();
         opened += t.accepted() + t.rejected();
         live += t.connections();
@@ -283,7 +328,7 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
   for (auto& s : servers) {
     if (!s->started) continue;
     stoppers.emplace_back([&s = *s, drain, &all_drained] {
-      const bool ok = s.http ? s.http->stop(drain) : s.tcp->stop(drain);
+      const bool ok = s.http ? s.http->stop(drain) : s.syslog ? s.syslog->stop(drain) : s.tcp->stop(drain);
       if (!ok) all_drained.store(false, std::memory_order_relaxed);
     });
   }

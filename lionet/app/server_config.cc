@@ -9,7 +9,7 @@
 
 namespace lionet::app {
 namespace {
-const std::set<std::string> kServerTypes = {"http", "https", "echo"};
+const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog"};
 const std::set<std::string> kRouteTypes = {"static", "storage", "metrics", "health", "debug_fibers", "hello"};
 const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
 
@@ -23,6 +23,14 @@ std::string at(std::size_t i, const ServerConfig& s) {
   return "servers[" + std::to_string(i) + "]" + (s.name.empty() ? "" : " (" + s.name + ")");
 }
 }  // namespace
+
+std::optional<std::pair<std::string_view, std::string_view>> split_syslog_listen(std::string_view text) {
+  for (std::string_view p : {"udp", "tcp"}) {
+    if (text.size() > p.size() + 3 && text.substr(0, p.size()) == p && text.substr(p.size(), 3) == "://")
+      return std::make_pair(p, text.substr(p.size() + 3));
+  }
+  return std::nullopt;
+}
 
 std::string access_log_key(const std::string& path) {
   return path == "stdout" ? path : std::filesystem::path(path).lexically_normal().string();
@@ -46,7 +54,7 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
     if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
     if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
     if (s.access_log) {
-      if (s.type == "echo") return key + ".access_log: only http and https servers write an access log";
+      if (s.type == "echo" || s.type == "syslog") return key + ".access_log: only http and https servers write an access log";
       auto [it, fresh] = access_logs.emplace(access_log_key(s.access_log->path), i);
       const AccessLogConfig& first = *servers[it->second].access_log;  // the path may be spelt otherwise
       if (!fresh && (first.format != s.access_log->format || first.buffer_bytes != s.access_log->buffer_bytes ||
@@ -57,11 +65,19 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
                "and flush_interval";
       }
     }
+    if (s.type == "syslog" && !s.routes.empty()) return key + ".routes: a syslog server has no routes";
     for (std::size_t j = 0; j < s.listen.size(); ++j) {
-      auto a = Address::parse(s.listen[j]);
       const std::string lkey = key + ".listen[" + std::to_string(j) + "]";
+      std::string_view text = s.listen[j], proto = "tcp";
+      if (s.type == "syslog") {
+        const auto split = split_syslog_listen(text);
+        if (!split) return lkey + ": '" + s.listen[j] + "' needs udp:// or tcp:// before host:port";
+        proto = split->first;
+        text = split->second;
+      }
+      auto a = Address::parse(text);
       if (!a) return lkey + ": '" + s.listen[j] + "' is not host:port (" + a.error().message() + ")";
-      auto [it, fresh] = used.emplace(a->to_string(), i);
+      auto [it, fresh] = used.emplace(std::string(proto) + " " + a->to_string(), i);
       if (!fresh) return lkey + ": " + s.listen[j] + " is already used by " + at(it->second, servers[it->second]);
     }
     std::set<std::string> paths;
@@ -245,7 +261,8 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
                   "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
                   "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
-                  "http2_max_outbound_ack", "tls", "access_log", "routes"});
+                  "http2_max_outbound_ack", "topic", "key", "batch_max", "linger", "max_message_size", "recv_buffer",
+                  "tls", "access_log", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -274,6 +291,12 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "http2_max_continuations", s.http2_max_continuations);
   read_field(n, "http2_max_empty_frames", s.http2_max_empty_frames);
   read_field(n, "http2_max_outbound_ack", s.http2_max_outbound_ack);
+  read_field(n, "topic", s.topic);
+  read_field(n, "key", s.key);
+  read_field(n, "batch_max", s.batch_max);
+  read_field(n, "linger", s.linger);
+  read_field(n, "max_message_size", s.max_message_size);
+  read_field(n, "recv_buffer", s.recv_buffer);
   read_field(n, "tls", s.tls);
   read_field(n, "access_log", s.access_log);
   read_field(n, "routes", s.routes);
@@ -282,6 +305,15 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   }
   for (const char* k : {"idle_timeout", "header_timeout", "body_timeout"}) {
     if (n[k] && decode<std::chrono::milliseconds>(n[k]).count() <= 0) field_error(n, k, "must be positive");
+  }
+  if (s.key != "host" && s.key != "app") field_error(n, "key", "must be host or app, got '" + s.key + "'");
+  if (s.batch_max < 1 || s.batch_max > 65536) field_error(n, "batch_max", "must be in 1..65536");
+  if (s.linger.count() < 0 || s.linger.count() > 1000) field_error(n, "linger", "must be in 0ms..1000ms");
+  if (s.max_message_size < 480 || s.max_message_size > (1u << 20)) {
+    field_error(n, "max_message_size", "must be in 480..1048576");
+  }
+  if (s.recv_buffer < 4096 || s.recv_buffer > (std::size_t{1} << 28)) {
+    field_error(n, "recv_buffer", "must be in 4096..268435456");
   }
   if (s.max_request_line < 64) field_error(n, "max_request_line", "must be at least 64");
   if (s.max_header_bytes < 256) field_error(n, "max_header_bytes", "must be at least 256");
@@ -324,6 +356,14 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["http2_max_continuations"] = s.http2_max_continuations;
   n["http2_max_empty_frames"] = s.http2_max_empty_frames;
   n["http2_max_outbound_ack"] = s.http2_max_outbound_ack;
+  if (s.type == "syslog") {
+    n["topic"] = s.topic;
+    n["key"] = s.key;
+    n["batch_max"] = s.batch_max;
+    n["linger"] = encode(s.linger);
+    n["max_message_size"] = s.max_message_size;
+    n["recv_buffer"] = s.recv_buffer;
+  }
   if (s.tls) n["tls"] = encode(*s.tls);
   if (s.access_log) n["access_log"] = encode(*s.access_log);
   if (!s.routes.empty()) n["routes"] = encode(s.routes);

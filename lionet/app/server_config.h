@@ -12,7 +12,7 @@
 //     io: {threads: 1, stack_size: 131072, io_backend: epoll}
 //   servers:
 //     - name: web
-//       type: http                 # http | https | echo
+//       type: http                 # http | https | echo | syslog
 //       listen: ["127.0.0.1:8080"]
 //       workers: main
 //       routes:
@@ -90,8 +90,8 @@ struct AccessLogConfig {
 
 struct ServerConfig {
   std::string name;
-  std::string type;                     // http | https | echo
-  std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6)
+  std::string type;                     // http | https | echo | syslog
+  std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
   std::string workers = "main";         // worker pool (see `workers:`)
   std::size_t max_connections = 10000;  // beyond it new connections are closed at once
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive / echo idle
@@ -114,6 +114,13 @@ struct ServerConfig {
   uint32_t http2_max_continuations = 8;      // CONTINUATION frames after one HEADERS
   uint32_t http2_max_empty_frames = 1000;    // empty DATA frames per connection
   uint32_t http2_max_outbound_ack = 1000;    // SETTINGS/PING ACKs queued unsent
+  // syslog (lionet/syslog/server.h): listen entries are "udp://host:port" / "tcp://host:port".
+  std::string topic = "syslog";             // storage topic the messages go to
+  std::string key = "host";                 // record key: host | app
+  std::size_t batch_max = 256;              // records per append at most (1..65536)
+  std::chrono::milliseconds linger{5};      // UDP: wait this long for a batch to fill (0..1000ms)
+  std::size_t max_message_size = 8192;      // bytes of one message kept (480..1048576)
+  std::size_t recv_buffer = 4 << 20;        // UDP SO_RCVBUF (4096..268435456)
   std::optional<TlsConfig> tls;         // required for https
   std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
   std::vector<RouteConfig> routes;      // http(s) only
@@ -127,6 +134,8 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
 // The file an access_log.path names, for sharing: "stdout", or the path lexically normalised
 // ("var/log/../log/a.log" and "var/log/a.log" are one log).
 std::string access_log_key(const std::string& path);
+// A syslog listen entry: {"udp" or "tcp", "host:port"}, nullopt without one of the two schemes.
+std::optional<std::pair<std::string_view, std::string_view>> split_syslog_listen(std::string_view text);
 }  // namespace lionet::app
 
 template <>

@@ -287,6 +287,14 @@ TEST(AppBinary, ShippedConfServesThePageEchoAndHttpsAndStopsOnSigterm) {
   EXPECT_NE(run("curl -sS --max-time 10 --cacert " + cert + " https://127.0.0.1:8443/").find("href=\"/metrics\""),
             std::string::npos);
   EXPECT_EQ(run("printf 'hi there' | timeout 5 nc -q 1 127.0.0.1 8081 2>&1"), "hi there");
+  // The syslog server on 5514 (UDP) stores into topic syslog, readable on 8080.
+  EXPECT_EQ(run("logger -n 127.0.0.1 -P 5514 -d --rfc5424 -t shipped 'hello shipped conf' 2>&1"), "");
+  std::string records;
+  for (int i = 0; i < 100 && records.find("hello shipped conf") == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    records = run("curl -sS --max-time 10 'http://127.0.0.1:8080/topics/syslog/partitions/0/records?offset=0'");
+  }
+  EXPECT_NE(records.find("hello shipped conf"), std::string::npos) << records;
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
   EXPECT_NE(p.output().find("SIGTERM: stopping"), std::string::npos) << p.output();

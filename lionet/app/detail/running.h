@@ -28,6 +28,7 @@
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/storage/store.h"
+#include "lionet/syslog/server.h"
 
 namespace lionet {
 class SslContext;
@@ -78,7 +79,9 @@ struct Running {
   std::unique_ptr<http::Server> http;    // http(s)
   std::unique_ptr<TcpServer> tcp;        // echo
   std::shared_ptr<TlsSlot> tls;          // https
-  TcpServer& listener() const { return http ? http->tcp() : *tcp; }
+  std::unique_ptr<syslog::Server> syslog;  // syslog (no listener() of its own)
+  TcpServer& listener() const { return http ? http->tcp() : *tcp; }  // http(s), echo
+  bool has_listener() const { return http || tcp; }
 };
 
 struct Runtime::Impl {
