@@ -11,27 +11,37 @@
 # 4. Loss: the same client sending RATE datagrams/s (20,000 unless set: the reference loses none
 #    there on this machine; at 50,000 both lose ~34 of 600k) to LioNet --batch and
 #    to the reference, RUNS interleaved runs; loss = datagrams that never came back (summed).
+# 5. Syslog ingest (bench/syslog_ingest: lionet::syslog::Server into the store, and --ref, a
+#    recvmmsg + write(2) loop into a plain file, both batching up to 256 messages): MESSAGES
+#    (1,000,000) RFC 5424 datagrams from one sendmmsg thread on CPU 1, the receiver on CPU 0,
+#    with the store's flush policy none and every_batch (the reference: no fdatasync / one per
+#    batch); RUNS interleaved runs, medians of messages stored per second and receiver CPU per
+#    message.
 # Prints a markdown table, and with --write puts it into bench/RESULTS.md between
 # <!-- udp:begin --> and <!-- udp:end -->.
 #
 # Usage: scripts/bench-udp.sh [--write] [--no-build] [--quick]
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), WINDOW (64),
-#   RATE (20000), BACKEND (epoll or io_uring; epoll), REF_DIR, REF_OUT (/tmp/lionet-ref).
+#   RATE (20000), MESSAGES (1000000), BACKEND (epoll or io_uring; epoll), REF_DIR, REF_OUT
+#   (/tmp/lionet-ref).
 # Last line: RESULT udp_batch_pps=.. udp_single_pps=.. ref_pps=.. ratio_batch=.. ratio_single=..
-#   loss=.. ref_loss=.. rate=.. batch_us=.. single_us=.. ref_us=.. errors=N   (target: ratio_batch
-#   >= 0.95, loss 0; *_us: server CPU microseconds per echoed datagram)
+#   loss=.. ref_loss=.. rate=.. batch_us=.. single_us=.. ref_us=.. syslog_none_per_s=..
+#   syslog_every_batch_per_s=.. syslog_ref_none_per_s=.. syslog_ref_every_batch_per_s=..
+#   errors=N   (target: ratio_batch >= 0.95, loss 0; *_us: server CPU microseconds per echoed
+#   datagram)
 BENCH="udp"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 bench_parse "--write --no-build --quick" "$@"
-bench_defaults RUNS=3 SECS=4 WINDOW=64 RATE=20000 BACKEND=epoll
+bench_defaults RUNS=3 SECS=4 WINDOW=64 RATE=20000 MESSAGES=1000000 BACKEND=epoll
 
 command -v gcc >/dev/null && command -v make >/dev/null || bench_die "missing Debian packages: build-essential"
 bench_need taskset python3
 
-bench_build udp_echo_server
+bench_build udp_echo_server syslog_ingest
 server=$(bench_bin udp_echo_server)
+ingest=$(bench_bin syslog_ingest)
 cli=$(ref udp_echo_client)
 refsrv=$(ref udp_echo_ref)
 bench_start
@@ -119,6 +129,26 @@ for _ in $(seq "$RUNS"); do
 done
 echo "LioNet batch: lost $bl of $bsent; reference: lost $rl of $rsent"
 
+# ---- 5. syslog ingest ----
+echo "== syslog ingest, $MESSAGES messages, $RUNS runs =="
+declare -A ing ingu
+for _ in $(seq "$RUNS"); do
+  for mode in lionet ref; do
+    for flush in none every_batch; do
+      arg=(); [ "$mode" = ref ] && arg=(--ref)
+      l=$("$ingest" "${arg[@]}" --flush "$flush" --messages "$MESSAGES" --backend "$BACKEND" 2>&1 | grep '^RESULT' || true)
+      if [ -z "$l" ] || [ "$(echo "$l" | field errors)" != 0 ]; then errors=$((errors + 1)); fi
+      ing[$mode.$flush]="${ing[$mode.$flush]:-} $(echo "$l" | field stored_per_s)"
+      ingu[$mode.$flush]="${ingu[$mode.$flush]:-} $(echo "$l" | field receiver_us)"
+    done
+  done
+done
+# shellcheck disable=SC2086
+for k in lionet.none lionet.every_batch ref.none ref.every_batch; do
+  declare "m_${k/./_}=$(med ${ing[$k]})" "u_${k/./_}=$(med ${ingu[$k]})"
+done
+echo "lionet none=$m_lionet_none every_batch=$m_lionet_every_batch; ref none=$m_ref_none every_batch=$m_ref_every_batch"
+
 # ---- table ----
 rb=$(ratio "$bb" "$rr") rs=$(ratio "$ss" "$rr")
 {
@@ -140,6 +170,22 @@ rb=$(ratio "$bb" "$rr") rs=$(ratio "$ss" "$rr")
   echo "| LioNet udp_echo_server: recv_from/send_to | $ss | ${s[*]} | $rs | $ssu |"
   echo
   echo "Loss at $RATE datagrams/s ($RUNS runs of $SECS s each): LioNet --batch lost $bl of $bsent, the reference lost $rl of $rsent."
+  echo
+  echo "### Syslog ingest (lionet/syslog) into the store"
+  echo
+  echo "\`bench/syslog_ingest\`: $MESSAGES RFC 5424 datagrams (~90 B) from one sendmmsg thread on CPU 1; the receiver on"
+  echo "CPU 0: LioNet's \`syslog::Server\` (1 worker, batch_max 256, into a topic of the store with the flush policy"
+  echo "shown) or the reference (recvmmsg into a plain file with one write(2) per batch of up to 256, fdatasync per batch"
+  echo "for every_batch). Messages stored per second from the first send to the last store (with nothing dropped this is"
+  echo "the sender's pace: on loopback the sender's CPU also runs the receive path), and the receiver's CPU per message"
+  echo "(process CPU minus the sender thread's). $RUNS interleaved runs, medians."
+  echo
+  echo "| Receiver | flush | stored/s | receiver CPU us/message | vs reference |"
+  echo "|---|---|---:|---:|---:|"
+  echo "| reference: recvmmsg + write | none | $m_ref_none | $u_ref_none | 1.000 |"
+  echo "| LioNet syslog::Server | none | $m_lionet_none | $u_lionet_none | $(ratio "$m_lionet_none" "$m_ref_none") |"
+  echo "| reference: recvmmsg + write + fdatasync | every_batch | $m_ref_every_batch | $u_ref_every_batch | 1.000 |"
+  echo "| LioNet syslog::Server | every_batch | $m_lionet_every_batch | $u_lionet_every_batch | $(ratio "$m_lionet_every_batch" "$m_ref_every_batch") |"
 } > "$tmp/section.md"
 bench_section "$tmp/section.md"
-bench_result "RESULT udp_batch_pps=$bb udp_single_pps=$ss ref_pps=$rr ratio_batch=$rb ratio_single=$rs loss=$bl ref_loss=$rl rate=$RATE batch_us=$bbu single_us=$ssu ref_us=$rru errors=$errors"
+bench_result "RESULT udp_batch_pps=$bb udp_single_pps=$ss ref_pps=$rr ratio_batch=$rb ratio_single=$rs loss=$bl ref_loss=$rl rate=$RATE batch_us=$bbu single_us=$ssu ref_us=$rru syslog_none_per_s=$m_lionet_none syslog_every_batch_per_s=$m_lionet_every_batch syslog_ref_none_per_s=$m_ref_none syslog_ref_every_batch_per_s=$m_ref_every_batch errors=$errors"
