@@ -352,10 +352,15 @@ Message parse(std::string_view input, int64_t now_ms) {
 void to_json(const Message& m, std::string_view peer, bool truncated, std::string& out) {
   out.append("{\"format\":\"").append(to_string(m.format)).push_back('"');
   if (m.malformed) out.append(",\"malformed\":true");
-  if (m.facility >= 0) {
-    char buf[48];
-    const int n = std::snprintf(buf, sizeof buf, ",\"facility\":%d,\"severity\":%d", m.facility, m.severity);
-    out.append(buf, static_cast<std::size_t>(n));
+  if (m.facility >= 0) {  // 0..23 and 0..7: no snprintf (a fifth of this function's cost)
+    char buf[40] = ",\"facility\":";
+    std::size_t n = 12;
+    if (m.facility >= 10) buf[n++] = static_cast<char>('0' + m.facility / 10);
+    buf[n++] = static_cast<char>('0' + m.facility % 10);
+    std::memcpy(buf + n, ",\"severity\":", 12);
+    n += 12;
+    buf[n++] = static_cast<char>('0' + m.severity);
+    out.append(buf, n);
   }
   field(out, "host", m.host);
   field(out, "app", m.app);
