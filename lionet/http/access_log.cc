@@ -34,6 +34,7 @@
 #include <system_error>
 
 #include "lionet/base/log_limiter.h"
+#include "lionet/base/utf8.h"
 #include "lionet/log/log.h"
 #include "lionet/net/address.h"
 
@@ -88,28 +89,6 @@ void append_clf(Out& out, std::string_view s) {
     run = i + 1;
   }
   out.append(s.data() + run, s.size() - run);
-}
-
-// Length of the valid UTF-8 sequence at s[i] (1..4), or 0 if the byte starts none.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  const std::size_t left = s.size() - i;
-  auto cont = [&](std::size_t k) { return (b(i + k) & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(i + 1) > 0x9F) return 0;   // UTF-16 surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;   // above U+10FFFF
-    return 4;
-  }
-  return 0;
 }
 
 // A JSON string's contents (without quotes): '"' and '\' escaped, control bytes and bytes

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "lionet/base/utf8.h"
+
 namespace lionet::syslog {
 namespace {
 
@@ -196,28 +198,6 @@ Message malformed(std::string_view input) {
   m.malformed = true;
   m.msg = input;
   return m;
-}
-
-// Length of the valid UTF-8 sequence at s[i] (1..4), or 0 if the byte starts none.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  const std::size_t left = s.size() - i;
-  auto cont = [&](std::size_t k) { return (b(i + k) & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;
-    if (c == 0xED && b(i + 1) > 0x9F) return 0;
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(i + 1) < 0x90) return 0;
-    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;
-    return 4;
-  }
-  return 0;
 }
 
 void json_string(std::string& out, std::string_view s) {

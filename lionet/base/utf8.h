@@ -1,0 +1,33 @@
+// lionet/base/utf8.h: UTF-8 checks shared by the writers of JSON text (http/'s access log,
+// syslog/'s stored values), which write bytes that are not valid UTF-8 as \u00XX.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace lionet {
+
+// Length of the valid UTF-8 sequence starting at s[i] (1..4 bytes: no overlong forms, no
+// UTF-16 surrogates, nothing above U+10FFFF), or 0 if the bytes there start none. i < s.size().
+inline std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const std::size_t left = s.size() - i;
+  auto cont = [&](std::size_t k) { return (b(i + k) & 0xC0) == 0x80; };
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(i + 1) > 0x9F) return 0;  // UTF-16 surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+}  // namespace lionet
