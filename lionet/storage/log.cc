@@ -214,6 +214,7 @@ Result<int64_t> Log::append_batch(std::span<const Record> records) {
   next_offset_ = base + static_cast<int64_t>(records.size());
   seg.publish_batch(base, next_offset_, pos, static_cast<uint32_t>(len), max_ts, opt_.index_interval_bytes);
   end_offset_.store(next_offset_, std::memory_order_release);  // after the segment published /*1*/
+  notify_appended();
 
   bool sync_now = false;
   switch (opt_.flush_policy) {
@@ -401,6 +402,38 @@ std::vector<int64_t> Log::segment_base_offsets() const {
   std::vector<int64_t> v;
   for (const auto& s : *snapshot()) v.push_back(s->base_offset());
   return v;
+}
+
+void Log::notify_appended() const {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // end_offset_ before waiters_ (see log.h)
+  if (waiters_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<lionet::Mutex> lk(wait_mu_);
+  appended_.notify_all();
+}
+
+int64_t Log::wait_beyond(int64_t offset, std::optional<TimePoint> deadline) const {
+  if (end_offset() > offset) return end_offset();
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // waiters_ before end_offset_ (see log.h)
+  const uint64_t generation = wake_generation_.load(std::memory_order_acquire);
+  {
+    std::unique_lock<lionet::Mutex> lk(wait_mu_);
+    while (end_offset() <= offset && wake_generation_.load(std::memory_order_acquire) == generation) {
+      if (!deadline) {
+        appended_.wait(lk);
+      } else if (appended_.wait_until(lk, *deadline) == std::cv_status::timeout) {
+        break;
+      }
+    }
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+  return end_offset();
+}
+
+void Log::wake_waiters() const {
+  std::lock_guard<lionet::Mutex> lk(wait_mu_);
+  wake_generation_.fetch_add(1, std::memory_order_acq_rel);
+  appended_.notify_all();
 }
 
 }  // namespace lionet::storage

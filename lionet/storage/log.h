@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@
 #include "lionet/storage/errors.h"
 #include "lionet/storage/log_options.h"
 #include "lionet/storage/record.h"
+#include "lionet/base/clock.h"
+#include "lionet/sync/cond_var.h"
 #include "lionet/sync/mutex.h"
 
 namespace lionet::storage {
@@ -88,6 +91,15 @@ class Log {
   // clock). Returns how many were deleted. Also runs at each roll.
   Result<std::size_t> enforce_retention(int64_t now_ms = -1);
 
+  // Waits until end_offset() > offset (a record at `offset` or later can be read), the deadline
+  // passes (nullopt: none), or wake_waiters() is called; returns end_offset() then. A fiber
+  // parks (its worker runs others), a plain thread blocks: for live tails and long-poll reads,
+  // with no polling. Any number of waiters; an append costs them one atomic load when there
+  // are none.
+  int64_t wait_beyond(int64_t offset, std::optional<TimePoint> deadline) const;
+  // Wakes every fiber in wait_beyond now (shutdown: they return the current end_offset()).
+  void wake_waiters() const;
+
   int64_t start_offset() const { return start_offset_.load(std::memory_order_acquire); }
   int64_t end_offset() const { return end_offset_.load(std::memory_order_acquire); }  // next offset
   uint64_t size_bytes() const;
@@ -122,6 +134,15 @@ class Log {
   std::atomic<int64_t> start_offset_{0};  // written by the appender (release), read by anyone
   std::atomic<int64_t> end_offset_{0};    // idem: stored after the segment published the batch
   std::atomic<bool> failed_{false};       // an fdatasync failed: appends refused
+
+  // wait_beyond: waiters_ counts them (seq_cst, against the appender's fence after it stored
+  // end_offset_: either the waiter sees the new end or the appender sees the waiter);
+  // appended_ is notified under wait_mu_ after each append that found a waiter.
+  void notify_appended() const;
+  mutable lionet::Mutex wait_mu_;
+  mutable lionet::CondVar appended_;
+  mutable std::atomic<int> waiters_{0};
+  mutable std::atomic<uint64_t> wake_generation_{0};  // bumped by wake_waiters()
 
   lionet::Mutex append_mu_;
   // Appender-owned (under append_mu_):

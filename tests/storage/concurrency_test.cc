@@ -236,5 +236,68 @@ TEST(StorageConcurrency, FiberReadersAndAppenderOnTwoWorkers) {
   EXPECT_EQ(test::verify_range(*log, 0, total), total);
 }
 
+// wait_beyond: live readers park until the append they wait for, a deadline or wake_waiters();
+// a tail that reads as records arrive sees every record once, in order, without polling.
+TEST(StorageConcurrency, WaitBeyondParksUntilAnAppendADeadlineOrAWake) {
+  TempDir d;
+  LogOptions o;
+  o.flush_policy = FlushPolicy::kNone;
+  auto log = Log::open(d.path(), o).value();
+  test::append_n(*log, 2, 2);  // offsets 0, 1
+  EXPECT_EQ(log->wait_beyond(1, std::nullopt), 2) << "already there: no wait";
+
+  // A deadline with nothing appended: end_offset() unchanged, not before the deadline.
+  auto t0 = now();
+  EXPECT_EQ(log->wait_beyond(2, now() + std::chrono::milliseconds(80)), 2);
+  EXPECT_GE(now() - t0, std::chrono::milliseconds(80));
+
+  Scheduler sched({.threads = 2});
+  // 50 fiber tails and one plain thread, all woken by one append.
+  const int64_t total = 200 / test::kSanitizerDivisor;
+  std::atomic<int> bad{0};
+  std::vector<JoinHandle<int64_t>> tails;
+  auto tail = [&]() -> int64_t {
+    int64_t off = 2;
+    ReadResult rr;
+    while (off < 2 + total) {
+      if (log->wait_beyond(off, now() + std::chrono::seconds(30)) <= off) {
+        bad++;  // timed out: an append did not wake it
+        return off;
+      }
+      if (!log->read(off, 1 << 20, rr).ok()) {
+        bad++;
+        return off;
+      }
+      for (const RecordView& v : rr.records()) {
+        if (v.offset != off || v.value != test::value_for(off)) bad++;
+        off++;
+      }
+    }
+    return off;
+  };
+  for (int i = 0; i < 50; ++i) tails.push_back(sched.spawn(tail));
+  int64_t thread_end = 0;
+  std::thread plain([&] { thread_end = tail(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the tails are parked by now
+  auto appender = sched.spawn([&] {
+    for (int64_t i = 0; i < total; ++i) {
+      test::append_n(*log, 1, 1);
+      if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  appender.join();
+  for (auto& t : tails) EXPECT_EQ(t.join(), 2 + total);
+  plain.join();
+  EXPECT_EQ(thread_end, 2 + total);
+  EXPECT_EQ(bad.load(), 0);
+
+  // wake_waiters() ends a wait with no deadline at once.
+  auto waiter = sched.spawn([&] { return log->wait_beyond(log->end_offset(), std::nullopt); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  log->wake_waiters();
+  EXPECT_EQ(waiter.join(), 2 + total);
+  sched.stop();
+}
+
 }  // namespace
 }  // namespace lionet::storage
