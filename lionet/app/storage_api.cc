@@ -127,6 +127,21 @@ void json_bytes_field(std::string& out, std::string_view name, std::string_view 
   out += '"';
 }
 
+}  // namespace
+
+void append_record_json(std::string& out, const storage::RecordView& rec) {
+  out += "{\"offset\":";
+  append_int(out, rec.offset);
+  out += ",\"timestamp\":";
+  append_int(out, rec.timestamp);
+  out += ',';
+  json_bytes_field(out, "key", rec.key);
+  out += ',';
+  json_bytes_field(out, "value", rec.value);
+  out += '}';
+}
+
+namespace {
 // Content-Type names the ndjson media type (case-insensitive, parameters allowed).
 bool is_ndjson(std::string_view ctype) {
   const std::size_t end = ctype.find_first_of("; \t");
@@ -323,15 +338,8 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   out.reserve(rr.bytes() + rr.size() * 64);
   std::size_t bytes = 0;
   for (const auto& rec : rr.records()) {
-    out += "{\"offset\":";
-    append_int(out, rec.offset);
-    out += ",\"timestamp\":";
-    append_int(out, rec.timestamp);
-    out += ',';
-    json_bytes_field(out, "key", rec.key);
-    out += ',';
-    json_bytes_field(out, "value", rec.value);
-    out += "}\n";
+    append_record_json(out, rec);
+    out += '\n';
     bytes += rec.key.size() + rec.value.size();
   }
   st.reads.add();

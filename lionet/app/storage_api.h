@@ -45,6 +45,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "lionet/base/metrics.h"
@@ -75,4 +76,9 @@ struct StorageApiStats {
 // ServerOptions::refusal is router.refusal_handler()); store and stats must outlive the server.
 void add_storage_routes(http::Router& router, std::string_view prefix, storage::Store& store, StorageApiStats& stats,
                         StorageApiOptions options = {});
+
+// One record as the GET answer writes it (without the newline): {"offset":..,"timestamp":..,
+// "key":..,"value":..}, key and value as JSON strings when they are UTF-8 (and escaping at most
+// doubles them), else as "key_base64" / "value_base64".
+void append_record_json(std::string& out, const storage::RecordView& rec);
 }  // namespace lionet::app
