@@ -60,6 +60,7 @@ class RawOut {
  public:
   explicit RawOut(char* p) noexcept : begin_(p), p_(p) {}
   RawOut& append(const char* s, std::size_t n) noexcept {
+    if (n == 0) return *this;  // s may be null (an empty string_view): memcpy must not see it
     std::memcpy(p_, s, n);
     p_ += n;
     return *this;
