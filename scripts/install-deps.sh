@@ -22,6 +22,7 @@ TEST_PACKAGES=(
   libboost-fiber-dev     # benchmark peer only (the bench/ targets build with the tests)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3                   # benchmark table scripts, the hook tests' HTTP server
+  python3-pip               # installs Python websockets (below) for the websocket tests
   libboost-dev libevent-dev   # building the benchmark reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
@@ -90,4 +91,16 @@ if [ "${1:-}" != "--run" ] && ! command -v h2spec >/dev/null; then
   (cd "$here/tests/tools/h2spec" && GOFLAGS=-mod=mod GOPATH="${GOPATH:-$HOME/go}" go build -o "$tmpbin/h2spec" \
     github.com/summerwind/h2spec/cmd/h2spec) && $SUDO install -m 755 "$tmpbin/h2spec" /usr/local/bin/h2spec
   rm -rf "$tmpbin"
+fi
+
+# Python websockets, the third-party WebSocket client and server of tests/websocket (PyPI,
+# pinned: its sync API is what ws_peer.py uses). Tests and benchmarks only; skipped when the
+# pinned version is already importable.
+WEBSOCKETS_VERSION=13.1
+if [ "${1:-}" != "--run" ] &&
+   ! python3 -c "import websockets, sys; sys.exit(websockets.__version__ != '$WEBSOCKETS_VERSION')" 2>/dev/null; then
+  echo "install-deps: installing Python websockets $WEBSOCKETS_VERSION"
+  # Debian's own python3 refuses pip installs into it (PEP 668) unless told to.
+  python3 -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION" 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "websockets==$WEBSOCKETS_VERSION"
 fi
