@@ -20,6 +20,7 @@ RUN_PACKAGES=(
 # What building and running the tests needs besides (`make test`, the default).
 TEST_PACKAGES=(
   libboost-fiber-dev     # benchmark peer only (the bench/ targets build with the tests)
+  libwslay-dev           # benchmark reference only: bench/websocket_frame_bench.cc
   libgtest-dev libgmock-dev libbenchmark-dev
   python3                   # benchmark table scripts, the hook tests' HTTP server
   python3-pip               # installs Python websockets (below) for the websocket tests
