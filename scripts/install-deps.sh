@@ -23,7 +23,8 @@ TEST_PACKAGES=(
   libwslay-dev           # benchmark reference only: bench/websocket_frame_bench.cc
   libgtest-dev libgmock-dev libbenchmark-dev
   python3                   # benchmark table scripts, the hook tests' HTTP server
-  python3-pip               # installs Python websockets (below) for the websocket tests
+  python3-venv              # the test venv (below): Python websockets for the websocket tests
+  nodejs                    # Node `ws` (below), the websocket tests' second third-party peer
   libboost-dev libevent-dev   # building the benchmark reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
@@ -94,14 +95,33 @@ if [ "${1:-}" != "--run" ] && ! command -v h2spec >/dev/null; then
   rm -rf "$tmpbin"
 fi
 
-# Python websockets, the third-party WebSocket client and server of tests/websocket (PyPI,
-# pinned: its sync API is what ws_peer.py uses). Tests and benchmarks only; skipped when the
-# pinned version is already importable.
-WEBSOCKETS_VERSION=13.1
-if [ "${1:-}" != "--run" ] &&
-   ! python3 -c "import websockets, sys; sys.exit(websockets.__version__ != '$WEBSOCKETS_VERSION')" 2>/dev/null; then
-  echo "install-deps: installing Python websockets $WEBSOCKETS_VERSION"
-  # Debian's own python3 refuses pip installs into it (PEP 668) unless told to.
-  python3 -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION" 2>/dev/null ||
-    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "websockets==$WEBSOCKETS_VERSION"
+# Test-only third-party peers of tests/websocket, installed into a prefix this script owns
+# (never into the system's Python: Debian 12 refuses pip there, PEP 668). The tests find them at
+# these paths through the CMake cache variables LIONET_TEST_PYTHON and LIONET_TEST_NODE_PATH
+# (tests/CMakeLists.txt), whose defaults are these paths. Each is checked first, so a run with
+# everything present costs two interpreter starts and no network.
+TEST_PREFIX=/opt/lionet-test
+WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
+NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
+if [ "${1:-}" != "--run" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  venv=$TEST_PREFIX/venv
+  if ! "$venv/bin/python3" -c "import websockets, sys; sys.exit(websockets.__version__ != '$WEBSOCKETS_VERSION')" 2>/dev/null; then
+    echo "install-deps: installing Python websockets $WEBSOCKETS_VERSION into $venv"
+    # Debian's interpreter by its path (a pyenv or conda python3 earlier on PATH is not what
+    # python3-venv was installed for).
+    "$venv/bin/python3" -c '' 2>/dev/null || $SUDO /usr/bin/python3 -m venv --clear "$venv"
+    $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION"
+  fi
+  node_prefix=$TEST_PREFIX/node
+  if ! [ "$(node -p "require('$node_prefix/node_modules/ws/package.json').version" 2>/dev/null)" = "$NODE_WS_VERSION" ]; then
+    echo "install-deps: installing Node ws $NODE_WS_VERSION into $node_prefix"
+    # Debian's nodejs has npm as a package of its own; NodeSource's nodejs ships it inside.
+    if ! command -v npm >/dev/null; then
+      $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+    fi
+    $SUDO mkdir -p "$node_prefix"
+    $SUDO npm install --silent --no-audit --no-fund --prefix "$node_prefix" "ws@$NODE_WS_VERSION" >/dev/null
+  fi
 fi

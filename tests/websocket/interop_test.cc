@@ -25,9 +25,8 @@ using test::Endings;
 class Interop : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!test::have_python_websockets()) {
-      GTEST_SKIP() << "Python websockets is not installed (scripts/install-deps.sh installs it)";
-    }
+    const std::string missing = test::python_websockets_missing();
+    ASSERT_TRUE(missing.empty()) << missing;
   }
 };
 
@@ -52,7 +51,7 @@ std::unique_ptr<http::Router> make_router(Endings& endings) {
 void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& endings) {
   const std::string scheme = tls ? "wss" : "ws";
   const std::string base = scheme + "://127.0.0.1:" + std::to_string(port);
-  std::vector<std::string> argv = {"python3", test::peer_script(), "client", base + "/echo", "echo"};
+  std::vector<std::string> argv = {test::python(), test::peer_script(), "client", base + "/echo", "echo"};
   if (tls) argv.push_back(ca);
   Child echo(argv);
   ASSERT_TRUE(echo.started());
@@ -77,7 +76,7 @@ void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& 
   EXPECT_EQ(codes[0], 4001);  // the client's close code, as the server saw it
   EXPECT_EQ(endings.reason(0), "client bye");
 
-  argv = {"python3", test::peer_script(), "client", base + "/close", "server-close"};
+  argv = {test::python(), test::peer_script(), "client", base + "/close", "server-close"};
   if (tls) argv.push_back(ca);
   Child closer(argv);
   EXPECT_EQ(closer.wait(60s), 0) << closer.output();
@@ -175,7 +174,7 @@ void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls) {
 }
 
 TEST_F(Interop, TheClientAgainstPythonServer) {
-  Child py({"python3", test::peer_script(), "server"});
+  Child py({test::python(), test::peer_script(), "server"});
   const uint16_t port = py.wait_for_port();
   ASSERT_NE(port, 0) << py.output();
   lionet::test::Runtime rt;  // its scheduler runs the client
@@ -194,7 +193,7 @@ TEST_F(Interop, TheClientAgainstPythonServer) {
 
 TEST_F(Interop, TheClientAgainstPythonServerOverTls) {
   const auto& c = lionet::test::Certs::get().localhost;
-  Child py({"python3", test::peer_script(), "server", c.cert, c.key});
+  Child py({test::python(), test::peer_script(), "server", c.cert, c.key});
   const uint16_t port = py.wait_for_port();
   ASSERT_NE(port, 0) << py.output();
   lionet::test::Runtime rt;
