@@ -63,14 +63,9 @@ void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& 
                            "OK ping answered by a pong"}) {
     EXPECT_NE(out.find(step), std::string::npos) << step << " missing in:\n" << out;
   }
-  if (!tls) {
-    EXPECT_NE(out.find("CLOSED 4001"), std::string::npos) << "our close frame should echo 4001:\n" << out;
-  } else if (out.find("CLOSED 4001") == std::string::npos) {
-    // Open issue (lionet/websocket/README.md "Not done yet"): over TLS, under load, Python's
-    // client has twice in ~20 runs reported that it received no close frame back, although the
-    // server saw its close (checked below) and answered it. Not diagnosed yet, so not asserted.
-    std::fprintf(stderr, "open issue: Python saw no close frame over TLS:\n%s\n", out.c_str());
-  }
+  // Our close frame reached the client: it echoed the client's code (over TLS too: the peer's
+  // SSL object is used by one thread at a time, ws_peer.py's SerializedSSLSocket says why).
+  EXPECT_NE(out.find("CLOSED 4001"), std::string::npos) << "our close frame should echo 4001:\n" << out;
   auto codes = endings.wait_for(1);
   ASSERT_EQ(codes.size(), 1u);
   EXPECT_EQ(codes[0], 4001);  // the client's close code, as the server saw it
@@ -93,6 +88,34 @@ TEST_F(Interop, PythonClientAgainstTheServer) {
   server.start();
   run_python_client(server.port(), false, "", endings);
 }
+
+// Many short connections over TLS 1.3 with session tickets (the server's default): each gets
+// its echo and the server's close frame. Before the peer's SSL object was serialized, about 2%
+// of such connections failed (stalled opening handshake, or no close frame), so 100 of them
+// failed the test in about 9 runs of 10; plain ws as the control.
+void run_many(bool tls) {
+  Endings endings;
+  auto router = make_router(endings);
+  TestServer server(router->handler());
+  if (tls) server.server().enable_tls(SslContext::server(lionet::test::server_options()));
+  server.start();
+  constexpr int kConnections = 100;
+  const std::string url = std::string(tls ? "wss" : "ws") + "://127.0.0.1:" + std::to_string(server.port()) + "/echo";
+  std::vector<std::string> argv = {test::python(), test::peer_script(), "client", url,
+                                   "many:" + std::to_string(kConnections)};
+  if (tls) argv.push_back(lionet::test::Certs::get().localhost.cert);
+  Child many(argv);
+  ASSERT_TRUE(many.started());
+  EXPECT_EQ(many.wait(300s), 0) << many.output();
+  EXPECT_NE(many.output().find("OK 100 connections each got the server's close frame"), std::string::npos)
+      << many.output();
+  auto codes = endings.wait_for(kConnections);
+  ASSERT_EQ(codes.size(), size_t{kConnections});
+  for (uint16_t c : codes) EXPECT_EQ(c, 4001);  // every close frame of the client reached us
+}
+
+TEST_F(Interop, ManyPythonClientsOverTlsEachGetTheCloseFrame) { run_many(true); }
+TEST_F(Interop, ManyPythonClientsEachGetTheCloseFrame) { run_many(false); }
 
 TEST_F(Interop, PythonClientAgainstTheServerOverTls) {
   Endings endings;

@@ -7,11 +7,28 @@
                                               what each path does is below; one line
                                               "ENDED <path> <code> <reason>" per connection
 
+  ws_peer.py client URL many:N [CA_FILE]     N connections one after the other: each echoes one
+                                              message and closes; FAIL unless every one got the
+                                              server's close frame
+
 Every wait is bounded (timeouts below); the server is killed by the test that started it.
+
+TLS: websockets' threading implementation reads the socket in one thread (recv_events) while
+the caller's thread writes it, and Python's ssl module lets the two enter one OpenSSL SSL object
+at once, which OpenSSL does not allow. With TLS 1.3 that loses connections: when the server's
+session tickets arrive (post-handshake messages the reading thread processes), about 2% of
+connections here stalled in the opening handshake or ended without a close frame (0 of 600
+with TLS 1.2 or without tickets, 0 of 1000 with Node's single-threaded ws; CPython gh-137583
+is the upstream discussion). SerializedSSLSocket below, which every TLS socket of this peer
+is, gives the SSL object to one thread at a time and never holds it across a wait.
 """
 import os
+import select
+import socket
 import ssl
 import sys
+import threading
+import time
 
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
@@ -27,11 +44,92 @@ def check(cond, what):
     print("OK " + what, flush=True)
 
 
+class SerializedSSLSocket(ssl.SSLSocket):
+    """An SSLSocket whose SSL object one thread at a time may use (see the top of the file).
+
+    After the handshake the socket is non-blocking underneath: recv() and sendall() make one
+    non-blocking SSL call at a time under a lock and wait for the fd with select() outside it,
+    honouring the timeout set with settimeout() (kept here, not on the socket)."""
+
+    _serialized = False
+
+    def do_handshake(self, *args, **kwargs):
+        super().do_handshake(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._timeout = super().gettimeout()
+        super().settimeout(0.0)
+        self._serialized = True
+
+    def settimeout(self, t):
+        if self._serialized:
+            self._timeout = t
+        else:
+            super().settimeout(t)
+
+    def gettimeout(self):
+        return self._timeout if self._serialized else super().gettimeout()
+
+    def _deadline(self):
+        return None if self._timeout is None else time.monotonic() + self._timeout
+
+    def _wait(self, deadline, writable):
+        left = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+        if left <= 0:
+            raise TimeoutError("timed out")
+        if writable:
+            select.select([], [self], [], left)
+        else:
+            select.select([self], [], [], left)
+
+    def recv(self, n=1024, flags=0):
+        if not self._serialized:
+            return super().recv(n, flags)
+        deadline = self._deadline()
+        while True:
+            with self._lock:
+                try:
+                    return super().recv(n, flags)
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                    pass
+            self._wait(deadline, writable=False)
+
+    def sendall(self, data, flags=0):
+        if not self._serialized:
+            return super().sendall(data, flags)
+        deadline = self._deadline()
+        view = memoryview(data).cast("B")
+        while len(view):
+            with self._lock:
+                try:
+                    # Retried with the same bytes after WANT_WRITE, as OpenSSL requires.
+                    view = view[super().send(view, flags):]
+                    continue
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                    pass
+            self._wait(deadline, writable=True)
+
+    def shutdown(self, how):
+        if not self._serialized:
+            return super().shutdown(how)
+        with self._lock:
+            return super().shutdown(how)
+
+    def close(self):
+        if not self._serialized:
+            return super().close()
+        with self._lock:
+            return super().close()
+
+
+def serialized(ctx):
+    ctx.sslsocket_class = SerializedSSLSocket
+    return ctx
+
+
 def tls_client(ca):
     if not ca:
         return None
-    ctx = ssl.create_default_context(cafile=ca)
-    return ctx
+    return serialized(ssl.create_default_context(cafile=ca))
 
 
 def open_client(url, ca):
@@ -81,7 +179,23 @@ def scenario_server_close(ws):
         print("CLOSED %d %s" % (e.rcvd.code, e.rcvd.reason), flush=True)
 
 
+def scenario_many(url, ca, n):
+    for i in range(n):
+        with open_client(url, ca) as ws:
+            ws.send("message %d" % i)
+            if ws.recv(TIMEOUT) != "message %d" % i:
+                check(False, "echo on connection %d" % i)
+            ws.close(4001, "client bye")
+            p = ws.protocol
+            if p.close_rcvd is None or p.close_rcvd.code != 4001:
+                check(False, "the server's close frame on connection %d (state %s, rcvd %s)" % (i, p.state, p.close_rcvd))
+    check(True, "%d connections each got the server's close frame" % n)
+
+
 def client(url, scenario, ca):
+    if scenario.startswith("many"):
+        scenario_many(url, ca, int(scenario.split(":")[1]))
+        return 0
     with open_client(url, ca) as ws:
         {"echo": scenario_echo, "server-close": scenario_server_close}[scenario](ws)
     return 0
@@ -114,7 +228,7 @@ def server(cert, key):
     kw = dict(max_size=None)
     ctx = None
     if cert:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx = serialized(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
         ctx.load_cert_chain(cert, key)
     try:
         srv = serve(handler, "127.0.0.1", 0, ssl=ctx, **kw)
@@ -126,6 +240,9 @@ def server(cert, key):
 
 
 if __name__ == "__main__":
+    if os.environ.get("WS_PEER_DEBUG"):  # every frame and state change on stderr (diagnosis)
+        import logging
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(threadName)s %(name)s %(message)s")
     if sys.argv[1] == "client":
         sys.exit(client(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))
     server(sys.argv[2] if len(sys.argv) > 2 else None, sys.argv[3] if len(sys.argv) > 3 else None)
