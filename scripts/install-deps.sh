@@ -20,8 +20,11 @@ RUN_PACKAGES=(
 # What building and running the tests needs besides (`make test`, the default).
 TEST_PACKAGES=(
   libboost-fiber-dev     # benchmark peer only (the bench/ targets build with the tests)
+  libwslay-dev           # benchmark reference only: bench/websocket_frame_bench.cc
   libgtest-dev libgmock-dev libbenchmark-dev
   python3                   # benchmark table scripts, the hook tests' HTTP server
+  python3-venv              # the test venv (below): Python websockets for the websocket tests
+  nodejs                    # Node `ws` (below), the websocket tests' second third-party peer
   libboost-dev libevent-dev   # building the benchmark reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
@@ -90,4 +93,35 @@ if [ "${1:-}" != "--run" ] && ! command -v h2spec >/dev/null; then
   (cd "$here/tests/tools/h2spec" && GOFLAGS=-mod=mod GOPATH="${GOPATH:-$HOME/go}" go build -o "$tmpbin/h2spec" \
     github.com/summerwind/h2spec/cmd/h2spec) && $SUDO install -m 755 "$tmpbin/h2spec" /usr/local/bin/h2spec
   rm -rf "$tmpbin"
+fi
+
+# Test-only third-party peers of tests/websocket, installed into a prefix this script owns
+# (never into the system's Python: Debian 12 refuses pip there, PEP 668). The tests find them at
+# these paths through the CMake cache variables LIONET_TEST_PYTHON and LIONET_TEST_NODE_PATH
+# (tests/CMakeLists.txt), whose defaults are these paths. Each is checked first, so a run with
+# everything present costs two interpreter starts and no network.
+TEST_PREFIX=/opt/lionet-test
+WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
+NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
+if [ "${1:-}" != "--run" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  venv=$TEST_PREFIX/venv
+  if ! "$venv/bin/python3" -c "import websockets, sys; sys.exit(websockets.__version__ != '$WEBSOCKETS_VERSION')" 2>/dev/null; then
+    echo "install-deps: installing Python websockets $WEBSOCKETS_VERSION into $venv"
+    # Debian's interpreter by its path (a pyenv or conda python3 earlier on PATH is not what
+    # python3-venv was installed for).
+    "$venv/bin/python3" -c '' 2>/dev/null || $SUDO /usr/bin/python3 -m venv --clear "$venv"
+    $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION"
+  fi
+  node_prefix=$TEST_PREFIX/node
+  if ! [ "$(node -p "require('$node_prefix/node_modules/ws/package.json').version" 2>/dev/null)" = "$NODE_WS_VERSION" ]; then
+    echo "install-deps: installing Node ws $NODE_WS_VERSION into $node_prefix"
+    # Debian's nodejs has npm as a package of its own; NodeSource's nodejs ships it inside.
+    if ! command -v npm >/dev/null; then
+      $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+    fi
+    $SUDO mkdir -p "$node_prefix"
+    $SUDO npm install --silent --no-audit --no-fund --prefix "$node_prefix" "ws@$NODE_WS_VERSION" >/dev/null
+  fi
 fi

@@ -499,6 +499,7 @@ bool Connection::handle_request() {
     response_.set_close();
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
   }
+  if (response_.status() == 101) [[unlikely]] return take_over();
   bool keep = h.keep_alive && !response_.close() && !(stopping_ && stopping_->load(std::memory_order_acquire)) &&
               !(options_.max_keepalive_requests && served_ >= options_.max_keepalive_requests);
   if (!body_done_) {
@@ -521,6 +522,59 @@ bool Connection::handle_request() {
   r_ = body_pos_;
   if (r_ == w_) r_ = w_ = 0;
   return true;
+}
+
+// takeover.h's sequence, steps 2-4. The input buffer is kept while the function runs: the
+// Request's views and Takeover::buffered point into it.
+bool Connection::take_over() noexcept {
+  const RequestHead& h = parser_.head();
+  if (!response_.has_takeover() || h.version_minor == 0) {
+    LIONET_LOG_ERROR(http_log(), "handler for {} {} answered 101 {}: answered 500 instead", h.method, h.target,
+                     h.version_minor == 0 ? "to HTTP/1.0" : "without a connection takeover (Response::take_over)");
+    response_.reset();
+    response_.reply(500, "Internal Server Error\n");
+    response_.set_close();
+    bool keep = false;
+    uint64_t body_sent = 0;
+    const bool sent = send_response(keep, body_sent).ok();
+    if (access_log_) log_access(500, body_sent);
+    response_.reset();
+    if (sent) lingering_close();
+    return false;
+  }
+  // The new protocol's bytes start after the request's body: read what is left of it first.
+  if (!body_done_ && !drain_body()) {
+    response_.reset();
+    return false;
+  }
+  try {
+    out_.clear();
+    append_status_line(out_, 101, response_.reason());
+    out_.append(date_line());
+    if (!options_.server_name.empty()) out_.append("Server: ").append(options_.server_name).append("\r\n");
+    out_.append(response_.header_block());
+    out_.append("\r\n");
+  } catch (...) {
+    response_.reset();
+    return false;
+  }
+  stream_.set_timeouts(std::nullopt, write_timeout_);
+  const bool sent = stream_.write(out_.data(), out_.size()).ok();
+  if (access_log_) log_access(101, 0);
+  TakeoverFn fn = std::move(response_.takeover());
+  response_.reset();
+  std::string().swap(out_);  // the connection may live long: the head's buffer goes back now
+  if (!sent) return false;
+  stream_.set_timeouts(std::nullopt, std::nullopt);
+  Takeover t{stream_, std::string_view(buf_.get() + body_pos_, w_ - body_pos_), request_, stopping_};
+  try {
+    fn(t);
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(http_log(), "connection takeover for {} {} threw: {}", h.method, h.target, e.what());
+  } catch (...) {
+    LIONET_LOG_ERROR(http_log(), "connection takeover for {} {} threw a non-std exception", h.method, h.target);
+  }
+  return false;
 }
 
 // The connection becomes another protocol's for the rest of its life: HTTP/1.1's input and

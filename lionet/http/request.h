@@ -36,6 +36,8 @@ class BodySource {
  public:
   virtual Result<size_t> read_body(void* buf, size_t n) = 0;
   virtual bool body_complete() const noexcept = 0;
+  // The connection can be handed to another protocol after a 101 (HTTP/1.1's; not HTTP/2's).
+  virtual bool can_take_over() const noexcept { return false; }
 
  protected:
   ~BodySource() = default;
@@ -97,6 +99,10 @@ class Request {
   // Appends the rest of the body to out (bounded by max_body_bytes). Returns the bytes appended.
   Result<size_t> read_body(std::string& out);
   bool body_complete() const noexcept { return !body_ || !has_body() || body_->body_complete(); }
+  // Whether a 101 with Response::take_over() can hand this connection to another protocol
+  // (takeover.h): an HTTP/1.1 request on an HTTP/1.1 connection. False over HTTP/2 (RFC 8441
+  // is not supported), for HTTP/1.0 and for a Request made without a server.
+  bool can_take_over() const noexcept { return body_ && head_->version_minor >= 1 && body_->can_take_over(); }
 
   // Path parameters set by the Router ("{topic}" -> param("topic")); "" if absent. A prefix
   // route's remainder is param("**").

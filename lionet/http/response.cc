@@ -45,6 +45,7 @@ void Response::reset() noexcept {
   file_length_ = 0;
   writer_ = nullptr;
   writer_length_.reset();
+  if (takeover_) takeover_ = nullptr;
 }
 
 bool Response::add_header(std::string_view name, std::string_view value) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "lionet/http/takeover.h"
 #include "lionet/net/result.h"
 
 namespace lionet {
@@ -166,6 +167,14 @@ class Response {
   // "Name: value\r\n" lines as added.
   const std::string& trailer_block() const noexcept { return trailers_; }
 
+  // Connection takeover (takeover.h): set status 101 and the new protocol's headers, then
+  // this; once the 101 is sent, fn runs with the connection's stream and the connection is
+  // the new protocol's. HTTP/1.1 only (Request::can_take_over()); dropped unless the status
+  // is 101 when the response goes out.
+  void take_over(TakeoverFn fn) noexcept { takeover_ = std::move(fn); }
+  TakeoverFn& takeover() noexcept { return takeover_; }
+  bool has_takeover() const noexcept { return static_cast<bool>(takeover_); }
+
   // Ends the connection after this response (adds Connection: close).
   void set_close(bool close = true) noexcept { close_ = close; }
   bool close() const noexcept { return close_; }
@@ -194,5 +203,6 @@ class Response {
   uint64_t file_length_ = 0;
   BodyWriterFn writer_;
   std::optional<uint64_t> writer_length_;
+  TakeoverFn takeover_;  // empty but for a 101 that hands the connection over
 };
 }  // namespace lionet::http

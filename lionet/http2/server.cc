@@ -861,6 +861,13 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
     res.reset();
     res.reply(413, kBodyOverLimit);
   }
+  if (res.has_takeover() || res.status() == 101) [[unlikely]] {
+    // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
+    // 8441's extended CONNECT (WebSocket over a stream) is not supported.
+    res.reset();
+    res.reply(501, "Not Implemented: this resource switches protocols (101), which needs HTTP/1.1; "
+                   "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
+  }
   submit(st);
   bool writer = st.src == H2Stream::Src::kWriter;
   if (running_ > 1) {

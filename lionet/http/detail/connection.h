@@ -32,6 +32,7 @@ class Connection final : public BodySource {
   // BodySource
   Result<size_t> read_body(void* buf, size_t n) override;
   bool body_complete() const noexcept override { return body_done_; }
+  bool can_take_over() const noexcept override { return true; }
 
  private:
   static constexpr size_t kBodyRoom = 4096;
@@ -61,6 +62,9 @@ class Connection final : public BodySource {
     return in.size() >= kHttp2Preface.size() ? in.starts_with(kHttp2Preface) : kHttp2Preface.starts_with(in);
   }
   bool handle_request();
+  // A 101 response: sends it and runs the response's TakeoverFn (takeover.h). Always false:
+  // the connection is no longer HTTP's.
+  bool take_over() noexcept;
   void start_body();
   // Builds the head into out_ for the current response.
   void build_head(bool keep_alive, bool chunked);

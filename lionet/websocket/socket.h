@@ -1,0 +1,173 @@
+// lionet/websocket/socket.h: lionet::websocket::Socket, one WebSocket connection (RFC 6455) over
+// a lionet::Stream (TCP or TLS alike), in blocking style for fibers:
+//
+//   while (auto m = ws.receive()) ws.send(*m);            // echo until the peer closes
+//   ws.close_code();                                       // why it ended (1000, 1001, 1006...)
+//
+// Made by websocket::accept() (server, server.h) and websocket::connect() (client, client.h).
+//
+// Owns: the receive state (detail::FrameReader over an input Buffer), the send path (frame
+// headers, fragmentation by Options::send_frame_size, the client's masking with a fresh random
+// key per frame), automatic pongs, keepalive pings, the close handshake both ways, and the
+// stream if it was given one to own. Must not: throw on the data path (errors are Results or
+// the end of receive()), or send anything after its close frame.
+//
+// Concurrency (the rule a user relies on):
+//   - receive(): one fiber at a time (a second one waits for the first: read_mu_).
+//   - send*/ping/close: any fibers, at once with a receive(). Sends are serialized by a fiber
+//     Mutex (send_mu_), held for a whole message (all its fragments), so messages never
+//     interleave; a pong the receiver owes, and the close frame, wait for the message in
+//     progress. A sender parks (never blocks its worker) while the socket buffer is full; a
+//     slow peer therefore slows its senders (a bounded queue with try_send is a later step).
+//   - close() may be called while another fiber is parked in receive(): it sends the close
+//     frame and waits (close_timeout) for that receive() to see the peer's answer.
+//   - Destroy the Socket only after every call on it has returned.
+//
+// Ending: receive() returns nullopt (or false) once the connection is over: the peer's close
+// frame (answered with the same code), a failure on our side (the close frame we sent: 1002,
+// 1007, 1009, 1011, 1001), or a stream that ended or failed (1006). close_code() and
+// close_reason() then say which. Failing a connection sends the close frame, half-closes, and
+// drops what the peer still sends for a moment (so our close frame is read, not reset away).
+//
+// Timers: keepalive pings, their timeout and the idle timeout are checked by the fiber inside
+// receive(), whose reads carry a fixed timeout (the shortest of those durations), so each is
+// noticed at most that much late; a socket that nobody is receiving on sends no pings.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lionet/base/spinlock.h"
+#include "lionet/net/buffer.h"
+#include "lionet/net/result.h"
+#include "lionet/net/stream.h"
+#include "lionet/sync/event.h"
+#include "lionet/sync/mutex.h"
+#include "lionet/websocket/detail/frame_reader.h"
+#include "lionet/websocket/message.h"
+#include "lionet/websocket/options.h"
+
+namespace lionet::websocket {
+
+enum class Role : uint8_t { kServer, kClient };
+
+class Socket {
+ public:
+  // Over a stream the caller keeps alive (a server's taken-over connection). `buffered`: bytes
+  // already read from the stream that belong to the WebSocket (read before the stream).
+  Socket(Stream& stream, Role role, Options options, std::string_view buffered = {},
+         std::string subprotocol = {});
+  // Over a stream it owns (a client's connection).
+  Socket(std::unique_ptr<Stream> stream, Role role, Options options, std::string_view buffered = {},
+         std::string subprotocol = {});
+  // Closes the stream without a close handshake if the connection is still open: call close()
+  // first for a polite end.
+  ~Socket();
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  // The next whole message, or nullopt once the connection is over (see the top of the file).
+  // Pings are answered, pongs noted, keepalive run, while it waits.
+  std::optional<Message> receive();
+  // The same into `out`, reusing its capacity; false once the connection is over.
+  bool receive(Message& out);
+
+  // One message (fragmented by Options::send_frame_size). ENOTCONN after the close frame was
+  // sent or the connection ended; the stream's error (ETIMEDOUT after write_timeout, EPIPE,
+  // ECONNRESET) if it failed, which also ends the connection (close_code 1006): a frame cannot
+  // be left half-written.
+  Result<void> send(const Message& m) { return send_data(m.type, m.data); }
+  Result<void> send_text(std::string_view text) { return send_data(MessageType::kText, text); }
+  Result<void> send_binary(std::string_view bytes) { return send_data(MessageType::kBinary, bytes); }
+  // EINVAL for a payload over 125 bytes. The pong is not waited for (receive() notes it).
+  Result<void> ping(std::string_view payload = {});
+  // Starts (or joins) the close handshake: sends a close frame with code and reason (EINVAL for
+  // a code that may not be sent, or a reason over 123 bytes or not UTF-8), then waits up to
+  // close_timeout for the peer's close frame (reading and dropping messages unless another
+  // fiber is in receive(), which then gets them) and ends the stream. Returns at once if the
+  // connection is already over.
+  Result<void> close(uint16_t code = close_code::kNormal, std::string_view reason = {});
+
+  // While open: 0. After the end: the code of the peer's close frame (1005: it had none), the
+  // code we failed the connection with, or 1006 (ended without a close frame).
+  uint16_t close_code() const noexcept;
+  // The matching reason ("" if none); stable once close_code() is non-zero.
+  std::string_view close_reason() const noexcept;
+  // Neither side has sent a close frame and the stream has not failed.
+  bool is_open() const noexcept;
+
+  Role role() const noexcept { return role_; }
+  // The subprotocol agreed in the handshake ("" if none).
+  std::string_view subprotocol() const noexcept { return subprotocol_; }
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  // Exactly one of borrowed and owned is set.
+  Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Options options, std::string_view buffered,
+         std::string subprotocol);
+  Result<void> send_data(MessageType type, std::string_view payload);
+  // With send_mu_ held: one frame.
+  Result<void> write_frame(bool fin, Opcode op, std::string_view payload) noexcept;
+  // With send_mu_ held: a control frame, unless a close frame was sent or the stream failed.
+  Result<void> write_control_locked(Opcode op, std::string_view payload) noexcept;
+  Result<void> send_control(Opcode op, std::string_view payload);
+  // With send_mu_ held: sends our close frame if none was sent yet (true if sent now).
+  bool send_close_locked(uint16_t code, std::string_view reason) noexcept;
+  uint32_t next_mask_key() noexcept;
+  // The stream failed under a send: nothing more can go out.
+  void on_send_failure(std::error_code ec) noexcept;
+
+  // Reader side (read_mu_ held).
+  bool read_loop(Message& out, bool discard_messages, std::optional<TimePoint> until);
+  enum class Fill : uint8_t { kData, kTick, kEnd };
+  Fill fill(Message& msg);
+  // A read timed out: keepalive and idle checks. False: the connection was failed.
+  bool on_tick();
+  void on_peer_close(uint16_t code, std::string_view reason);
+  void fail(uint16_t code, std::string_view why);
+  // The handshake is over (or abandoned). drain: our close frame went out and the stream
+  // works: optionally half-close, then read until the peer's end of stream (bounded). Then the
+  // stream is closed and done_ set.
+  void finish(bool drain, bool half_close);
+  // Sets close_code_/reason_ unless already set (first cause wins).
+  void record_end(uint16_t code, std::string_view reason) noexcept;
+  // With no writer possible any more (close frame sent): bound the reads that remain.
+  void arm_close_deadline(TimePoint until) noexcept;
+
+  Stream* stream_;
+  std::unique_ptr<Stream> owned_;
+  const Role role_;
+  const Options options_;
+  const std::string subprotocol_;
+  std::optional<Duration> tick_;  // the fixed read timeout (keepalive / idle), if any
+
+  // Receive side, guarded by read_mu_ (held across parks by the receiving fiber).
+  Mutex read_mu_;
+  Buffer in_;
+  detail::FrameReader reader_;
+  TimePoint last_rx_{};         // when a byte last arrived (only kept with tick_)
+  bool awaiting_pong_ = false;  // a keepalive ping is out
+  TimePoint pong_deadline_{};
+
+  // Send side, guarded by send_mu_ (held across parks by the sending fiber).
+  Mutex send_mu_;
+  std::unique_ptr<char[]> staging_;  // client: header + masked payload chunks
+  uint8_t key_pool_[64];
+  size_t key_pos_ = sizeof key_pool_;
+  // Written under send_mu_; atomic so is_open() and the reader may look without it.
+  std::atomic<bool> close_sent_{false};
+  std::atomic<bool> broken_{false};  // a send failed: the stream is unusable
+
+  // The end. info_mu_ guards the pair; close_code_ != 0 publishes close_reason_ (release /
+  // acquire), which never changes after.
+  SpinLock info_mu_;
+  std::atomic<uint16_t> close_code_{0};
+  std::string close_reason_;
+  std::atomic<bool> done_{false};  // the stream was closed by this socket
+  Event finished_;                 // set with done_: close() from a non-receiving fiber waits on it
+};
+}  // namespace lionet::websocket
