@@ -8,6 +8,7 @@
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/http/static_files.h"
+#include "lionet/websocket/server.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/ssl/ssl_context.h"
 
@@ -61,6 +62,21 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
     });
   } else if (r.type == "health") {
     router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "ok\n"); });
+  } else if (r.type == "websocket") {  // handler: echo (checked at load)
+    websocket::Options wo;
+    wo.max_message_size = r.max_message_size;
+    wo.max_frame_size = r.max_message_size;
+    if (r.ping_interval.count() > 0)
+      wo.ping_interval = r.ping_interval;
+    else
+      wo.ping_interval.reset();
+    router.get(r.path, websocket::accept(
+                           [](websocket::Socket& ws) {
+                             websocket::Message m;
+                             while (ws.receive(m))
+                               if (!ws.send(m)) break;
+                           },
+                           wo));
   } else if (r.type == "hello") {
     router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); });
   } else if (r.type == "debug_fibers") {

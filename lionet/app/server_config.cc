@@ -10,7 +10,8 @@
 namespace lionet::app {
 namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog"};
-const std::set<std::string> kRouteTypes = {"static", "storage", "metrics", "health", "debug_fibers", "hello"};
+const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",
+                                           "debug_fibers", "hello",   "websocket"};
 const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
 
 std::string join(const std::set<std::string>& s) {
@@ -138,13 +139,24 @@ YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
                   "open_file_cache", "open_file_cache_valid", "precompressed",
-                  "follow_symlinks_outside_root", "index", "allow_remote"});
+                  "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
+                  "ping_interval"});
   RouteConfig r;
   r.path = required_field<std::string>(n, "path");
   r.type = required_field<std::string>(n, "type");
   if (r.path.empty() || r.path[0] != '/') field_error(n, "path", "a route path starts with '/'");
   if (!app::kRouteTypes.contains(r.type)) {
     field_error(n, "type", "unknown route type '" + r.type + "' (expected one of " + app::join(app::kRouteTypes) + ")");
+  }
+  read_field(n, "handler", r.handler);
+  read_field(n, "max_message_size", r.max_message_size);
+  read_field(n, "ping_interval", r.ping_interval);
+  if (r.type == "websocket") {
+    if (r.handler != "echo") field_error(n, "handler", "unknown websocket handler '" + r.handler + "' (expected echo)");
+    if (r.max_message_size < 1 || r.max_message_size > (std::size_t{1} << 30))
+      field_error(n, "max_message_size", "must be in 1..1073741824");
+    if (r.ping_interval.count() < 0 || r.ping_interval.count() > 3600000)
+      field_error(n, "ping_interval", "must be in 0ms..3600000ms (0: no keepalive pings)");
   }
   read_field(n, "root", r.root);
   read_field(n, "mode", r.mode);
@@ -198,6 +210,11 @@ YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
     n["index"] = r.index;
   }
   if (r.type == "debug_fibers") n["allow_remote"] = r.allow_remote;
+  if (r.type == "websocket") {
+    n["handler"] = r.handler;
+    n["max_message_size"] = r.max_message_size;
+    n["ping_interval"] = encode(r.ping_interval);
+  }
   return n;
 }
 

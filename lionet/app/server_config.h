@@ -47,7 +47,7 @@ struct WorkerPoolConfig {
 // One route of an http(s) server. type decides which other fields apply.
 struct RouteConfig {
   std::string path;          // "/static" (prefix for static/storage), exact for the others
-  std::string type;          // static | storage | metrics | health | debug_fibers | hello
+  std::string type;          // static | storage | metrics | health | debug_fibers | hello | websocket
   // static:
   std::string root;          // directory served
   std::string mode = "auto"; // memory | chunk | sendfile | auto
@@ -62,6 +62,10 @@ struct RouteConfig {
   std::string index = "index.html";
   // debug_fibers:
   bool allow_remote = false;  // serve the fiber dump to non-loopback peers too
+  // websocket (lionet/websocket): what the route does with each connection, and its limits.
+  std::string handler = "echo";                 // echo: every message back as it came
+  std::size_t max_message_size = 16 << 20;      // a larger message: closed with 1009
+  std::chrono::milliseconds ping_interval{30000};  // keepalive ping after this long silent (0: none)
   bool operator==(const RouteConfig&) const = default;
 };
 

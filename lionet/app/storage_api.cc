@@ -5,15 +5,20 @@
 
 #include <cctype>
 #include <cerrno>
+#include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "lionet/http/url.h"
+#include "lionet/sched/scheduler.h"
 #include "lionet/storage/errors.h"
 #include "lionet/storage/log.h"
+#include "lionet/websocket/server.h"
 
 namespace lionet::app {
 namespace {
@@ -206,7 +211,7 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
 enum class Access { kAppend, kRead };
 
 // The partition's log from the path parameters, or an answer already written.
-storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
+storage::Log* find_log(const http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
                        Access access, uint32_t* partition) {
   const std::string_view topic = req.param("topic");
   if (!storage::valid_topic_name(topic)) {
@@ -229,6 +234,102 @@ storage::Log* find_log(http::Request& req, http::Response& res, storage::Store& 
     return nullptr;
   }
   return log.value();
+}
+
+// ---- the live tail over WebSocket ----------------------------------------------------------
+
+// The offset a tail starts at: ?offset=N (clamped up to the partition's start: records deleted
+// by retention are skipped), or the end (only records appended from now on). nullopt with an
+// answer written (400 malformed, 404 unknown topic or partition, 416 past the end).
+std::optional<int64_t> tail_offset(const http::Request& req, http::Response& res, storage::Store& store,
+                                   StorageApiStats& st, storage::Log** log_out) {
+  uint32_t partition = 0;
+  storage::Log* log = find_log(req, res, store, st, Access::kRead, &partition);
+  if (!log) return std::nullopt;
+  bool malformed = false;
+  int64_t offset = log->end_offset();
+  if (auto v = query_param(req.query(), "offset", &malformed); v && (!parse_number(*v, offset) || offset < 0)) {
+    fail(res, st, 400, "offset must be a non-negative number");
+    return std::nullopt;
+  }
+  if (malformed) {
+    fail(res, st, 400, "malformed percent-encoding in the query");
+    return std::nullopt;
+  }
+  if (offset > log->end_offset()) {
+    fail(res, st, 416,
+         "offset " + std::to_string(offset) + " is past the end (" + std::to_string(log->end_offset()) + ")");
+    return std::nullopt;
+  }
+  if (log_out) *log_out = log;
+  return std::max(offset, log->start_offset());
+}
+
+bool tail_start(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st) {
+  return tail_offset(req, res, store, st, nullptr).has_value();
+}
+
+// Sends every record from the start offset on as one text message each (append_record_json's
+// shape), waiting on the log between appends (Log::wait_beyond: no polling); a second fiber
+// receives (pings are answered, the client's close is seen). A client more than tail_max_lag
+// records behind is closed with 1008: a slow client never slows the producers.
+void live_tail(websocket::Socket& ws, const http::Request& req, storage::Store& store, StorageApiStats& st,
+               const StorageApiOptions& opt) {
+  http::Response scratch;
+  storage::Log* log = nullptr;
+  auto start = tail_offset(req, scratch, store, st, &log);
+  if (!start || !log) {  // the partition went away between the check and the upgrade
+    (void)ws.close(websocket::close_code::kPolicyViolation, "no such topic or partition");
+    return;
+  }
+  int64_t off = *start;
+  std::atomic<bool> client_gone{false};
+  auto receiver = Scheduler::current()->spawn([&] {
+    while (ws.receive()) {
+    }  // the tail sends; anything the client sends is dropped
+    client_gone.store(true, std::memory_order_release);
+    log->wake_waiters();  // the sender below may be parked in wait_beyond
+  });
+  storage::ReadResult rr;
+  std::string msg;
+  // Replaying what existed at the start is not falling behind: the lag bound applies once the
+  // tail has reached the end.
+  bool caught_up = off >= log->end_offset();
+  while (!client_gone.load(std::memory_order_acquire) && ws.is_open()) {
+    const int64_t end = log->wait_beyond(off, now() + std::chrono::seconds(5));
+    if (end <= off) {
+      caught_up = true;
+      continue;
+    }
+    if (caught_up && static_cast<uint64_t>(end - off) > opt.tail_max_lag) {
+      (void)ws.close(websocket::close_code::kPolicyViolation,
+                     "too slow: " + std::to_string(end - off) + " records behind (storage.api.tail_max_lag)");
+      break;
+    }
+    if (auto r = log->read(off, opt.max_read_bytes, rr); !r) {
+      if (r.error() == storage::Errc::kOffsetOutOfRange && off < log->start_offset()) {
+        off = log->start_offset();  // retention deleted what we had not sent yet
+        continue;
+      }
+      (void)ws.close(websocket::close_code::kInternalError, "read failed: " + r.error().message());
+      break;
+    }
+    bool sent = true;
+    for (const auto& rec : rr.records()) {
+      msg.clear();
+      append_record_json(msg, rec);
+      if (!ws.send_text(msg)) {
+        sent = false;
+        break;
+      }
+      st.read_records.add();
+      st.read_bytes.add(rec.key.size() + rec.value.size());
+    }
+    if (!sent) break;
+    off = rr.next_offset();
+  }
+  if (ws.is_open()) (void)ws.close(websocket::close_code::kNormal, "tail ended");
+  receiver.join();
 }
 
 void post_records(http::Request& req, http::Response& res, storage::Store& store, StorageApiStats& st,
@@ -395,6 +496,19 @@ void add_storage_routes(http::Router& router, std::string_view prefix, storage::
   router.get(
       records,
       [&store, &stats, options](http::Request& q, http::Response& s) { get_records(q, s, store, stats, options); },
+      refusal);
+  // The live tail: checked as a GET of records, then upgraded (websocket::accept answers 101,
+  // or 426/400 to a request that is no WebSocket handshake).
+  websocket::Options wo;
+  wo.max_message_size = 64 * 1024;  // a tail's client sends nothing but control frames
+  const http::Handler upgrade = websocket::accept(
+      [&store, &stats, options](websocket::Socket& ws, const http::Request& q) { live_tail(ws, q, store, stats, options); },
+      wo);
+  router.get(
+      base + "/{topic}/partitions/{p}/ws",
+      [&store, &stats, upgrade](http::Request& q, http::Response& s) {
+        if (tail_start(q, s, store, stats)) upgrade(q, s);
+      },
       refusal);
 }
 }  // namespace lionet::app

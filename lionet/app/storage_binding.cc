@@ -83,6 +83,10 @@ StorageConfig define_storage_config(config::Registry& r) {
   c.api_max_records_per_post = r.define<std::size_t>("storage.api.max_records_per_post", ao.max_records_per_post,
                                                      "HTTP POST of an ndjson batch: most records in one request.",
                                                      config::range(std::size_t{1}, std::size_t{1} << 24));
+  c.api_tail_max_lag = r.define<std::size_t>(
+      "storage.api.tail_max_lag", ao.tail_max_lag,
+      "WebSocket live tail (GET .../partitions/{p}/ws): a client this many records behind the end is closed with 1008.",
+      config::range(std::size_t{1}, std::size_t{1} << 30));
   return c;
 }
 
@@ -109,6 +113,7 @@ StorageApiOptions storage_api_options(const StorageConfig& c) {
   o.max_read_bytes = c.api_max_read_bytes->value();
   o.default_read_bytes = std::min(c.api_default_read_bytes->value(), o.max_read_bytes);
   o.max_records_per_post = c.api_max_records_per_post->value();
+  o.tail_max_lag = c.api_tail_max_lag->value();
   return o;
 }
 }  // namespace lionet::app
