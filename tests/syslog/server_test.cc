@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -63,13 +64,21 @@ class SyslogServerTest : public ::testing::TestWithParam<const char*> {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
-  // A server on 127.0.0.1 (UDP and TCP on one port).
+  // A server on 127.0.0.1 (UDP and TCP on one port: the UDP port the kernel picked, again if
+  // another process holds it for TCP).
   void start(ServerOptions o = {}) {
-    server_ = std::make_unique<Server>(*sched_, *store_, o);
-    server_->listen_udp(Address::parse("127.0.0.1:0").value());
-    const std::string udp = server_->addresses().front();  // udp://127.0.0.1:PORT
-    port_ = std::stoi(udp.substr(udp.rfind(':') + 1));
-    server_->listen_tcp(Address::parse("127.0.0.1:" + std::to_string(port_)).value());
+    for (int attempt = 0;; ++attempt) {
+      server_ = std::make_unique<Server>(*sched_, *store_, o);
+      server_->listen_udp(Address::parse("127.0.0.1:0").value());
+      const std::string udp = server_->addresses().front();  // udp://127.0.0.1:PORT
+      port_ = std::stoi(udp.substr(udp.rfind(':') + 1));
+      try {
+        server_->listen_tcp(Address::parse("127.0.0.1:" + std::to_string(port_)).value());
+        break;
+      } catch (const std::system_error&) {
+        if (attempt == 20) throw;
+      }
+    }
     server_->start();
   }
   // Waits (bounded) until `n` messages were taken in and appended or lost.
