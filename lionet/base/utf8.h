@@ -1,5 +1,6 @@
-// lionet/base/utf8.h: UTF-8 checks shared by the writers of JSON text (http/'s access log,
-// syslog/'s stored values), which write bytes that are not valid UTF-8 as \u00XX.
+// lionet/base/utf8.h: UTF-8 checks and the JSON string escaping shared by the writers of JSON
+// text (http/'s access log, syslog/'s stored values), which write bytes that are not valid
+// UTF-8 as \u00XX so that any input makes valid JSON.
 #pragma once
 
 #include <cstddef>
@@ -29,5 +30,34 @@ inline std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
     return 4;
   }
   return 0;
+}
+
+// Appends s as the contents of a JSON string (no quotes): '"' and '\\' escaped, control bytes
+// (< 0x20) and bytes that start no valid UTF-8 sequence as \u00XX (upper-case hex), valid
+// UTF-8 as it is. Out: anything with append(const char*, size_t) (std::string, a raw writer).
+template <class Out>
+void append_json_escaped(Out& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      const std::size_t n = c < 0x80 ? 1 : utf8_sequence(s, i);
+      if (n) {
+        i += n;
+        continue;
+      }
+    }
+    out.append(s.data() + run, i - run);
+    if (c == '"' || c == '\\') {
+      const char esc[2] = {'\\', static_cast<char>(c)};
+      out.append(esc, 2);
+    } else {
+      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+      out.append(esc, 6);
+    }
+    run = ++i;
+  }
+  out.append(s.data() + run, s.size() - run);
 }
 }  // namespace lionet

@@ -92,34 +92,10 @@ void append_clf(Out& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
-// A JSON string's contents (without quotes): '"' and '\' escaped, control bytes and bytes
-// that are not valid UTF-8 as \u00XX.
+// A JSON string's contents (without quotes): base/utf8.h's escaping.
 template <class Out>
 void append_json(Out& out, std::string_view s) {
-  std::size_t run = 0;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      ++i;
-      continue;
-    }
-    if (c >= 0x80) {
-      if (std::size_t n = utf8_sequence(s, i)) {
-        i += n;
-        continue;
-      }
-    }
-    out.append(s.data() + run, i - run);
-    if (c == '"' || c == '\\') {
-      const char esc[2] = {'\\', static_cast<char>(c)};
-      out.append(esc, 2);
-    } else {
-      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-      out.append(esc, 6);
-    }
-    run = ++i;
-  }
-  out.append(s.data() + run, s.size() - run);
+  append_json_escaped(out, s);
 }
 
 template <class Out>

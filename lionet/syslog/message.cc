@@ -201,36 +201,8 @@ Message malformed(std::string_view input) {
 }
 
 void json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
-  std::size_t run = 0;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      ++i;
-      continue;
-    }
-    if (c >= 0x80) {
-      if (std::size_t n = utf8_sequence(s, i)) {
-        i += n;
-        continue;
-      }
-    }
-    out.append(s.data() + run, i - run);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else if (c == '\t') {
-      out.append("\\t");
-    } else {
-      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-      out.append(esc, 6);
-    }
-    run = ++i;
-  }
-  out.append(s.data() + run, s.size() - run);
+  append_json_escaped(out, s);
   out.push_back('"');
 }
 

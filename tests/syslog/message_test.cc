@@ -126,7 +126,7 @@ TEST(SyslogJson, ValuesParseAndCarryEveryFieldEscaped) {
   std::string out;
   to_json(parse("<13>1 - h\"x a - - - line\n2 \"q\" \xff end", kNow), "127.0.0.1", false, out);
   EXPECT_EQ(out,
-            R"({"format":"rfc5424","facility":1,"severity":5,"host":"h\"x","app":"a","msg":"line\n2 \"q\" \u00ff end","peer":"127.0.0.1"})");
+            R"({"format":"rfc5424","facility":1,"severity":5,"host":"h\"x","app":"a","msg":"line\u000A2 \"q\" \u00FF end","peer":"127.0.0.1"})");
   out.clear();
   to_json(parse("garbage\x01", kNow), "", true, out);
   EXPECT_EQ(out, R"({"format":"raw","malformed":true,"msg":"garbage\u0001","truncated":true})");
