@@ -15,6 +15,7 @@ RUN_PACKAGES=(
   liburing-dev libaio-dev   # io/ and file/ backends
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
   libnghttp2-dev         # http2/ (frames, HPACK, stream states)
+  zlib1g-dev             # websocket/ permessage-deflate
 )
 
 # What building and running the tests needs besides (`make test`, the default).

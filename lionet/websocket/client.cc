@@ -12,6 +12,7 @@
 #include "lionet/net/socket_stream.h"
 #include "lionet/ssl/ssl_context.h"
 #include "lionet/ssl/ssl_stream.h"
+#include "lionet/websocket/deflate.h"
 #include "lionet/websocket/handshake.h"
 
 namespace lionet::websocket {
@@ -54,7 +55,7 @@ struct ResponseHead {
   int status = 0;
   bool upgrade = false, connection = false;
   std::string_view accept, protocol;
-  bool extensions = false;
+  std::vector<std::string_view> extensions;  // every Sec-WebSocket-Extensions value
 };
 
 bool parse_head(std::string_view head, ResponseHead* out) {
@@ -77,7 +78,7 @@ bool parse_head(std::string_view head, ResponseHead* out) {
     if (http::iequals(name, "Connection")) out->connection = out->connection || http::has_token(value, "upgrade");
     if (http::iequals(name, "Sec-WebSocket-Accept")) out->accept = value;
     if (http::iequals(name, "Sec-WebSocket-Protocol")) out->protocol = value;
-    if (http::iequals(name, "Sec-WebSocket-Extensions")) out->extensions = true;
+    if (http::iequals(name, "Sec-WebSocket-Extensions")) out->extensions.push_back(value);
   }
   return true;
 }
@@ -93,6 +94,7 @@ std::string request_head(const http::Url& url, const ClientOptions& o, const std
     for (size_t i = 0; i < o.subprotocols.size(); ++i) r.append(i ? ", " : "").append(o.subprotocols[i]);
     r.append("\r\n");
   }
+  if (o.deflate.enabled) r.append("Sec-WebSocket-Extensions: ").append(deflate_offer(o.deflate)).append("\r\n");
   for (const auto& [n, v] : o.headers) r.append(n).append(": ").append(v).append("\r\n");
   r.append("\r\n");
   return r;
@@ -155,7 +157,9 @@ Result<std::unique_ptr<Socket>> connect(std::string_view url, const ClientOption
   if (!h.upgrade) return failed("response without Upgrade: websocket");
   if (!h.connection) return failed("response without Connection: upgrade");
   if (h.accept != accept_key(key)) return failed("Sec-WebSocket-Accept does not match the key");
-  if (h.extensions) return failed("the server chose an extension that was not offered");
+  const char* why = "";
+  auto ext = accept_deflate_response(h.extensions, o.deflate, &why);
+  if (!ext) return failed(why);
   std::string protocol(h.protocol);
   if (!protocol.empty()) {
     bool offered = false;
@@ -163,7 +167,9 @@ Result<std::unique_ptr<Socket>> connect(std::string_view url, const ClientOption
     if (!offered) return failed("the server chose a subprotocol that was not offered");
   }
   const Options& socket_options = o;
+  std::optional<DeflateParams> deflate;
+  if (ext->accepted) deflate = ext->params;
   return std::make_unique<Socket>(std::move(stream), Role::kClient, socket_options,
-                                  std::string_view(in).substr(head_end), std::move(protocol));
+                                  std::string_view(in).substr(head_end), std::move(protocol), deflate);
 }
 }  // namespace lionet::websocket

@@ -28,7 +28,7 @@ ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& r
   // Every rule that the first two bytes decide is checked before waiting for more: a peer
   // that breaks one hears about it at once.
   const uint8_t b0 = p[0], b1 = p[1];
-  if (b0 & 0x70) return fail(1002, "reserved bits set without a negotiated extension");
+  if (b0 & (rules.allow_rsv1 ? 0x30 : 0x70)) return fail(1002, "reserved bits set without a negotiated extension");
   const uint8_t op = b0 & 0x0F;
   if (!known_opcode(op)) return fail(1002, "unknown opcode");
   const bool fin = (b0 & 0x80) != 0;
@@ -63,6 +63,7 @@ ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& r
   out->fin = fin;
   out->opcode = static_cast<Opcode>(op);
   out->masked = masked;
+  out->rsv1 = (b0 & 0x40) != 0;
   out->mask_key = key;
   out->payload_size = len;
   out->header_size = size;
@@ -70,8 +71,8 @@ ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& r
 }
 
 size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked,
-                          uint32_t mask_key) noexcept {
-  out[0] = static_cast<uint8_t>((fin ? 0x80 : 0) | static_cast<uint8_t>(opcode));
+                          uint32_t mask_key, bool rsv1) noexcept {
+  out[0] = static_cast<uint8_t>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | static_cast<uint8_t>(opcode));
   const uint8_t m = masked ? 0x80 : 0;
   size_t size;
   if (payload_size <= 125) {

@@ -16,7 +16,8 @@
 //   +-------------------------------+-------------------------------+
 //
 // Header rules enforced by parse_frame_header (each failure names its close code):
-//   RSV1-3 set (no extension is negotiated yet)            1002
+//   RSV2/RSV3 set, or RSV1 without permessage-deflate      1002
+//     (RSV1 on a frame where it makes no sense: frame_reader)
 //   opcode 3-7 or 11-15                                    1002
 //   control frame (close/ping/pong) without FIN, or > 125  1002
 //   mask bit wrong for the role (a server needs it set,    1002
@@ -52,6 +53,7 @@ struct FrameHeader {
   bool fin = false;
   Opcode opcode = Opcode::kContinuation;
   bool masked = false;
+  bool rsv1 = false;  // permessage-deflate: the message is compressed (first frame only)
   uint32_t mask_key = 0;  // the 4 key bytes as they are on the wire, in memory order
   uint64_t payload_size = 0;
   size_t header_size = 0;  // bytes the header took (2..14)
@@ -62,6 +64,8 @@ struct HeaderRules {
   bool expect_masked = true;
   // A data frame whose payload is over this fails with 1009.
   uint64_t max_payload = UINT64_MAX;
+  // permessage-deflate was agreed: RSV1 may be set.
+  bool allow_rsv1 = false;
 };
 
 struct ParseOutcome {
@@ -75,9 +79,9 @@ struct ParseOutcome {
 ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& rules, FrameHeader* out) noexcept;
 
 // Writes a header into out[0..kMaxHeaderSize) and returns its size. mask_key is written (and
-// the mask bit set) only when `masked`.
+// the mask bit set) only when `masked`; rsv1 marks a compressed message's first frame.
 size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked,
-                          uint32_t mask_key) noexcept;
+                          uint32_t mask_key, bool rsv1 = false) noexcept;
 
 // XORs p[0..n) with the key, as if p started `offset` bytes into the payload (so a payload may
 // be unmasked in pieces). Masking and unmasking are the same operation. Word-at-a-time.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/websocket/deflate.h"
 
 namespace lionet::websocket {
 
@@ -49,5 +50,10 @@ struct Options {
   // also offers is chosen (none in common: no Sec-WebSocket-Protocol, the connection goes on).
   // Client: those it offers; the server's choice must be one of them.
   std::vector<std::string> subprotocols;
+  // permessage-deflate (RFC 7692): off by default (its memory cost per connection is in
+  // deflate.h). Server: accepted when a client offers it; client: offered. When agreed, every
+  // data message we send is compressed, and a received message is inflated piece by piece
+  // under max_message_size (a deflate bomb is refused with 1009 after at most that many bytes).
+  DeflateOptions deflate;
 };
 }  // namespace lionet::websocket

@@ -8,6 +8,7 @@
 #include "lionet/http/headers.h"
 #include "lionet/http/takeover.h"
 #include "lionet/log/log.h"
+#include "lionet/websocket/deflate.h"
 #include "lionet/websocket/handshake.h"
 
 namespace lionet::websocket {
@@ -66,8 +67,9 @@ bool check_request(const http::Request& req, http::Response& res) {
   return true;
 }
 
-void run(const Route& route, const std::string& subprotocol, http::Takeover& t) {
-  Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol);
+void run(const Route& route, const std::string& subprotocol, std::optional<DeflateParams> deflate,
+         http::Takeover& t) {
+  Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol, deflate);
   try {
     route.fn(ws, t.request);
   } catch (const std::exception& e) {
@@ -92,12 +94,23 @@ http::Handler make(std::shared_ptr<const Route> route) {
         if (http::iequals(f.name, "Sec-WebSocket-Protocol")) offered.push_back(f.value);
       subprotocol = choose_subprotocol(route->options.subprotocols, offered);
     }
+    std::optional<DeflateParams> deflate;
+    std::string extensions;
+    if (route->options.deflate.enabled) {
+      std::vector<std::string_view> offers;
+      for (const auto& f : req.headers())
+        if (http::iequals(f.name, "Sec-WebSocket-Extensions")) offers.push_back(f.value);
+      deflate = negotiate_deflate(offers, route->options.deflate, &extensions);
+    }
     res.set_status(101);
     res.set_header("Upgrade", "websocket");
     res.set_header("Connection", "Upgrade");
     res.set_header("Sec-WebSocket-Accept", accept_key(req.header("Sec-WebSocket-Key")));
     if (!subprotocol.empty()) res.set_header("Sec-WebSocket-Protocol", subprotocol);
-    res.take_over([route, subprotocol = std::move(subprotocol)](http::Takeover& t) { run(*route, subprotocol, t); });
+    if (deflate) res.set_header("Sec-WebSocket-Extensions", extensions);
+    res.take_over([route, subprotocol = std::move(subprotocol), deflate](http::Takeover& t) {
+      run(*route, subprotocol, deflate, t);
+    });
   };
 }
 }  // namespace

@@ -37,22 +37,34 @@ constexpr size_t kLingerBytes = 256 * 1024;  // dropped after failing, at most
 constexpr Duration kSlack = std::chrono::milliseconds(5);
 }  // namespace
 
-Socket::Socket(Stream& stream, Role role, Options options, std::string_view buffered, std::string subprotocol)
-    : Socket(&stream, nullptr, role, std::move(options), buffered, std::move(subprotocol)) {}
+Socket::Socket(Stream& stream, Role role, Options options, std::string_view buffered, std::string subprotocol,
+               std::optional<DeflateParams> deflate)
+    : Socket(&stream, nullptr, role, std::move(options), buffered, std::move(subprotocol), deflate) {}
 
 Socket::Socket(std::unique_ptr<Stream> stream, Role role, Options options, std::string_view buffered,
-               std::string subprotocol)
-    : Socket(nullptr, std::move(stream), role, std::move(options), buffered, std::move(subprotocol)) {}
+               std::string subprotocol, std::optional<DeflateParams> deflate)
+    : Socket(nullptr, std::move(stream), role, std::move(options), buffered, std::move(subprotocol), deflate) {}
 
 Socket::Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Options options, std::string_view buffered,
-               std::string subprotocol)
+               std::string subprotocol, std::optional<DeflateParams> deflate)
     : stream_(owned ? owned.get() : borrowed),
       owned_(std::move(owned)),
       role_(role),
       options_(std::move(options)),
       subprotocol_(std::move(subprotocol)),
+      deflate_(deflate),
       in_(kReadRoom),
       reader_(role == Role::kServer, options_.max_frame_size, options_.max_message_size) {
+  if (deflate_) {
+    // Each side compresses with its own window and context rule and inflates with the peer's.
+    const bool server = role == Role::kServer;
+    const DeflateParams& d = *deflate_;
+    deflater_ = std::make_unique<Deflater>(server ? d.server_max_window_bits : d.client_max_window_bits,
+                                           options_.deflate.level,
+                                           server ? d.server_no_context_takeover : d.client_no_context_takeover);
+    inflate_broken_ = !reader_.enable_deflate(server ? d.client_max_window_bits : d.server_max_window_bits,
+                                              server ? d.client_no_context_takeover : d.server_no_context_takeover);
+  }
   if (options_.ping_interval) tick_ = std::min(*options_.ping_interval, options_.ping_timeout);
   if (options_.idle_timeout) tick_ = tick_ ? std::min(*tick_, *options_.idle_timeout) : *options_.idle_timeout;
   if (!buffered.empty()) in_.append(buffered);
@@ -82,11 +94,11 @@ uint32_t Socket::next_mask_key() noexcept {
   return k;
 }
 
-Result<void> Socket::write_frame(bool fin, Opcode op, std::string_view payload) noexcept {
+Result<void> Socket::write_frame(bool fin, Opcode op, std::string_view payload, bool rsv1) noexcept {
   Result<size_t> r = size_t{0};
   if (role_ == Role::kServer) {
     uint8_t hdr[kMaxHeaderSize];
-    const size_t h = write_frame_header(hdr, fin, op, payload.size(), false, 0);
+    const size_t h = write_frame_header(hdr, fin, op, payload.size(), false, 0, rsv1);
     iovec iov[2] = {{hdr, h}, {const_cast<char*>(payload.data()), payload.size()}};
     r = stream_->writev(iov, payload.empty() ? 1 : 2);  // the payload is sent from the caller's bytes
   } else {
@@ -94,7 +106,8 @@ Result<void> Socket::write_frame(bool fin, Opcode op, std::string_view payload) 
     if (!staging_) staging_.reset(new (std::nothrow) char[kStaging]);
     if (!staging_) return errno_error(ENOMEM);
     const uint32_t key = next_mask_key();
-    size_t used = write_frame_header(reinterpret_cast<uint8_t*>(staging_.get()), fin, op, payload.size(), true, key);
+    size_t used =
+        write_frame_header(reinterpret_cast<uint8_t*>(staging_.get()), fin, op, payload.size(), true, key, rsv1);
     size_t off = 0;
     do {
       const size_t k = std::min(kStaging - used, payload.size() - off);
@@ -128,15 +141,28 @@ Result<void> Socket::send_data(MessageType type, std::string_view payload) {
     return errno_error(ENOTCONN);
   }
   Opcode op = type == MessageType::kText ? Opcode::kText : Opcode::kBinary;
+  bool rsv1 = false;  // permessage-deflate: set on the first frame of a compressed message
+  if (deflater_) {
+    try {
+      if (!deflater_->compress(payload, &zout_)) return errno_error(ENOMEM);
+    } catch (const std::bad_alloc&) {
+      return errno_error(ENOMEM);
+    }
+    payload = zout_;
+    rsv1 = true;
+  }
   const size_t step = options_.send_frame_size ? options_.send_frame_size : payload.size();
   size_t off = 0;
   do {
     const size_t k = std::min(step, payload.size() - off);
     const bool fin = off + k == payload.size();
-    if (auto r = write_frame(fin, op, payload.substr(off, k)); !r) return r;
+    if (auto r = write_frame(fin, op, payload.substr(off, k), rsv1); !r) return r;
     op = Opcode::kContinuation;
+    rsv1 = false;
     off += k;
   } while (off < payload.size());
+  // A big message's compressed copy goes back now: a connection keeps at most 64 KiB of it.
+  if (zout_.capacity() > 64 * 1024) std::string().swap(zout_);
   return {};
 }
 
@@ -223,6 +249,10 @@ std::optional<Message> Socket::receive() {
 bool Socket::receive(Message& out) {
   std::lock_guard<Mutex> g(read_mu_);
   if (done_.load(std::memory_order_acquire) || reader_.finished()) return false;
+  if (inflate_broken_) {
+    fail(close_code::kInternalError, "no memory for permessage-deflate");
+    return false;
+  }
   return read_loop(out, /*discard_messages=*/false, std::nullopt);
 }
 

@@ -6,9 +6,9 @@
 //
 // Made by websocket::accept() (server, server.h) and websocket::connect() (client, client.h).
 //
-// Owns: the receive state (detail::FrameReader over an input Buffer), the send path (frame
-// headers, fragmentation by Options::send_frame_size, the client's masking with a fresh random
-// key per frame), automatic pongs, keepalive pings, the close handshake both ways, and the
+// Owns: the receive state (detail::FrameReader over an input Buffer, which also inflates), the
+// send path (frame headers, permessage-deflate compression under the send mutex, fragmentation
+// by Options::send_frame_size, the client's masking with a fresh random key per frame), automatic pongs, keepalive pings, the close handshake both ways, and the
 // stream if it was given one to own. Must not: throw on the data path (errors are Results or
 // the end of receive()), or send anything after its close frame.
 //
@@ -47,6 +47,7 @@
 #include "lionet/net/stream.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/mutex.h"
+#include "lionet/websocket/deflate.h"
 #include "lionet/websocket/detail/frame_reader.h"
 #include "lionet/websocket/message.h"
 #include "lionet/websocket/options.h"
@@ -59,11 +60,12 @@ class Socket {
  public:
   // Over a stream the caller keeps alive (a server's taken-over connection). `buffered`: bytes
   // already read from the stream that belong to the WebSocket (read before the stream).
+  // `deflate`: the permessage-deflate parameters agreed in the handshake, if any.
   Socket(Stream& stream, Role role, Options options, std::string_view buffered = {},
-         std::string subprotocol = {});
+         std::string subprotocol = {}, std::optional<DeflateParams> deflate = std::nullopt);
   // Over a stream it owns (a client's connection).
   Socket(std::unique_ptr<Stream> stream, Role role, Options options, std::string_view buffered = {},
-         std::string subprotocol = {});
+         std::string subprotocol = {}, std::optional<DeflateParams> deflate = std::nullopt);
   // Closes the stream without a close handshake if the connection is still open: call close()
   // first for a polite end.
   ~Socket();
@@ -103,15 +105,18 @@ class Socket {
   Role role() const noexcept { return role_; }
   // The subprotocol agreed in the handshake ("" if none).
   std::string_view subprotocol() const noexcept { return subprotocol_; }
+  // The permessage-deflate parameters agreed in the handshake (nullopt: messages go
+  // uncompressed).
+  const std::optional<DeflateParams>& deflate() const noexcept { return deflate_; }
   const Options& options() const noexcept { return options_; }
 
  private:
   // Exactly one of borrowed and owned is set.
   Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Options options, std::string_view buffered,
-         std::string subprotocol);
+         std::string subprotocol, std::optional<DeflateParams> deflate);
   Result<void> send_data(MessageType type, std::string_view payload);
   // With send_mu_ held: one frame.
-  Result<void> write_frame(bool fin, Opcode op, std::string_view payload) noexcept;
+  Result<void> write_frame(bool fin, Opcode op, std::string_view payload, bool rsv1 = false) noexcept;
   // With send_mu_ held: a control frame, unless a close frame was sent or the stream failed.
   Result<void> write_control_locked(Opcode op, std::string_view payload) noexcept;
   Result<void> send_control(Opcode op, std::string_view payload);
@@ -143,6 +148,8 @@ class Socket {
   const Role role_;
   const Options options_;
   const std::string subprotocol_;
+  const std::optional<DeflateParams> deflate_;
+  bool inflate_broken_ = false;  // zlib could not allocate the receive side's stream
   std::optional<Duration> tick_;  // the fixed read timeout (keepalive / idle), if any
 
   // Receive side, guarded by read_mu_ (held across parks by the receiving fiber).
@@ -156,6 +163,8 @@ class Socket {
   // Send side, guarded by send_mu_ (held across parks by the sending fiber).
   Mutex send_mu_;
   std::unique_ptr<char[]> staging_;  // client: header + masked payload chunks
+  std::unique_ptr<Deflater> deflater_;  // permessage-deflate agreed: compresses what we send
+  std::string zout_;                    // the compressed message being sent (kept if <= 64 KiB)
   uint8_t key_pool_[64];
   size_t key_pos_ = sizeof key_pool_;
   // Written under send_mu_; atomic so is_open() and the reader may look without it.

@@ -1,6 +1,8 @@
 // libFuzzer target for the WebSocket receive side (lionet::websocket::detail::FrameReader and
-// the header parser, masking and UTF-8 under it). The first byte picks the role (server: masked
-// frames expected) and the piece size; the rest is the wire. The same bytes are read three
+// the header parser, masking and UTF-8 under it, and the permessage-deflate inflate path). The
+// first byte picks the role (0x80: server, masked frames expected), whether permessage-deflate
+// was agreed (0x40: RSV1 marks compressed messages, inflated under the message limit) and the
+// piece size (0x3F); the rest is the wire. The same bytes are read three
 // ways - whole, in pieces, and in pieces with large payloads read straight into the message
 // (the Socket's direct path) - and every way must give the same events (kind, code, text,
 // message type and bytes). Every text message delivered must be valid UTF-8, no message may
@@ -35,8 +37,9 @@ std::string describe(const ReadEvent& ev, const Message& m) {
   return s;
 }
 
-std::vector<std::string> read_all(const std::string& in, bool server, size_t step, bool direct) {
+std::vector<std::string> read_all(const std::string& in, bool server, bool deflate, size_t step, bool direct) {
   FrameReader r(server, kMaxFrame, kMaxMessage);
+  if (deflate && !r.enable_deflate(15, false)) std::abort();
   Message m;
   std::vector<std::string> out;
   size_t pos = 0, avail = std::min(step, in.size());
@@ -74,11 +77,12 @@ std::vector<std::string> read_all(const std::string& in, bool server, size_t ste
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const bool server = (data[0] & 0x80) != 0;
+  const bool deflate = (data[0] & 0x40) != 0;
   const size_t step = (data[0] & 0x3F) + 1;
   std::string in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto whole = read_all(in, server, in.size() ? in.size() : 1, false);
-  auto pieces = read_all(in, server, step, false);
-  auto direct = read_all(in, server, step, true);
+  auto whole = read_all(in, server, deflate, in.size() ? in.size() : 1, false);
+  auto pieces = read_all(in, server, deflate, step, false);
+  auto direct = read_all(in, server, deflate, step, true);
   if (whole != pieces || whole != direct) std::abort();
   return 0;
 }

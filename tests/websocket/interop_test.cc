@@ -41,6 +41,17 @@ std::unique_ptr<http::Router> make_router(Endings& endings) {
     }
     endings.add(ws.close_code(), ws.close_reason());
   }));
+  Options deflate;
+  deflate.deflate.enabled = true;
+  r->get("/echo-deflate", accept(
+                              [&endings](Socket& ws) {
+                                Message m;
+                                while (ws.receive(m)) {
+                                  if (!ws.send(m)) break;
+                                }
+                                endings.add(ws.close_code(), ws.close_reason());
+                              },
+                              deflate));
   r->get("/close", accept([&endings](Socket& ws) {
     if (ws.receive()) (void)ws.close(4000, "server bye");
     endings.add(ws.close_code(), ws.close_reason());
@@ -48,16 +59,23 @@ std::unique_ptr<http::Router> make_router(Endings& endings) {
   return r;
 }
 
-void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& endings) {
+// echo_path: /echo (permessage-deflate off) or /echo-deflate (on); python_compression: whether
+// the Python client offers it (it does by default). `expect_ext` is what must be agreed.
+void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& endings,
+                       const std::string& echo_path = "/echo", bool python_compression = true,
+                       const std::string& expect_ext = "none") {
   const std::string scheme = tls ? "wss" : "ws";
   const std::string base = scheme + "://127.0.0.1:" + std::to_string(port);
-  std::vector<std::string> argv = {test::python(), test::peer_script(), "client", base + "/echo", "echo"};
+  std::vector<std::string> argv = {test::python(), test::peer_script(), "client", base + echo_path, "echo"};
   if (tls) argv.push_back(ca);
+  if (!python_compression) argv.push_back("--no-compression");
   Child echo(argv);
   ASSERT_TRUE(echo.started());
   const int st = echo.wait(120s);
   const std::string out = echo.output();
   EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("EXT " + expect_ext + "\n"), std::string::npos) << "expected extensions " << expect_ext << ":\n"
+                                                                      << out;
   for (const char* step : {"OK text echo", "OK binary echo", "OK empty text echo", "OK empty binary echo",
                            "OK fragmented text echo", "OK fragmented binary echo", "OK 16 MiB binary echo",
                            "OK ping answered by a pong"}) {
@@ -68,7 +86,7 @@ void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& 
   EXPECT_NE(out.find("CLOSED 4001"), std::string::npos) << "our close frame should echo 4001:\n" << out;
   auto codes = endings.wait_for(1);
   ASSERT_EQ(codes.size(), 1u);
-  EXPECT_EQ(codes[0], 4001);  // the client's close code, as the server saw it
+  EXPECT_EQ(codes[0], 4001) << endings.reason(0);  // the client's close code, as the server saw it
   EXPECT_EQ(endings.reason(0), "client bye");
 
   argv = {test::python(), test::peer_script(), "client", base + "/close", "server-close"};
@@ -117,6 +135,35 @@ void run_many(bool tls) {
 TEST_F(Interop, ManyPythonClientsOverTlsEachGetTheCloseFrame) { run_many(true); }
 TEST_F(Interop, ManyPythonClientsEachGetTheCloseFrame) { run_many(false); }
 
+// permessage-deflate with Python's client: offered by default and accepted by /echo-deflate
+// (every message of the echo scenario compressed both ways, the 16 MiB one included), and
+// not agreed when the client does not offer it.
+TEST_F(Interop, PythonClientWithCompressionAgainstTheServer) {
+  Endings endings;
+  auto router = make_router(endings);
+  TestServer server(router->handler());
+  server.start();
+  run_python_client(server.port(), false, "", endings, "/echo-deflate", true, "permessage-deflate");
+}
+
+TEST_F(Interop, PythonClientWithoutCompressionAgainstACompressingServer) {
+  Endings endings;
+  auto router = make_router(endings);
+  TestServer server(router->handler());
+  server.start();
+  run_python_client(server.port(), false, "", endings, "/echo-deflate", false, "none");
+}
+
+TEST_F(Interop, PythonClientWithCompressionAgainstTheServerOverTls) {
+  Endings endings;
+  auto router = make_router(endings);
+  TestServer server(router->handler());
+  server.server().enable_tls(SslContext::server(lionet::test::server_options()));
+  server.start();
+  run_python_client(server.port(), true, lionet::test::Certs::get().localhost.cert, endings, "/echo-deflate", true,
+                    "permessage-deflate");
+}
+
 TEST_F(Interop, PythonClientAgainstTheServerOverTls) {
   Endings endings;
   auto router = make_router(endings);
@@ -127,9 +174,13 @@ TEST_F(Interop, PythonClientAgainstTheServerOverTls) {
 }
 
 // The LioNet client against the Python server: every path of ws_peer.py's handler.
-void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls) {
+// compress: our client offers permessage-deflate; agreed: whether the server is expected to
+// accept it.
+void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls, bool compress = false,
+                       bool agreed = false) {
   ClientOptions o;
   if (tls) o.tls = SslContext::client(lionet::test::client_options());
+  o.deflate.enabled = compress;
   const std::string base = std::string(tls ? "wss" : "ws") + "://127.0.0.1:" + std::to_string(port);
   rt.run([&] {
     {  // echo: text, binary, empty, 16 MiB, our fragments (send_frame_size), our ping
@@ -140,6 +191,7 @@ void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls) {
       ASSERT_TRUE(ws) << ws.error().message() << " " << info.failure;
       EXPECT_EQ(info.status, 101);
       Socket& s = **ws;
+      EXPECT_EQ(s.deflate().has_value(), agreed);
       ASSERT_TRUE(s.send_text("h\xC3\xA9llo"));
       auto m = s.receive();
       ASSERT_TRUE(m);
@@ -168,6 +220,7 @@ void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls) {
     {  // the server's fragments, reassembled
       auto ws = connect(base + "/frag", o);
       ASSERT_TRUE(ws) << ws.error().message();
+      EXPECT_EQ((*ws)->deflate().has_value(), agreed);  // compressed fragments, reassembled
       auto m = (*ws)->receive();
       ASSERT_TRUE(m);
       EXPECT_EQ(m->data, "fragmented text");
@@ -212,6 +265,24 @@ TEST_F(Interop, TheClientAgainstPythonServer) {
   }
   EXPECT_NE(py.output().find("ENDED /echo 4003 lionet bye"), std::string::npos) << py.output();
   EXPECT_NE(py.output().find("ENDED /frag 1000"), std::string::npos) << py.output();
+}
+
+TEST_F(Interop, TheClientWithCompressionAgainstPythonServer) {
+  Child py({test::python(), test::peer_script(), "server"});
+  const uint16_t port = py.wait_for_port();
+  ASSERT_NE(port, 0) << py.output();
+  lionet::test::Runtime rt;
+  run_lionet_client(rt, port, false, /*compress=*/true, /*agreed=*/true);
+  EXPECT_NE(py.output().find("EXT /echo permessage-deflate"), std::string::npos) << py.output();
+}
+
+TEST_F(Interop, TheClientWithCompressionAgainstPythonServerThatRefusesIt) {
+  Child py({test::python(), test::peer_script(), "server", "--no-compression"});
+  const uint16_t port = py.wait_for_port();
+  ASSERT_NE(port, 0) << py.output();
+  lionet::test::Runtime rt;
+  run_lionet_client(rt, port, false, /*compress=*/true, /*agreed=*/false);
+  EXPECT_NE(py.output().find("EXT /echo none"), std::string::npos) << py.output();
 }
 
 TEST_F(Interop, TheClientAgainstPythonServerOverTls) {

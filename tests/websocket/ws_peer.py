@@ -2,8 +2,11 @@
 """The third-party peer of tests/websocket/interop_test.cc: Python `websockets` (sync API).
 
   ws_peer.py client URL SCENARIO [CA_FILE]   run SCENARIO against a LioNet server; exit 0 if
-                                              every check held, else print FAIL and exit 1
+                                              every check held, else print FAIL and exit 1;
+                                              prints "EXT <names>" (the extensions agreed)
   ws_peer.py server [CERT KEY]               serve on 127.0.0.1 (port printed as "PORT n");
+                                              each connection's agreed extensions printed as
+                                              "EXT <path> <names>";
                                               what each path does is below; one line
                                               "ENDED <path> <code> <reason>" per connection
 
@@ -11,7 +14,8 @@
                                               message and closes; FAIL unless every one got the
                                               server's close frame
 
-Every wait is bounded (timeouts below); the server is killed by the test that started it.
+--no-compression anywhere: do not offer (client) or accept (server) permessage-deflate, which
+websockets otherwise does by default. Every wait is bounded (timeouts below); the server is killed by the test that started it.
 
 TLS: websockets' threading implementation reads the socket in one thread (recv_events) while
 the caller's thread writes it, and Python's ssl module lets the two enter one OpenSSL SSL object
@@ -132,8 +136,15 @@ def tls_client(ca):
     return serialized(ssl.create_default_context(cafile=ca))
 
 
+COMPRESSION = "deflate"
+
+
+def extension_names(ws):
+    return ",".join(e.name for e in ws.protocol.extensions) or "none"
+
+
 def open_client(url, ca):
-    kw = dict(max_size=None, open_timeout=TIMEOUT, close_timeout=10)
+    kw = dict(max_size=None, open_timeout=TIMEOUT, close_timeout=10, compression=COMPRESSION)
     ctx = tls_client(ca)
     if ctx is None:
         return connect(url, **kw)
@@ -197,12 +208,14 @@ def client(url, scenario, ca):
         scenario_many(url, ca, int(scenario.split(":")[1]))
         return 0
     with open_client(url, ca) as ws:
+        print("EXT", extension_names(ws), flush=True)
         {"echo": scenario_echo, "server-close": scenario_server_close}[scenario](ws)
     return 0
 
 
 def handler(ws):
     path = ws.request.path
+    print("EXT %s %s" % (path, extension_names(ws)), flush=True)
     code, reason = 0, ""
     try:
         if path == "/frag":
@@ -225,7 +238,7 @@ def handler(ws):
 
 
 def server(cert, key):
-    kw = dict(max_size=None)
+    kw = dict(max_size=None, compression=COMPRESSION)
     ctx = None
     if cert:
         ctx = serialized(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
@@ -240,6 +253,9 @@ def server(cert, key):
 
 
 if __name__ == "__main__":
+    if "--no-compression" in sys.argv:
+        sys.argv.remove("--no-compression")
+        COMPRESSION = None
     if os.environ.get("WS_PEER_DEBUG"):  # every frame and state change on stderr (diagnosis)
         import logging
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(threadName)s %(name)s %(message)s")

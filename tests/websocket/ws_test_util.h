@@ -66,13 +66,13 @@ class RawWs {
   explicit RawWs(uint16_t port) {
     sock_ = lionet::Socket::connect_to(Address::ipv4_loopback(port), Deadline::after(5s)).value();
   }
-  // Sends the opening handshake for `path` (plus `extra` bytes in the same write) and reads
-  // the response head; returns it.
-  std::string handshake(const std::string& path, const std::string& extra = {}) {
+  // Sends the opening handshake for `path` (with `headers`, "Name: value\r\n" lines, and
+  // `extra` bytes after the head in the same write) and reads the response head; returns it.
+  std::string handshake(const std::string& path, const std::string& extra = {}, const std::string& headers = {}) {
     std::string req = "GET " + path +
                       " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" +
-                      extra;
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+                      headers + "\r\n" + extra;
     send(req);
     std::string head;
     char c;
