@@ -41,6 +41,12 @@ struct Options {
   // How long close() waits for the peer's close frame, and how long either side then (or
   // after failing the connection) reads until the peer ends the stream, before closing it.
   Duration close_timeout = std::chrono::seconds(5);
+  // try_send() and broadcast(): the most bytes (framed messages) queued for this socket's
+  // writer fiber and not yet written to the stream. A message that would take the queue past
+  // it is refused with SendResult::kFull (never parks), so a slow peer costs its senders at
+  // most this much memory and no time; a message larger than this is always kFull (send() it).
+  // send() is not bounded by it (it parks instead). Cost: the queued bytes themselves.
+  std::size_t send_queue_bytes = 1u << 20;
   // Each send (one frame, or one staging chunk of a client's masked frame) as a whole; expiry
   // fails the connection (a frame cannot be left half-written).
   Duration write_timeout = std::chrono::seconds(30);

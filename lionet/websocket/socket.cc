@@ -20,6 +20,7 @@
 #include <new>
 
 #include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
 #include "lionet/websocket/utf8.h"
 
 namespace lionet::websocket {
@@ -54,7 +55,8 @@ Socket::Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Optio
       subprotocol_(std::move(subprotocol)),
       deflate_(deflate),
       in_(kReadRoom),
-      reader_(role == Role::kServer, options_.max_frame_size, options_.max_message_size) {
+      reader_(role == Role::kServer, options_.max_frame_size, options_.max_message_size),
+      sched_(Scheduler::current()) {
   if (deflate_) {
     // Each side compresses with its own window and context rule and inflates with the peer's.
     const bool server = role == Role::kServer;
@@ -74,6 +76,9 @@ Socket::Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Optio
 
 Socket::~Socket() {
   if (!done_.load(std::memory_order_acquire)) stream_->close();
+  // A writer fiber may still run (its write fails on the closed stream, or it is about to see
+  // an empty queue): it touches *this until its done().
+  writers_.wait();
 }
 
 // ---- sending --------------------------------------------------------------------------------
@@ -140,6 +145,7 @@ Result<void> Socket::send_data(MessageType type, std::string_view payload) {
       done_.load(std::memory_order_acquire)) {
     return errno_error(ENOTCONN);
   }
+  if (auto r = drain_queue_locked(); !r) return r;  // what try_send queued earlier goes first
   Opcode op = type == MessageType::kText ? Opcode::kText : Opcode::kBinary;
   bool rsv1 = false;  // permessage-deflate: set on the first frame of a compressed message
   if (deflater_) {
@@ -164,6 +170,152 @@ Result<void> Socket::send_data(MessageType type, std::string_view payload) {
   // A big message's compressed copy goes back now: a connection keeps at most 64 KiB of it.
   if (zout_.capacity() > 64 * 1024) std::string().swap(zout_);
   return {};
+}
+
+// ---- the send queue (try_send, broadcast) ----------------------------------------------------
+
+namespace {
+// One message as one frame: unmasked (a server's, shareable) or masked with a fresh key (a
+// client's). Queued messages are never compressed (see socket.h).
+std::shared_ptr<const std::string> frame_message(MessageType type, std::string_view payload, bool masked) {
+  uint32_t key = 0;
+  if (masked && RAND_bytes(reinterpret_cast<unsigned char*>(&key), sizeof key) != 1) {
+    if (getrandom(&key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
+      key = static_cast<uint32_t>(now().time_since_epoch().count());
+    }
+  }
+  uint8_t hdr[kMaxHeaderSize];
+  const size_t h = write_frame_header(hdr, true, type == MessageType::kText ? Opcode::kText : Opcode::kBinary,
+                                      payload.size(), masked, key);
+  auto f = std::make_shared<std::string>();
+  f->resize(h + payload.size());
+  std::memcpy(f->data(), hdr, h);
+  if (masked) {
+    copy_masked(f->data() + h, payload.data(), payload.size(), key, 0);
+  } else if (!payload.empty()) {
+    std::memcpy(f->data() + h, payload.data(), payload.size());
+  }
+  return f;
+}
+}  // namespace
+
+SendResult Socket::try_send_data(MessageType type, std::string_view payload) {
+  if (!is_open()) return SendResult::kClosed;
+  if (payload.size() + kMaxHeaderSize > options_.send_queue_bytes) return SendResult::kFull;
+  try {
+    return enqueue(frame_message(type, payload, role_ == Role::kClient));
+  } catch (const std::bad_alloc&) {
+    return SendResult::kFull;
+  }
+}
+
+SendResult Socket::enqueue(std::shared_ptr<const std::string> frame) {
+  if (!sched_) return SendResult::kClosed;  // no scheduler to run a writer on
+  bool start = false;
+  {
+    std::lock_guard<SpinLock> q(q_mu_);
+    if (queued_bytes_ + frame->size() > options_.send_queue_bytes) return SendResult::kFull;
+    queued_bytes_ += frame->size();
+    queue_.push_back(std::move(frame));
+    start = !writer_running_;
+    writer_running_ = true;
+  }
+  if (start) {
+    writers_.add(1);
+    try {
+      sched_->spawn_detached([this] { writer_loop(); }, {.name = "ws-writer"});
+    } catch (...) {  // the scheduler is stopping (or out of stacks): nothing will be sent
+      writers_.done();
+      drop_queue();
+      std::lock_guard<SpinLock> q(q_mu_);
+      writer_running_ = false;
+      return SendResult::kClosed;
+    }
+  }
+  return SendResult::kQueued;
+}
+
+void Socket::writer_loop() noexcept {
+  for (;;) {
+    {
+      std::lock_guard<Mutex> g(send_mu_);
+      if (close_sent_.load(std::memory_order_relaxed) || broken_.load(std::memory_order_relaxed) ||
+          done_.load(std::memory_order_acquire)) {
+        drop_queue();
+      } else {
+        (void)drain_queue_locked();
+      }
+    }
+    std::lock_guard<SpinLock> q(q_mu_);
+    if (queue_.empty()) {  // more may have come while we wrote: loop, else stop here
+      writer_running_ = false;
+      break;
+    }
+  }
+  writers_.done();  // the last touch of *this (the destructor waits for it)
+}
+
+Result<void> Socket::drain_queue_locked() noexcept {
+  for (;;) {
+    std::shared_ptr<const std::string> item;
+    {
+      std::lock_guard<SpinLock> q(q_mu_);
+      if (queue_.empty()) return {};
+      item = queue_.front();
+    }
+    auto r = stream_->write(item->data(), item->size());
+    {
+      std::lock_guard<SpinLock> q(q_mu_);
+      if (!queue_.empty() && queue_.front() == item) {
+        queue_.pop_front();
+        queued_bytes_ -= item->size();
+      }
+    }
+    if (!r) {
+      on_send_failure(r.error());
+      drop_queue();
+      return r.error();
+    }
+  }
+}
+
+void Socket::drop_queue() noexcept {
+  std::deque<std::shared_ptr<const std::string>> gone;
+  {
+    std::lock_guard<SpinLock> q(q_mu_);
+    gone.swap(queue_);
+    queued_bytes_ = 0;
+  }
+}  // the frames are freed here, outside the spin lock
+
+size_t Socket::queued_bytes() const noexcept {
+  std::lock_guard<SpinLock> q(q_mu_);
+  return queued_bytes_;
+}
+
+BroadcastResult broadcast(std::span<Socket* const> sockets, const Message& m) {
+  BroadcastResult res;
+  std::shared_ptr<const std::string> shared;  // the servers' frame, built once
+  for (Socket* s : sockets) {
+    SendResult r;
+    if (s->role() == Role::kClient) {
+      r = s->try_send(m);
+    } else if (!s->is_open()) {
+      r = SendResult::kClosed;
+    } else {
+      if (!shared) {
+        try {
+          shared = frame_message(m.type, m.data, false);
+        } catch (const std::bad_alloc&) {
+          res.full += sockets.size() - (res.queued + res.full + res.closed);
+          return res;
+        }
+      }
+      r = s->enqueue(shared);
+    }
+    (r == SendResult::kQueued ? res.queued : r == SendResult::kFull ? res.full : res.closed)++;
+  }
+  return res;
 }
 
 Result<void> Socket::write_control_locked(Opcode op, std::string_view payload) noexcept {
@@ -211,6 +363,7 @@ Result<void> Socket::close(uint16_t code, std::string_view reason) {
   }
   {
     std::lock_guard<Mutex> g(send_mu_);
+    if (!close_sent_.load(std::memory_order_relaxed)) (void)drain_queue_locked();  // queued messages first
     send_close_locked(code, reason);
   }
   if (done_.load(std::memory_order_acquire)) return {};
@@ -346,6 +499,7 @@ void Socket::on_peer_close(uint16_t code, std::string_view reason) {
     std::lock_guard<Mutex> s(send_mu_);
     // Echo the code (RFC 6455 5.5.1); an empty close frame gets an empty one.
     send_close_locked(code == close_code::kNoStatus ? 0 : code, {});
+    drop_queue();
     arm_close_deadline(now() + options_.close_timeout);
   }
   finish(/*drain=*/true, /*half_close=*/role_ == Role::kServer);
@@ -357,6 +511,7 @@ void Socket::fail(uint16_t code, std::string_view why) {
   {
     std::lock_guard<Mutex> s(send_mu_);
     send_close_locked(code, why);
+    drop_queue();
     arm_close_deadline(now() + options_.close_timeout);
   }
   finish(/*drain=*/true, /*half_close=*/true);

@@ -18,7 +18,14 @@
 //     Mutex (send_mu_), held for a whole message (all its fragments), so messages never
 //     interleave; a pong the receiver owes, and the close frame, wait for the message in
 //     progress. A sender parks (never blocks its worker) while the socket buffer is full; a
-//     slow peer therefore slows its senders (a bounded queue with try_send is a later step).
+//     slow peer therefore slows its send() callers.
+//   - try_send*/broadcast(): any fibers or threads, never park. The message is framed at once
+//     and queued (bounded by Options::send_queue_bytes: kFull beyond it) for a writer fiber the
+//     socket spawns on its scheduler when the queue becomes non-empty; it writes under the same
+//     send mutex, so queued and sent messages never interleave. Order: a send() first writes
+//     everything queued before it; close() too, then its close frame; a failure (ours or the
+//     peer's close) drops the queue. Queued messages go uncompressed (RSV1 is per message and
+//     optional in RFC 7692), so one frame can be shared by every socket of a broadcast.
 //   - close() may be called while another fiber is parked in receive(): it sends the close
 //     frame and waits (close_timeout) for that receive() to see the peer's answer.
 //   - Destroy the Socket only after every call on it has returned.
@@ -36,7 +43,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,14 +56,36 @@
 #include "lionet/net/stream.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/mutex.h"
+#include "lionet/sync/wait_group.h"
 #include "lionet/websocket/deflate.h"
 #include "lionet/websocket/detail/frame_reader.h"
 #include "lionet/websocket/message.h"
 #include "lionet/websocket/options.h"
 
+namespace lionet {
+class Scheduler;
+}
+
 namespace lionet::websocket {
 
 enum class Role : uint8_t { kServer, kClient };
+
+// What try_send() did with a message.
+enum class SendResult : uint8_t {
+  kQueued,  // framed and queued; the socket's writer fiber sends it
+  kFull,    // the queue would pass Options::send_queue_bytes: nothing was queued
+  kClosed,  // the close frame was sent or the connection is over (or the socket has no
+            // scheduler to run a writer: made outside one)
+};
+
+class Socket;
+struct BroadcastResult {
+  size_t queued = 0, full = 0, closed = 0;
+};
+// Sends m to every socket without parking: server sockets share one frame built once (no
+// masking, no compression), client sockets each frame their own (masked). Each socket queues
+// it as try_send() does; the counts say how many queued, were full, or were closed.
+BroadcastResult broadcast(std::span<Socket* const> sockets, const Message& m);
 
 class Socket {
  public:
@@ -85,6 +116,14 @@ class Socket {
   Result<void> send(const Message& m) { return send_data(m.type, m.data); }
   Result<void> send_text(std::string_view text) { return send_data(MessageType::kText, text); }
   Result<void> send_binary(std::string_view bytes) { return send_data(MessageType::kBinary, bytes); }
+  // Never parks: frames the message and queues it for the socket's writer fiber (see the top
+  // of the file); kFull when the queue is at its bound (Options::send_queue_bytes).
+  SendResult try_send(const Message& m) { return try_send_data(m.type, m.data); }
+  SendResult try_send_text(std::string_view text) { return try_send_data(MessageType::kText, text); }
+  SendResult try_send_binary(std::string_view bytes) { return try_send_data(MessageType::kBinary, bytes); }
+  // Bytes queued by try_send/broadcast and not yet written (a snapshot).
+  size_t queued_bytes() const noexcept;
+
   // EINVAL for a payload over 125 bytes. The pong is not waited for (receive() notes it).
   Result<void> ping(std::string_view payload = {});
   // Starts (or joins) the close handshake: sends a close frame with code and reason (EINVAL for
@@ -114,7 +153,17 @@ class Socket {
   // Exactly one of borrowed and owned is set.
   Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Options options, std::string_view buffered,
          std::string subprotocol, std::optional<DeflateParams> deflate);
+  friend BroadcastResult broadcast(std::span<Socket* const> sockets, const Message& m);
   Result<void> send_data(MessageType type, std::string_view payload);
+  SendResult try_send_data(MessageType type, std::string_view payload);
+  // Queues a framed message (bounded); starts the writer fiber if none runs.
+  SendResult enqueue(std::shared_ptr<const std::string> frame);
+  // The writer fiber: drains the queue under send_mu_ until it is empty.
+  void writer_loop() noexcept;
+  // With send_mu_ held: writes everything queued, in order (a write failure ends the
+  // connection and drops the rest).
+  Result<void> drain_queue_locked() noexcept;
+  void drop_queue() noexcept;
   // With send_mu_ held: one frame.
   Result<void> write_frame(bool fin, Opcode op, std::string_view payload, bool rsv1 = false) noexcept;
   // With send_mu_ held: a control frame, unless a close frame was sent or the stream failed.
@@ -170,6 +219,17 @@ class Socket {
   // Written under send_mu_; atomic so is_open() and the reader may look without it.
   std::atomic<bool> close_sent_{false};
   std::atomic<bool> broken_{false};  // a send failed: the stream is unusable
+
+  // The send queue (try_send, broadcast). q_mu_ (a spin lock: nothing parks under it) guards
+  // queue_, queued_bytes_ and writer_running_; the front item is written and popped only with
+  // send_mu_ held as well, so one drainer at a time. writers_ counts writer fibers alive (the
+  // destructor waits for them); sched_ is where they run (the creator's scheduler, or null).
+  Scheduler* const sched_;
+  mutable SpinLock q_mu_;
+  std::deque<std::shared_ptr<const std::string>> queue_;
+  size_t queued_bytes_ = 0;
+  bool writer_running_ = false;
+  WaitGroup writers_;
 
   // The end. info_mu_ guards the pair; close_code_ != 0 publishes close_reason_ (release /
   // acquire), which never changes after.
