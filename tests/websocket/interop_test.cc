@@ -173,6 +173,59 @@ TEST_F(Interop, PythonClientAgainstTheServerOverTls) {
   run_python_client(server.port(), true, lionet::test::Certs::get().localhost.cert, endings);
 }
 
+// Node's ws client (tests/websocket/ws_peer.js) against the server: text, binary, empty,
+// fragmented and 1 MiB messages, ping/pong, close codes both ways, with permessage-deflate
+// agreed (/echo-deflate; ws compresses only messages over 1 KiB, so both kinds cross) or not.
+class NodeInterop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string missing = test::node_ws_missing();
+    ASSERT_TRUE(missing.empty()) << missing;
+  }
+};
+
+void run_node_client(const std::string& path, bool compression, const std::string& expect_ext) {
+  Endings endings;
+  auto router = make_router(endings);
+  TestServer server(router->handler());
+  server.start();
+  const std::string base = "ws://127.0.0.1:" + std::to_string(server.port());
+  std::vector<std::string> argv = test::node_command(test::node_peer_script());
+  for (const std::string& a : {std::string("client"), base + path, std::string("echo")}) argv.push_back(a);
+  if (!compression) argv.push_back("--no-compression");
+  Child echo(argv);
+  ASSERT_TRUE(echo.started());
+  EXPECT_EQ(echo.wait(120s), 0) << echo.output();
+  const std::string out = echo.output();
+  EXPECT_NE(out.find("EXT " + expect_ext), std::string::npos) << "expected extensions " << expect_ext << ":\n" << out;
+  for (const char* step : {"OK text echo", "OK binary echo", "OK empty text echo", "OK fragmented text echo",
+                           "OK 1 MiB binary echo", "OK ping answered by a pong"}) {
+    EXPECT_NE(out.find(step), std::string::npos) << step << " missing in:\n" << out;
+  }
+  EXPECT_NE(out.find("CLOSED 4001"), std::string::npos) << "our close frame should echo 4001:\n" << out;
+  auto codes = endings.wait_for(1);
+  ASSERT_EQ(codes.size(), 1u);
+  EXPECT_EQ(codes[0], 4001) << endings.reason(0);
+  EXPECT_EQ(endings.reason(0), "node bye");
+
+  argv = test::node_command(test::node_peer_script());
+  for (const std::string& a : {std::string("client"), base + "/close", std::string("server-close")}) argv.push_back(a);
+  Child closer(argv);
+  EXPECT_EQ(closer.wait(60s), 0) << closer.output();
+  EXPECT_NE(closer.output().find("CLOSED 4000 server bye"), std::string::npos) << closer.output();
+  codes = endings.wait_for(2);
+  ASSERT_EQ(codes.size(), 2u);
+  EXPECT_EQ(codes[1], 4000);
+}
+
+TEST_F(NodeInterop, NodeClientAgainstTheServer) { run_node_client("/echo", true, "none"); }
+TEST_F(NodeInterop, NodeClientWithCompressionAgainstTheServer) {
+  run_node_client("/echo-deflate", true, "permessage-deflate");
+}
+TEST_F(NodeInterop, NodeClientWithoutCompressionAgainstACompressingServer) {
+  run_node_client("/echo-deflate", false, "none");
+}
+
 // The LioNet client against the Python server: every path of ws_peer.py's handler.
 // compress: our client offers permessage-deflate; agreed: whether the server is expected to
 // accept it.

@@ -175,6 +175,21 @@ inline std::string python_websockets_missing() {
   return "Python websockets is not importable by " + python() + " (run scripts/install-deps.sh, or set the CMake "
          "cache variable LIONET_TEST_PYTHON): " + out;
 }
+// Node with the npm package ws under LIONET_TEST_NODE_PATH (install-deps' prefix). A test
+// that needs it fails when it is missing, as for Python.
+inline std::vector<std::string> node_command(const std::string& script) {
+  return {"/usr/bin/env", std::string("NODE_PATH=") + LIONET_TEST_NODE_PATH, LIONET_TEST_NODE, script};
+}
+inline std::string node_ws_missing() {
+  int st = -1;
+  const std::string out = shell(std::string("NODE_PATH='") + LIONET_TEST_NODE_PATH + "' '" + LIONET_TEST_NODE +
+                                    "' -e \"require('ws')\" 2>&1",
+                                &st);
+  if (st == 0) return {};
+  return std::string("Node's ws is not loadable by ") + LIONET_TEST_NODE + " with NODE_PATH=" + LIONET_TEST_NODE_PATH +
+         " (run scripts/install-deps.sh, or set LIONET_TEST_NODE / LIONET_TEST_NODE_PATH): " + out;
+}
+inline std::string node_peer_script() { return std::string(LIONET_SOURCE_DIR) + "/tests/websocket/ws_peer.js"; }
 inline std::string peer_script() { return std::string(LIONET_SOURCE_DIR) + "/tests/websocket/ws_peer.py"; }
 
 // A child process with stdout and stderr to a file; killed (by its pid) at destruction.
