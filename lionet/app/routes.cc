@@ -66,6 +66,8 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
     websocket::Options wo;
     wo.max_message_size = r.max_message_size;
     wo.max_frame_size = r.max_message_size;
+    wo.send_queue_bytes = r.send_queue_bytes;
+    wo.deflate.enabled = r.deflate;
     if (r.ping_interval.count() > 0)
       wo.ping_interval = r.ping_interval;
     else

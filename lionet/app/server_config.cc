@@ -140,7 +140,7 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
                   "open_file_cache", "open_file_cache_valid", "precompressed",
                   "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
-                  "ping_interval"});
+                  "ping_interval", "send_queue_bytes", "deflate"});
   RouteConfig r;
   r.path = required_field<std::string>(n, "path");
   r.type = required_field<std::string>(n, "type");
@@ -151,7 +151,11 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "handler", r.handler);
   read_field(n, "max_message_size", r.max_message_size);
   read_field(n, "ping_interval", r.ping_interval);
+  read_field(n, "send_queue_bytes", r.send_queue_bytes);
+  read_field(n, "deflate", r.deflate);
   if (r.type == "websocket") {
+    if (r.send_queue_bytes < 1024 || r.send_queue_bytes > (std::size_t{1} << 30))
+      field_error(n, "send_queue_bytes", "must be in 1024..1073741824");
     if (r.handler != "echo") field_error(n, "handler", "unknown websocket handler '" + r.handler + "' (expected echo)");
     if (r.max_message_size < 1 || r.max_message_size > (std::size_t{1} << 30))
       field_error(n, "max_message_size", "must be in 1..1073741824");
@@ -214,6 +218,8 @@ YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
     n["handler"] = r.handler;
     n["max_message_size"] = r.max_message_size;
     n["ping_interval"] = encode(r.ping_interval);
+    n["send_queue_bytes"] = r.send_queue_bytes;
+    n["deflate"] = r.deflate;
   }
   return n;
 }

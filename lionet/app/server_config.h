@@ -66,6 +66,8 @@ struct RouteConfig {
   std::string handler = "echo";                 // echo: every message back as it came
   std::size_t max_message_size = 16 << 20;      // a larger message: closed with 1009
   std::chrono::milliseconds ping_interval{30000};  // keepalive ping after this long silent (0: none)
+  std::size_t send_queue_bytes = 1 << 20;       // messages queued by try_send/broadcast at most
+  bool deflate = false;                         // accept permessage-deflate (~256 KiB per connection)
   bool operator==(const RouteConfig&) const = default;
 };
 

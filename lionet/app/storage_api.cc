@@ -314,16 +314,28 @@ void live_tail(websocket::Socket& ws, const http::Request& req, storage::Store& 
       (void)ws.close(websocket::close_code::kInternalError, "read failed: " + r.error().message());
       break;
     }
-    bool sent = true;
+    // Replaying (not caught up yet): send() parks while the client reads. Caught up: queue
+    // without waiting; a full queue means the client fell behind.
+    bool sent = true, full = false;
     for (const auto& rec : rr.records()) {
       msg.clear();
       append_record_json(msg, rec);
-      if (!ws.send_text(msg)) {
-        sent = false;
-        break;
+      if (!caught_up) {
+        sent = ws.send_text(msg).ok();
+      } else {
+        const websocket::SendResult q = ws.try_send_text(msg);
+        full = q == websocket::SendResult::kFull;
+        sent = q == websocket::SendResult::kQueued;
       }
+      if (!sent) break;
       st.read_records.add();
       st.read_bytes.add(rec.key.size() + rec.value.size());
+    }
+    if (full) {
+      (void)ws.close(websocket::close_code::kPolicyViolation,
+                     "too slow: over " + std::to_string(opt.tail_queue_bytes) +
+                         " bytes queued (storage.api.tail_queue_bytes)");
+      break;
     }
     if (!sent) break;
     off = rr.next_offset();
@@ -501,6 +513,7 @@ void add_storage_routes(http::Router& router, std::string_view prefix, storage::
   // or 426/400 to a request that is no WebSocket handshake).
   websocket::Options wo;
   wo.max_message_size = 64 * 1024;  // a tail's client sends nothing but control frames
+  wo.send_queue_bytes = options.tail_queue_bytes;
   const http::Handler upgrade = websocket::accept(
       [&store, &stats, options](websocket::Socket& ws, const http::Request& q) { live_tail(ws, q, store, stats, options); },
       wo);

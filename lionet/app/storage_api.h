@@ -19,11 +19,12 @@
 //        offset N (default: the end, i.e. records appended from now on; below the partition's
 //        start: its start) on, each sent as soon as it is appended (the fiber parks on the
 //        log, Log::wait_beyond: no polling). Checked before the upgrade as a GET (400, 404; an
-//        offset past the end: 416); not a WebSocket handshake: 426. Once a tail has reached the
-//        end (replaying older records does not count), a client that falls more than
-//        tail_max_lag records behind is closed with 1008 and a reason: a slow client never
-//        slows the producers (they never wait for a tail). A tail that cannot read closes
-//        with 1011.
+//        offset past the end: 416); not a WebSocket handshake: 426. Replaying older records
+//        waits for the client (send parks); once a tail has reached the end, new records are
+//        queued without waiting (try_send), and a client whose queue would pass
+//        tail_queue_bytes, or that is more than tail_max_lag records behind, is closed with
+//        1008 and a reason: a slow client never slows the producers (they never wait for a
+//        tail). A tail that cannot read closes with 1011.
 //   GET  {prefix}  {"topics":[{"name","partitions"}]}
 // Keys and values are JSON strings (control characters and DEL as \u00XX); a key or value that
 // is not valid UTF-8 (strict: no overlongs or surrogates), or whose escapes would more than
@@ -68,8 +69,10 @@ struct StorageApiOptions {
   std::size_t max_read_bytes = 1 << 20;       // YAML: storage.api.max_read_bytes
   std::size_t default_read_bytes = 64 << 10;  // YAML: storage.api.default_read_bytes
   std::size_t max_records_per_post = 10000;   // YAML: storage.api.max_records_per_post
-  // A live tail (GET .../ws) this many records behind the end is closed with 1008.
+  // A live tail (GET .../ws) that has caught up and then falls this many records behind the
+  // end, or whose send queue would pass tail_queue_bytes, is closed with 1008.
   std::size_t tail_max_lag = 10000;           // YAML: storage.api.tail_max_lag
+  std::size_t tail_queue_bytes = 1 << 20;     // YAML: storage.api.tail_queue_bytes
 };
 
 // Relaxed counters for /metrics (base/metrics.h).

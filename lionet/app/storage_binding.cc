@@ -87,6 +87,11 @@ StorageConfig define_storage_config(config::Registry& r) {
       "storage.api.tail_max_lag", ao.tail_max_lag,
       "WebSocket live tail (GET .../partitions/{p}/ws): a client this many records behind the end is closed with 1008.",
       config::range(std::size_t{1}, std::size_t{1} << 30));
+  c.api_tail_queue_bytes = r.define<std::size_t>(
+      "storage.api.tail_queue_bytes", ao.tail_queue_bytes,
+      "WebSocket live tail: bytes of records queued for a client at most; a caught-up tail whose queue would pass it is "
+      "closed with 1008.",
+      config::range(std::size_t{1024}, std::size_t{1} << 30));
   return c;
 }
 
@@ -114,6 +119,7 @@ StorageApiOptions storage_api_options(const StorageConfig& c) {
   o.default_read_bytes = std::min(c.api_default_read_bytes->value(), o.max_read_bytes);
   o.max_records_per_post = c.api_max_records_per_post->value();
   o.tail_max_lag = c.api_tail_max_lag->value();
+  o.tail_queue_bytes = c.api_tail_queue_bytes->value();
   return o;
 }
 }  // namespace lionet::app

@@ -40,6 +40,7 @@ struct StorageConfig {
   std::shared_ptr<config::ConfigVar<std::size_t>> api_default_read_bytes;
   std::shared_ptr<config::ConfigVar<std::size_t>> api_max_records_per_post;
   std::shared_ptr<config::ConfigVar<std::size_t>> api_tail_max_lag;
+  std::shared_ptr<config::ConfigVar<std::size_t>> api_tail_queue_bytes;
 };
 
 // Defines the storage.* vars on `registry` (once per registry).

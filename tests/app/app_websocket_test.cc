@@ -165,6 +165,32 @@ TEST_F(AppWebSocket, ATailThatFallsBehindTheLagBoundIsClosedWith1008) {
   EXPECT_EQ(curl(http_url("/topics/lag/partitions/0/records?offset=2000")).status, 200);
 }
 
+TEST_F(AppWebSocket, ATailWhoseClientStopsReadingIsClosedWith1008WhenItsQueueIsFull) {
+  start(", api: {tail_max_lag: 1000000, tail_queue_bytes: 65536}");
+  append("slow", "seed");
+  auto ws = websocket::connect(ws_url("/topics/slow/partitions/0/ws"));  // caught up at once
+  ASSERT_TRUE(ws.ok());
+  // The client reads nothing while 8 MiB of records are appended: more than the socket buffers
+  // hold, so the tail's queue fills (the producers are never held up: every POST is answered).
+  const std::string value(400, 'v');
+  std::string body;
+  for (int i = 0; i < 5000; ++i) body.append(value).push_back('\n');
+  const std::string file = conf_.path() + "/batch.ndjson";
+  std::ofstream(file) << body;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(curl("-H 'Content-Type: application/x-ndjson' --data-binary @" + file + " " +
+                   http_url("/topics/slow/partitions/0/records"))
+                  .status,
+              201);
+  }
+  std::size_t got = 0;
+  while ((*ws)->receive()) ++got;  // what was queued, then the close frame
+  EXPECT_EQ((*ws)->close_code(), websocket::close_code::kPolicyViolation) << (*ws)->close_reason();
+  EXPECT_NE(std::string((*ws)->close_reason()).find("tail_queue_bytes"), std::string::npos) << (*ws)->close_reason();
+  EXPECT_GT(got, 0u);
+  EXPECT_LT(got, 20000u) << "the tail never fell behind";
+}
+
 TEST_F(AppWebSocket, ChromiumShowsTheLiveTailPagesRecordsAsCurlAppendsThem) {
   int rc = -1;
   sh("command -v chromium >/dev/null 2>&1", &rc);
