@@ -17,7 +17,7 @@
 #    b. broadcast: BCAST (10,000) connections to /broadcast, ROUNDS (5) trigger messages of 64 B,
 #       each sent on one connection and written by the server to every connection: delivery
 #       time of every connection from the trigger's send, p50/p99/max per round, median over
-#       the rounds.
+#       the rounds, and the client's CPU share from the send to the last delivery.
 #    c. idle: IDLE (10,000) connections opened and held HOLD (3) s; the server's VmRSS
 #       (/proc/PID/status) before the first connection and while all are held, divided by the
 #       connections.
@@ -198,8 +198,9 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
   echo "Broadcast: $ROUNDS trigger messages per run, each sent by the client on one connection and written by the server to"
   echo "every connection of the room (LioNet: one \`Socket::send\` per socket in a loop; Go: one \`WriteMessage\` per conn);"
   echo "a connection's delivery time runs from just before the trigger's send to its \`receive()\` returning in the client,"
-  echo "so it includes the client waking and reading $BCAST sockets on its one CPU (client CPU share over the broadcast"
-  echo "runs: LioNet $(med "${bcpu[@]}"), Go $(med "${gcpu[@]}")). Figures are the median over the runs of each run's median"
+  echo "so it includes the client waking and reading $BCAST sockets on its one CPU (the client's CPU share from a trigger's"
+  echo "send to its last delivery: LioNet $(med "${bcpu[@]}"), Go $(med "${gcpu[@]}"); near 1.0 would mean the client set the"
+  echo "pace). Figures are the median over the runs of each run's median"
   echo "over its rounds. Idle: VmRSS of the server before the first connection and while all $IDLE are held (HOLD=$HOLD s),"
   echo "difference over the connections."
 } > "$tmp/section.md"
