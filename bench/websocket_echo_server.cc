@@ -2,20 +2,23 @@
 // (scripts/bench-websocket.sh): a lionet::http::Server on 127.0.0.1 whose routes are
 // lionet::websocket::accept() handlers, beside bench/reference/websocket (gorilla/websocket).
 //
-//   websocket_echo_server PORT [--threads N] [--backend epoll|io_uring]
+//   websocket_echo_server PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send]
 //
 // GET /echo: every message is sent back (same type, same bytes) until the peer closes.
 // GET /broadcast: the socket joins one room for its life; every message received on any socket
-//   of the room is sent to every socket of the room (the sender's included), one Socket::send
-//   per socket in a loop (the frame is built once per socket; websocket::broadcast(), which
-//   frames it once for all, is not in this tree yet).
-// Both with websocket::Options' defaults (no compression: permessage-deflate is not offered;
-// keepalive pings after 30 s of silence, which no benchmark phase reaches).
+//   of the room is sent to every socket of the room (the sender's included):
+//   --broadcast helper (the default): websocket::broadcast(), which frames the message once for
+//     all the sockets and queues it on each (never parks; each socket's writer fiber writes it);
+//   --broadcast send: one Socket::send per socket in a loop (the frame built and written per
+//     socket, the loop parking when a socket buffer is full).
+// Both with websocket::Options' defaults (permessage-deflate off; keepalive pings after 30 s of
+// silence, which no benchmark phase reaches; a 1 MiB send queue per socket for the helper).
 //
 // Defaults: 1 worker, epoll. RLIMIT_NOFILE is raised to its hard limit (10,000 connections).
 // Runs until SIGINT/SIGTERM, stops gracefully and prints
 // `RESULT conns=N messages=N broadcasts=N threads=T backend=B errors=N` as its last line
-// (errors: failed sends, and requests the HTTP server itself answered 4xx/5xx).
+// (errors: failed sends, broadcast() results that were full or closed, and requests the HTTP
+// server itself answered 4xx/5xx).
 #include <sys/resource.h>
 
 #include <atomic>
@@ -36,7 +39,7 @@ namespace {
 namespace ws = lionet::websocket;
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring]\n", argv0);
+  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send]\n", argv0);
   std::exit(2);
 }
 
@@ -45,11 +48,12 @@ struct Counters {
   std::atomic<uint64_t> conns{0}, messages{0}, broadcasts{0}, errors{0};
 };
 
-// The sockets of /broadcast. mu_ is a fiber Mutex held across the whole send loop (sends may
-// park on a full socket buffer): a socket leaves the room (and its handler returns, which
-// destroys it) only between broadcasts, so the loop never sends on a destroyed socket.
+// The sockets of /broadcast. mu_ is a fiber Mutex held across the whole broadcast (the send
+// loop may park on a full socket buffer): a socket leaves the room (and its handler returns,
+// which destroys it) only between broadcasts, so no broadcast touches a destroyed socket.
 class Room {
  public:
+  explicit Room(bool helper) : helper_(helper) {}
   void join(ws::Socket* s) {
     std::lock_guard lock(mu_);
     sockets_.push_back(s);
@@ -64,9 +68,13 @@ class Room {
       }
     }
   }
-  // Sends m to every socket of the room; returns the sends that failed.
+  // Sends m to every socket of the room; returns how many did not take it.
   uint64_t send_all(const ws::Message& m) {
     std::lock_guard lock(mu_);
+    if (helper_) {
+      ws::BroadcastResult r = ws::broadcast(sockets_, m);
+      return r.full + r.closed;
+    }
     uint64_t failed = 0;
     for (ws::Socket* s : sockets_) {
       if (!s->send(m)) ++failed;
@@ -75,6 +83,7 @@ class Room {
   }
 
  private:
+  const bool helper_;
   lionet::Mutex mu_;
   std::vector<ws::Socket*> sockets_;  // guarded by mu_
 };
@@ -90,25 +99,29 @@ void raise_nofile() {
 
 int main(int argc, char** argv) {
   int port = -1, threads = 1;
-  std::string backend = "epoll";
+  std::string backend = "epoll", bcast = "helper";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--backend" && i + 1 < argc) {
       backend = argv[++i];
+    } else if (a == "--broadcast" && i + 1 < argc) {
+      bcast = argv[++i];
     } else if (!a.empty() && a[0] != '-' && port < 0) {
       port = std::atoi(a.c_str());
     } else {
       usage(argv[0]);
     }
   }
-  if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring")) usage(argv[0]);
+  if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring") ||
+      (bcast != "helper" && bcast != "send"))
+    usage(argv[0]);
   raise_nofile();
 
   lionet::bench::ServerMain runtime(threads, "ws", backend);
   Counters counters;
-  Room room;
+  Room room(bcast == "helper");
   lionet::http::Router router;
   router.get("/echo", ws::accept([&counters](ws::Socket& s) {
     counters.conns.fetch_add(1, std::memory_order_relaxed);
@@ -143,8 +156,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   server.start();
-  std::fprintf(stderr, "websocket_echo_server: listening on %s, %d worker(s), backend %s\n",
-               server.addresses()[0].to_string().c_str(), threads, runtime.backend());
+  std::fprintf(stderr, "websocket_echo_server: listening on %s, %d worker(s), backend %s, broadcast by %s\n",
+               server.addresses()[0].to_string().c_str(), threads, runtime.backend(), bcast.c_str());
   runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
   runtime.stop();
