@@ -3,6 +3,7 @@
 // lionet::websocket::accept() handlers, beside bench/reference/websocket (gorilla/websocket).
 //
 //   websocket_echo_server PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send]
+//                         [--ping-interval S]
 //
 // GET /echo: every message is sent back (same type, same bytes) until the peer closes.
 // GET /broadcast: the socket joins one room for its life; every message received on any socket
@@ -12,7 +13,9 @@
 //   --broadcast send: one Socket::send per socket in a loop (the frame built and written per
 //     socket, the loop parking when a socket buffer is full).
 // Both with websocket::Options' defaults (permessage-deflate off; keepalive pings after 30 s of
-// silence, which no benchmark phase reaches; a 1 MiB send queue per socket for the helper).
+// silence, which no benchmark phase reaches; a 1 MiB send queue per socket for the helper),
+// except --ping-interval S: keepalive after S seconds, 0 = none (gorilla's default: its server
+// sends no pings; ours then reads without a timeout, which is what the flag lets one measure).
 //
 // Defaults: 1 worker, epoll. RLIMIT_NOFILE is raised to its hard limit (10,000 connections).
 // Runs until SIGINT/SIGTERM, stops gracefully and prints
@@ -39,7 +42,9 @@ namespace {
 namespace ws = lionet::websocket;
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send]\n", argv0);
+  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send] "
+               "[--ping-interval S]\n",
+               argv0);
   std::exit(2);
 }
 
@@ -100,6 +105,7 @@ void raise_nofile() {
 int main(int argc, char** argv) {
   int port = -1, threads = 1;
   std::string backend = "epoll", bcast = "helper";
+  long ping_s = -1;  // -1: Options' default
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -108,6 +114,8 @@ int main(int argc, char** argv) {
       backend = argv[++i];
     } else if (a == "--broadcast" && i + 1 < argc) {
       bcast = argv[++i];
+    } else if (a == "--ping-interval" && i + 1 < argc) {
+      ping_s = std::atol(argv[++i]);
     } else if (!a.empty() && a[0] != '-' && port < 0) {
       port = std::atoi(a.c_str());
     } else {
@@ -115,13 +123,16 @@ int main(int argc, char** argv) {
     }
   }
   if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring") ||
-      (bcast != "helper" && bcast != "send"))
+      (bcast != "helper" && bcast != "send") || ping_s < -1)
     usage(argv[0]);
   raise_nofile();
 
   lionet::bench::ServerMain runtime(threads, "ws", backend);
   Counters counters;
   Room room(bcast == "helper");
+  ws::Options wso;
+  if (ping_s == 0) wso.ping_interval = std::nullopt;
+  if (ping_s > 0) wso.ping_interval = std::chrono::seconds(ping_s);
   lionet::http::Router router;
   router.get("/echo", ws::accept([&counters](ws::Socket& s) {
     counters.conns.fetch_add(1, std::memory_order_relaxed);
@@ -133,7 +144,7 @@ int main(int argc, char** argv) {
         return;
       }
     }
-  }));
+  }, wso));
   router.get("/broadcast", ws::accept([&counters, &room](ws::Socket& s) {
     counters.conns.fetch_add(1, std::memory_order_relaxed);
     room.join(&s);
@@ -144,7 +155,7 @@ int main(int argc, char** argv) {
       counters.errors.fetch_add(room.send_all(m), std::memory_order_relaxed);
     }
     room.leave(&s);
-  }));
+  }, wso));
 
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;
