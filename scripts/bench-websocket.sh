@@ -30,7 +30,8 @@
 #   (figures meaningless).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), CONNS (100), BCAST
 #   (10000), ROUNDS (5), IDLE (10000), HOLD (3), BACKEND (epoll or io_uring; epoll), REF_DIR,
-#   REF_OUT (/tmp/lionet-ref).
+#   REF_OUT (/tmp/lionet-ref), GO (the toolchain bench/reference/Makefile builds with: `go` on
+#   PATH unless set, e.g. GO=/usr/bin/go for Debian's; the table names its version).
 # Last line: RESULT echo64_ratio=.. echo16k_ratio=.. echo64_msgs=.. go_echo64_msgs=..
 #   echo16k_msgs=.. go_echo16k_msgs=.. client_cpu_max=.. bcast_p99_ms=.. bcast_send_p99_ms=..
 #   go_bcast_p99_ms=.. idle_bytes_per_conn=.. go_idle_bytes_per_conn=.. errors=N
@@ -177,7 +178,7 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
   echo "## WebSocket (lionet/websocket): websocket_echo_server vs gorilla/websocket"
   echo
   echo "Produced by \`scripts/bench-websocket.sh --write\` at commit $(bench_commit lionet/websocket lionet/http bench/websocket_echo_server.cc bench/websocket_load.cc bench/reference/websocket)" \
-    "on $(bench_cpu); load average before: $load_before. Backend $BACKEND; Go: $(go version | cut -d' ' -f3)."
+    "on $(bench_cpu); load average before: $load_before. Backend $BACKEND; Go: $("${GO:-go}" version | cut -d' ' -f3)."
   echo "Servers pinned to CPU 0: LioNet \`websocket_echo_server\` (1 worker, \`websocket::accept\` with default Options, no"
   echo "compression) and \`go_websocket_server\` (bench/reference/websocket: gorilla/websocket v1.5.3, a goroutine per"
   echo "connection, GOMAXPROCS=1). The load client, for both, is \`bench/websocket_load\`: LioNet's own \`websocket::connect\`,"
