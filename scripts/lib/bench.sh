@@ -124,7 +124,7 @@ bench_bin() {
 # ref NAME: builds the reference program NAME of $REF_DIR into $REF_OUT (make decides whether
 # it is stale) and prints its path. One of: epoll_echo_server echo_client go_echo_server
 # asio_echo_server tls_echo_server tls_echo_client go_static_server logbench warm udp_echo_ref
-# udp_echo_client.
+# udp_echo_client go_websocket_server.
 ref() {
   [ -f "$REF_DIR/Makefile" ] || bench_die "no reference programs at $REF_DIR (set REF_DIR)"
   make -s -C "$REF_DIR" OUT="$REF_OUT" "$REF_OUT/$1" >&2 || bench_die "reference program $1 did not build"
