@@ -566,7 +566,8 @@ bool Connection::take_over() noexcept {
   std::string().swap(out_);  // the connection may live long: the head's buffer goes back now
   if (!sent) return false;
   stream_.set_timeouts(std::nullopt, std::nullopt);
-  Takeover t{stream_, std::string_view(buf_.get() + body_pos_, w_ - body_pos_), request_, stopping_};
+  Takeover t{stream_, std::string_view(buf_.get() + body_pos_, w_ - body_pos_), request_, stopping_,
+             [](void* c) { static_cast<Connection*>(c)->release_buffers(); }, this};
   try {
     fn(t);
   } catch (const std::exception& e) {

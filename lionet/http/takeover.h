@@ -46,6 +46,18 @@ struct Takeover {
   // May be null; becomes true once the server is stopping (a long-lived protocol may poll it
   // to end politely; the server closes the stream at the end of its drain time regardless).
   const std::atomic<bool>* stopping;
+
+  // For a protocol that has copied what it needs of `buffered` and `request`: gives the
+  // connection's HTTP input buffer back now (http.input_buffer, 4 KiB by default), not when the
+  // function returns, so a long-lived idle connection does not keep it. After the call
+  // `buffered` and every view of `request` are invalid. Idempotent; the fiber's own call only.
+  void release_input() {
+    if (release_fn) release_fn(release_ctx);
+    release_fn = nullptr;
+    buffered = {};
+  }
+  void (*release_fn)(void*) = nullptr;  // set by the server
+  void* release_ctx = nullptr;
 };
 
 // Runs in the connection's fiber after the 101 has been sent; may block for as long as the

@@ -21,6 +21,7 @@ const std::shared_ptr<spdlog::logger>& ws_log() {
 struct Route {
   RequestSocketHandler fn;
   Options options;
+  bool uses_request = true;  // false: accept(SocketHandler): the HTTP input buffer goes at once
 };
 
 void refuse(http::Response& res, int status, std::string_view why) {
@@ -69,15 +70,19 @@ bool check_request(const http::Request& req, http::Response& res) {
 
 void run(const Route& route, const std::string& subprotocol, std::optional<DeflateParams> deflate,
          http::Takeover& t) {
-  Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol, deflate);
+  Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol, deflate);  // copies buffered
+  std::string target(t.request.target());  // for the logs below
+  // A handler that never sees the Request lets the connection's HTTP input buffer go now: an
+  // idle WebSocket then holds only its own buffers (4 KiB less per connection by default).
+  if (!route.uses_request) t.release_input();
   try {
     route.fn(ws, t.request);
   } catch (const std::exception& e) {
-    LIONET_LOG_ERROR(ws_log(), "WebSocket handler for {} threw: {}", t.request.target(), e.what());
+    LIONET_LOG_ERROR(ws_log(), "WebSocket handler for {} threw: {}", target, e.what());
     (void)ws.close(close_code::kInternalError, "internal error");
     return;
   } catch (...) {
-    LIONET_LOG_ERROR(ws_log(), "WebSocket handler for {} threw a non-std exception", t.request.target());
+    LIONET_LOG_ERROR(ws_log(), "WebSocket handler for {} threw a non-std exception", target);
     (void)ws.close(close_code::kInternalError, "internal error");
     return;
   }
@@ -117,7 +122,7 @@ http::Handler make(std::shared_ptr<const Route> route) {
 
 http::Handler accept(SocketHandler fn, Options options) {
   return make(std::make_shared<const Route>(Route{[fn = std::move(fn)](Socket& ws, const http::Request&) { fn(ws); },
-                                                  std::move(options)}));
+                                                  std::move(options), /*uses_request=*/false}));
 }
 
 http::Handler accept(RequestSocketHandler fn, Options options) {

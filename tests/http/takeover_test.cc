@@ -50,6 +50,20 @@ class TakeoverTest : public ::testing::Test {
         shout(t, &calls_);
       });
     });
+    // Copies what it needs, gives the HTTP input buffer back, then speaks on the stream.
+    router_.get("/released", [this](Request&, Response& s) {
+      s.set_status(101);
+      s.set_header("Upgrade", "shout");
+      s.set_header("Connection", "Upgrade");
+      s.take_over([this](Takeover& t) {
+        const std::string early(t.buffered);
+        t.release_input();
+        t.release_input();  // idempotent
+        EXPECT_TRUE(t.buffered.empty());
+        (void)t.stream.write("copied=" + early + "|");
+        shout(t, &calls_);
+      });
+    });
     router_.get("/no-takeover", [](Request&, Response& s) { s.set_status(101); });
     router_.get("/not-101", [this](Request&, Response& s) {
       s.reply(200, "plain\n");
@@ -78,6 +92,19 @@ TEST_F(TakeoverTest, TheHandlerOwnsTheStreamAfter101WithTheBytesReadPastTheHead)
   got = c.read_until_closed();
   // The takeover's bytes, then the end of the stream: no HTTP answer follows its return.
   EXPECT_EQ(got, "AND MORE.");
+  EXPECT_EQ(calls_.load(), 1);
+}
+
+// Takeover::release_input(): the protocol keeps the stream and what it copied; the buffer is
+// gone (buffered reads empty), and the connection still ends cleanly when the function returns.
+TEST_F(TakeoverTest, AProtocolThatReleasesTheInputBufferKeepsTheStream) {
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.send("GET /released HTTP/1.1\r\nHost: x\r\n\r\nearly"));
+  std::string got = c.read_until("buffered=|");
+  EXPECT_NE(got.find("HTTP/1.1 101 Switching Protocols\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("copied=early|buffered=|"), std::string::npos) << got;
+  ASSERT_TRUE(c.send("still here."));
+  EXPECT_EQ(c.read_until_closed(), "STILL HERE.");
   EXPECT_EQ(calls_.load(), 1);
 }
 
