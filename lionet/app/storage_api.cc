@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lionet/base/utf8.h"
 #include "lionet/http/url.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/storage/errors.h"
@@ -26,25 +27,10 @@ namespace {
 constexpr std::string_view kJson = "application/json";
 constexpr std::string_view kNdjson = "application/x-ndjson";
 
-// Length of the well-formed UTF-8 sequence at p (strict: no overlongs, no surrogates,
-// <= U+10FFFF), or 0 if the bytes there are not one.
+// Length of the well-formed UTF-8 sequence at p (base/utf8.h: strict, no overlongs, no
+// surrogates, <= U+10FFFF), or 0 if the bytes there are not one. p < e.
 std::size_t utf8_sequence(const unsigned char* p, const unsigned char* e) {
-  const unsigned char c = *p;
-  if (c < 0x80) return 1;
-  std::size_t n;
-  uint32_t cp;
-  if ((c & 0xe0) == 0xc0) n = 1, cp = c & 0x1f;
-  else if ((c & 0xf0) == 0xe0) n = 2, cp = c & 0x0f;
-  else if ((c & 0xf8) == 0xf0) n = 3, cp = c & 0x07;
-  else return 0;
-  if (static_cast<std::size_t>(e - p) <= n) return 0;
-  for (std::size_t i = 1; i <= n; ++i) {
-    if ((p[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n + 1;
+  return lionet::utf8_sequence(std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(e - p)), 0);
 }
 
 bool valid_utf8(std::string_view s) {
