@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "lionet/io/io_manager.h"
 
@@ -37,6 +38,13 @@ constexpr uint32_t kDirMask = IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE
 std::string trim_slashes(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
+}
+
+// "a/b/c" -> {"a/b", "c"}; "c" -> {"", "c"} (the current directory); "/c" -> {"/", "c"}.
+std::pair<std::string, std::string> split_dir(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {std::string(), path};
+  return {slash == 0 ? std::string("/") : path.substr(0, slash), path.substr(slash + 1)};
 }
 
 std::string join(const std::string& dir, const char* name) { return dir.empty() ? name : dir + "/" + name; }
@@ -90,18 +98,7 @@ Result<void> FileWatcher::add(const std::string& path_in) noexcept {
     const std::string path = trim_slashes(path_in);
     struct stat st;
     const bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    std::string dir, name;
-    if (is_dir) {
-      dir = path;
-    } else {
-      const std::size_t slash = path.rfind('/');
-      if (slash == std::string::npos) {
-        name = path;  // dir "" = the current directory
-      } else {
-        dir = slash == 0 ? "/" : path.substr(0, slash);
-        name = path.substr(slash + 1);
-      }
-    }
+    const auto [dir, name] = is_dir ? std::make_pair(path, std::string()) : split_dir(path);
     const std::string kernel_dir = dir.empty() ? "." : dir;
     std::lock_guard<std::mutex> lk(mu_);
     const int wd = ::inotify_add_watch(fd_, kernel_dir.c_str(), kDirMask);
@@ -140,9 +137,7 @@ Result<void> FileWatcher::remove(const std::string& path_in) noexcept {
         return {};
       }
     }
-    const std::size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : (slash == 0 ? "/" : path.substr(0, slash));
-    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    const auto [dir, name] = split_dir(path);
     auto p = by_dir_path_.find(dir);
     if (p == by_dir_path_.end()) return fail<void>(ENOENT);
     auto it = dirs_.find(p->second);

@@ -92,16 +92,10 @@ void append_clf(Out& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
-// A JSON string's contents (without quotes): base/utf8.h's escaping.
-template <class Out>
-void append_json(Out& out, std::string_view s) {
-  append_json_escaped(out, s);
-}
-
 template <class Out>
 void append_json_field(Out& out, std::string_view key, std::string_view value) {
   out.append(",\"").append(key).append("\":\"");
-  append_json(out, value);
+  append_json_escaped(out, value);  // base/utf8.h
   out.push_back('"');
 }
 

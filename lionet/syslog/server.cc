@@ -99,7 +99,7 @@ struct Server::Impl {
       it.ts = m.timestamp_ms.value_or(now_ms);
       it.partition = im_.partitions == 1 || key.empty() ? 0 : fnv1a(key) % im_.partitions;
       const std::size_t add_bytes = storage::kRecordOverheadBytes + it.kn + it.vn;
-      if (!items_.empty() && bytes_ + add_bytes > im_.max_batch_bytes) flush_except_last(it, add_bytes);
+      if (!items_.empty() && bytes_ + add_bytes > im_.max_batch_bytes) flush_except_last(it);
       bytes_ += add_bytes;
       items_.push_back(it);
     }
@@ -133,7 +133,7 @@ struct Server::Impl {
 
     // The batch would pass the store's max_batch_bytes with `last` (already in the arena, at
     // its end): append the others, keep `last`'s bytes.
-    void flush_except_last(Item& last, std::size_t) {
+    void flush_except_last(Item& last) {
       const std::string tail = arena_.substr(last.k);
       const std::size_t shift = last.k;
       flush();

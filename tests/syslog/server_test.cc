@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "../app/app_process.h"
 #include "../common/sanitizers.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/storage/store.h"
@@ -25,16 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string sh(const std::string& cmd) {
-  std::string out;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  ::pclose(f);
-  return out;
-}
+using app::testing::sh;  // tests/app/app_process.h: a bounded shell command's stdout
 
 bool have_logger() { return ::system("logger --help >/dev/null 2>&1") == 0; }
 
