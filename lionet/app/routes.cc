@@ -1,5 +1,5 @@
 // lionet/app/routes.cc: the routes of the lionet binary's http(s) servers (static, storage,
-// metrics, health, debug_fibers, hello), the per-server instrumentation, and /metrics.
+// metrics, health, debug_fibers, hello, websocket, proxy), the per-server instrumentation, and /metrics.
 //
 // Owns: the mapping RouteConfig -> Router entries, and the Prometheus page's metric names.
 // Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
@@ -79,6 +79,15 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
                                if (!ws.send(m)) break;
                            },
                            wo));
+  } else if (r.type == "proxy") {
+    std::shared_ptr<http::Proxy> proxy;
+    try {
+      proxy = std::make_shared<http::Proxy>(proxy_options(r.proxy, r.path));
+    } catch (const std::exception& e) {
+      throw StartupError(where + e.what());
+    }
+    router.prefix("*", r.path, [proxy](http::Request& q, http::Response& s) { proxy->handle(q, s); });
+    srv.proxies.emplace_back(r.path, std::move(proxy));
   } else if (r.type == "hello") {
     router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); });
   } else if (r.type == "debug_fibers") {
@@ -100,6 +109,44 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
 }
 
 const char* const kClass[5] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+
+// lionet_proxy_*: per server, route and upstream.
+void render_proxy_metrics(PrometheusWriter& w, const Runtime::Impl& im) {
+  using L = PrometheusWriter::Labels;
+  struct Row {
+    const std::string* server;
+    const std::string* route;
+    http::ProxyUpstreamStats s;
+  };
+  std::vector<Row> rows;
+  for (const auto& srv : im.servers)
+    for (const auto& [path, proxy] : srv->proxies)
+      for (auto& st : proxy->stats()) rows.push_back({&srv->cfg.name, &path, std::move(st)});
+  if (rows.empty()) return;
+  auto family = [&](const char* name, const char* type, const char* help, auto field) {
+    w.family(name, type, help);
+    for (const auto& r : rows)
+      w.sample(name, L{{"server", *r.server}, {"route", *r.route}, {"upstream", r.s.address}},
+               static_cast<uint64_t>(field(r.s)));
+  };
+  family("lionet_proxy_upstream_requests_total", "counter", "Tries sent to the upstream.",
+         [](const http::ProxyUpstreamStats& s) { return s.requests; });
+  family("lionet_proxy_upstream_failures_total", "counter",
+         "Tries that failed: connect error, reset, timeout or an answer that was not HTTP.",
+         [](const http::ProxyUpstreamStats& s) { return s.failures; });
+  family("lionet_proxy_upstream_connections_opened_total", "counter", "Connections opened to the upstream.",
+         [](const http::ProxyUpstreamStats& s) { return s.connects; });
+  family("lionet_proxy_upstream_idle_connections", "gauge", "Kept-alive connections in the upstream's pool.",
+         [](const http::ProxyUpstreamStats& s) { return s.idle; });
+  family("lionet_proxy_upstream_active", "gauge", "Exchanges with the upstream in flight.",
+         [](const http::ProxyUpstreamStats& s) { return s.active; });
+  family("lionet_proxy_upstream_up", "gauge", "1 while the upstream is used, 0 while marked down (passive or active health).",
+         [](const http::ProxyUpstreamStats& s) { return s.up ? 1 : 0; });
+  w.family("lionet_proxy_upstream_response_seconds", "histogram", "Time from a try's start to the upstream's response head.");
+  for (const auto& r : rows)
+    w.histogram("lionet_proxy_upstream_response_seconds",
+                L{{"server", *r.server}, {"route", *r.route}, {"upstream", r.s.address}}, r.s.latency);
+}
 }  // namespace
 
 std::unique_ptr<http::Router> build_router(Runtime::Impl& im, Running& srv) {
@@ -249,6 +296,8 @@ std::string render_metrics(const Runtime::Impl& im) {
   w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
   for (const auto& s : im.servers)
     if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
+
+  render_proxy_metrics(w, im);
 
   std::unique_lock<std::mutex> logs_lk(im.access_logs_mu);
   if (!im.access_logs.empty()) {

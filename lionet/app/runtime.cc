@@ -186,6 +186,7 @@ Runtime::~Runtime() = default;  // Impl's destructor stops whatever still runs
 void Runtime::start() {
   for (auto& s : impl_->servers) {
     if (s->http) {
+      for (auto& [path, proxy] : s->proxies) proxy->start_health_checks(*s->pool->sched);
       s->http->start();
     } else if (s->syslog) {
       try {

@@ -11,7 +11,7 @@ namespace lionet::app {
 namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog"};
 const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",
-                                           "debug_fibers", "hello",   "websocket"};
+                                           "debug_fibers", "hello",   "websocket", "proxy"};
 const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
 
 std::string join(const std::set<std::string>& s) {
@@ -140,7 +140,12 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
                   "open_file_cache", "open_file_cache_valid", "precompressed",
                   "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
-                  "ping_interval", "send_queue_bytes", "deflate"});
+                  "ping_interval", "send_queue_bytes", "deflate",
+                  // proxy (app/proxy_route.h)
+                  "upstreams", "balance", "hash_key", "strip_prefix", "add_prefix", "host", "via", "connect_timeout",
+                  "send_timeout", "read_timeout", "try_timeout", "max_tries", "max_fails", "fail_timeout", "keepalive",
+                  "keepalive_timeout", "keepalive_requests", "buffer_size", "tunnel_idle_timeout", "errors",
+                  "upstream_tls", "health_check"});
   RouteConfig r;
   r.path = required_field<std::string>(n, "path");
   r.type = required_field<std::string>(n, "type");
@@ -148,6 +153,7 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   if (!app::kRouteTypes.contains(r.type)) {
     field_error(n, "type", "unknown route type '" + r.type + "' (expected one of " + app::join(app::kRouteTypes) + ")");
   }
+  if (r.type == "proxy") r.proxy = app::read_proxy_route(n);
   read_field(n, "handler", r.handler);
   read_field(n, "max_message_size", r.max_message_size);
   read_field(n, "ping_interval", r.ping_interval);
@@ -221,6 +227,7 @@ YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
     n["send_queue_bytes"] = r.send_queue_bytes;
     n["deflate"] = r.deflate;
   }
+  if (r.type == "proxy") app::write_proxy_route(n, r.proxy);
   return n;
 }
 

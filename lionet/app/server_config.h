@@ -19,6 +19,7 @@
 //         - {path: /, type: static, root: examples/www, mode: auto}
 //         - {path: /topics, type: storage}
 //         - {path: /metrics, type: metrics}
+//         - {path: /app, type: proxy, upstreams: ["127.0.0.1:9001"], strip_prefix: true}
 //       access_log: {path: var/log/access.log, format: combined}   # http(s); absent = none
 #pragma once
 
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "lionet/config/traits.h"
+#include "lionet/app/proxy_route.h"
 #include "lionet/http/access_log.h"
 
 namespace lionet::app {
@@ -47,7 +49,7 @@ struct WorkerPoolConfig {
 // One route of an http(s) server. type decides which other fields apply.
 struct RouteConfig {
   std::string path;          // "/static" (prefix for static/storage), exact for the others
-  std::string type;          // static | storage | metrics | health | debug_fibers | hello | websocket
+  std::string type;          // static | storage | metrics | health | debug_fibers | hello | websocket | proxy
   // static:
   std::string root;          // directory served
   std::string mode = "auto"; // memory | chunk | sendfile | auto
@@ -68,6 +70,8 @@ struct RouteConfig {
   std::chrono::milliseconds ping_interval{30000};  // keepalive ping after this long silent (0: none)
   std::size_t send_queue_bytes = 1 << 20;       // messages queued by try_send/broadcast at most
   bool deflate = false;                         // accept permessage-deflate (~256 KiB per connection)
+  // proxy (lionet/http/proxy.h): upstreams, balancing, timeouts, pool, health (proxy_route.h).
+  ProxyRouteConfig proxy;
   bool operator==(const RouteConfig&) const = default;
 };
 

@@ -7,6 +7,7 @@
 
 #include "lionet/http/chunked_decoder.h"
 #include "lionet/http/detail/client_tls.h"
+#include "lionet/http/detail/response_head.h"
 #include "lionet/http/headers.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
@@ -286,43 +287,25 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
     return r;
   };
   for (;;) {
+    detail::ResponseHead rh;
     size_t scan = 0;
-    for (;;) {
-      size_t pos = buf.find("\r\n\r\n", scan > 3 ? scan - 3 : 0);
-      if (pos != std::string::npos) {
-        head_end = pos + 4;
-        break;
-      }
+    detail::HeadParse st;
+    while ((st = detail::parse_response_head(buf, rh, scan)) == detail::HeadParse::kNeedMore) {
       if (buf.size() > options_.max_response_head_bytes) return errno_error(EMSGSIZE);
       scan = buf.size();
       auto r = read_some();
       if (!r) return r.error();
       if (*r == 0) return errno_error(buf.empty() ? ECONNRESET : EPROTO);
     }
-    std::string_view h(buf.data(), head_end - 2);
-    size_t eol = h.find("\r\n");
-    std::string_view status_line = h.substr(0, eol);
-    if (status_line.size() < 12 || status_line.substr(0, 7) != "HTTP/1." || status_line[8] != ' ')
-      return errno_error(EPROTO);
-    resp.version_minor = status_line[7] == '0' ? 0 : 1;
+    if (st == detail::HeadParse::kError || rh.status > 999) return errno_error(EPROTO);
+    head_end = rh.size;
+    resp.version_minor = rh.version_minor;
     resp.protocol = resp.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-    int code = 0;
-    auto [p, ec] = std::from_chars(status_line.data() + 9, status_line.data() + 12, code);
-    if (ec != std::errc() || p != status_line.data() + 12 || code < 100 || code > 999) return errno_error(EPROTO);
-    resp.status = code;
-    resp.reason = std::string(trim_ows(status_line.substr(12)));
+    resp.status = rh.status;
+    resp.reason = std::string(rh.reason);
     resp.headers.clear();
-    size_t pos = eol + 2;
-    while (pos < h.size()) {
-      size_t e = h.find("\r\n", pos);
-      if (e == std::string_view::npos) e = h.size();
-      std::string_view line = h.substr(pos, e - pos);
-      size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0) return errno_error(EPROTO);
-      resp.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim_ows(line.substr(colon + 1))));
-      pos = e + 2;
-    }
-    if (code >= 100 && code < 200 && code != 101) {
+    for (const auto& f : rh.headers) resp.headers.emplace_back(std::string(f.name), std::string(f.value));
+    if (rh.status >= 100 && rh.status < 200 && rh.status != 101) {
       buf.erase(0, head_end);
       continue;
     }

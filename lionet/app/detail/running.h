@@ -27,6 +27,7 @@
 #include "lionet/io/io_manager.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/http/proxy.h"
 #include "lionet/storage/store.h"
 #include "lionet/syslog/server.h"
 
@@ -80,6 +81,9 @@ struct Running {
   std::unique_ptr<TcpServer> tcp;        // echo
   std::shared_ptr<TlsSlot> tls;          // https
   std::unique_ptr<syslog::Server> syslog;  // syslog (no listener() of its own)
+  // Its proxy routes (path -> proxy), for health checks and /metrics; the router's handlers
+  // hold them too.
+  std::vector<std::pair<std::string, std::shared_ptr<http::Proxy>>> proxies;
   TcpServer& listener() const { return http ? http->tcp() : *tcp; }  // http(s), echo
   bool has_listener() const { return http || tcp; }
 };

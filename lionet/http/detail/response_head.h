@@ -1,0 +1,29 @@
+// lionet/http/detail/response_head.h: the parser of an HTTP/1.x response head, shared by the
+// Client (client.cc) and the Proxy (proxy.cc).
+//
+// Owns: nothing of the bytes: the reason and the fields are views into the caller's buffer,
+// valid while it is. Must not: accept obs-fold, a field without a name, a status outside
+// 100..999, or a version other than HTTP/1.0 and HTTP/1.1.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "lionet/http/headers.h"
+
+namespace lionet::http::detail {
+
+struct ResponseHead {
+  int status = 0;
+  int version_minor = 1;
+  std::string_view reason;
+  HeaderList headers;
+  std::size_t size = 0;  // bytes of the head, final CRLF CRLF included
+};
+
+enum class HeadParse : unsigned char { kNeedMore, kDone, kError };
+
+// Parses the head at the start of buf. kNeedMore: no blank line yet (the caller reads more,
+// bounding the total itself). `scan_from`: bytes of buf already known to hold no blank line.
+HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from = 0);
+}  // namespace lionet::http::detail

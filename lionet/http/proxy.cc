@@ -1,0 +1,899 @@
+// lionet/http/proxy.cc: Proxy (see proxy.h).
+#include "lionet/http/proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+
+#include "lionet/base/log_limiter.h"
+#include "lionet/http/chunked_decoder.h"
+#include "lionet/http/detail/client_tls.h"
+#include "lionet/http/detail/response_head.h"
+#include "lionet/http/headers.h"
+#include "lionet/http/status.h"
+#include "lionet/log/log.h"
+#include "lionet/net/address.h"
+#include "lionet/net/socket.h"
+#include "lionet/net/socket_stream.h"
+#include "lionet/sched/scheduler.h"
+#include "lionet/sync/cond_var.h"
+#include "lionet/sync/mutex.h"
+
+namespace lionet::http {
+namespace {
+
+constexpr std::size_t kMaxUpstreams = 64;  // tried upstreams are a bit mask
+// A pooled connection idle at least this long is checked for a close by the upstream (one
+// non-blocking peek) before it is reused; younger ones are trusted (see try_once's retry).
+constexpr Duration kPeekAfter = std::chrono::milliseconds(500);
+
+int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
+const std::shared_ptr<spdlog::logger>& proxy_log() {
+  static const auto lg = log::get("proxy");
+  return lg;
+}
+
+bool idempotent(std::string_view m) {
+  return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" || m == "TRACE";
+}
+
+// Hop-by-hop fields (RFC 9110 7.6.1) and the ones the proxy frames itself.
+bool hop_by_hop(std::string_view n) {
+  switch (n.size()) {
+    case 2:
+      return iequals(n, "te");
+    case 7:
+      return iequals(n, "upgrade") || iequals(n, "trailer");
+    case 10:
+      return iequals(n, "connection") || iequals(n, "keep-alive");
+    case 14:
+      return iequals(n, "content-length");
+    case 16:
+      return iequals(n, "proxy-connection");
+    case 17:
+      return iequals(n, "transfer-encoding");
+    default:
+      return false;
+  }
+}
+
+// Whether `connection` (a Connection field's value) names n.
+bool named_by(std::string_view connection, std::string_view n) {
+  return !connection.empty() && has_token(connection, n);
+}
+
+// The Connection fields of a message, joined (they are a list across repeated fields).
+std::string_view connection_of(const HeaderList& h, std::string& joined) {
+  size_t count = h.count("connection");
+  if (count <= 1) return h.get("connection");
+  joined.clear();
+  for (const auto& f : h)
+    if (iequals(f.name, "connection")) joined.append(joined.empty() ? "" : ",").append(f.value);
+  return joined;
+}
+
+void append_ip(std::string& out, const Address& a, bool bracket_v6) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (a.family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr, text, sizeof text);
+    out.append(text);
+  } else if (a.family() == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr())->sin6_addr, text, sizeof text);
+    if (bracket_v6) out.append("\"[").append(text).append("]\"");
+    else out.append(text);
+  } else {
+    out.append(bracket_v6 ? "unknown" : "unix");
+  }
+}
+
+void append_hex(std::string& out, size_t n) {
+  char d[20];
+  auto [p, ec] = std::to_chars(d, d + sizeof d, n, 16);
+  out.append(d, p);
+}
+
+// A strict Content-Length (digits only; repeated fields must agree). nullopt: absent;
+// UINT64_MAX: malformed.
+std::optional<uint64_t> content_length(const HeaderList& h) {
+  std::optional<uint64_t> v;
+  for (const auto& f : h) {
+    if (!iequals(f.name, "content-length")) continue;
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(f.value.data(), f.value.data() + f.value.size(), n);
+    if (f.value.empty() || ec != std::errc() || p != f.value.data() + f.value.size() || n == UINT64_MAX ||
+        (v && *v != n))
+      return UINT64_MAX;
+    v = n;
+  }
+  return v;
+}
+
+}  // namespace
+
+// A connection to an upstream with the buffer its exchanges use (pooled together).
+struct UpConn {
+  std::unique_ptr<Stream> stream;
+  int fd = -1;  // the socket under stream (for the idle peek)
+  std::unique_ptr<char[]> buf;
+  std::size_t cap = 0;
+  std::string head;  // request head scratch (capacity kept)
+  std::size_t requests = 0;
+  TimePoint since{};  // pooled at
+  bool reused = false;
+};
+
+struct Proxy::Upstream {
+  std::string address;  // as configured
+  std::string host;     // for SNI and a missing Host
+  bool tls = false;
+  std::vector<Address> addrs;
+  unsigned weight = 1;
+  size_t index = 0;
+
+  std::mutex mu;  // idle, fails, fail_start
+  std::vector<std::unique_ptr<UpConn>> idle;
+  unsigned fails = 0;
+  TimePoint fail_start{};
+  std::atomic<int64_t> down_until{0};  // passive: marked down until then (ticks)
+  std::atomic<bool> check_down{false};  // active: the last health checks failed
+  std::atomic<std::size_t> active{0};
+  Counter requests, failures, connects;
+  Histogram latency;
+  LogLimiter log_limit;  // failure lines: one per second per upstream
+
+  bool up(TimePoint t) const noexcept {
+    return !check_down.load(std::memory_order_relaxed) && down_until.load(std::memory_order_relaxed) <= ticks(t);
+  }
+};
+
+struct Proxy::Health {
+  Mutex mu;
+  CondVar cv;
+  bool stop = false;
+  std::vector<JoinHandle<void>> fibers;
+};
+
+Proxy::Proxy(ProxyOptions options) : options_(std::move(options)), health_(std::make_unique<Health>()) {
+  if (options_.upstreams.empty()) throw std::invalid_argument("proxy: no upstreams");
+  if (options_.upstreams.size() > kMaxUpstreams) throw std::invalid_argument("proxy: more than 64 upstreams");
+  if (options_.buffer_size < 1024) throw std::invalid_argument("proxy: buffer_size below 1024");
+  for (const auto& cfg : options_.upstreams) {
+    auto u = std::make_unique<Upstream>();
+    u->address = cfg.address;
+    u->index = upstreams_.size();
+    if (cfg.weight < 1 || cfg.weight > 1000)
+      throw std::invalid_argument("proxy: upstream " + cfg.address + ": weight must be 1..1000");
+    u->weight = cfg.weight;
+    std::string_view a = cfg.address;
+    if (a.starts_with("https://")) {
+      u->tls = true;
+      a.remove_prefix(8);
+    } else if (a.starts_with("http://")) {
+      a.remove_prefix(7);
+    }
+    if (!a.empty() && a.back() == '/') a.remove_suffix(1);
+    if (a.empty() || a.find('/') != std::string_view::npos)
+      throw std::invalid_argument("proxy: upstream '" + cfg.address + "': expected host:port");
+    if (u->tls && !options_.tls)
+      throw std::invalid_argument("proxy: upstream " + cfg.address + " is https but no TLS client context is set");
+    auto addrs = Address::lookup(a);
+    if (!addrs || addrs->empty())
+      throw std::invalid_argument("proxy: upstream '" + cfg.address + "': " +
+                                  (addrs ? std::string("no address") : addrs.error().message()));
+    u->addrs = std::move(*addrs);
+    size_t colon = a.rfind(':');
+    u->host = std::string(a.substr(0, colon));
+    if (u->host.size() > 2 && u->host.front() == '[') u->host = u->host.substr(1, u->host.size() - 2);
+    upstreams_.push_back(std::move(u));
+  }
+  // Smooth weighted round robin (nginx's), unrolled once into an order the requests walk.
+  std::vector<int64_t> current(upstreams_.size(), 0);
+  int64_t total = 0;
+  for (const auto& u : upstreams_) total += u->weight;
+  for (int64_t step = 0; step < total; ++step) {
+    size_t best = 0;
+    for (size_t i = 0; i < upstreams_.size(); ++i) {
+      current[i] += upstreams_[i]->weight;
+      if (current[i] > current[best]) best = i;
+    }
+    current[best] -= total;
+    order_.push_back(static_cast<uint16_t>(best));
+  }
+}
+
+Proxy::~Proxy() { stop(); }
+
+Proxy::Upstream* Proxy::pick(const Request& req, uint64_t tried) {
+  const TimePoint t = now();
+  auto usable = [&](size_t i) { return !((tried >> i) & 1) && upstreams_[i]->up(t); };
+  const size_t n = order_.size();
+  if (options_.balance == ProxyBalance::kLeastConn) {
+    const size_t m = upstreams_.size();
+    const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % m;
+    Upstream* best = nullptr;
+    for (size_t k = 0; k < m; ++k) {
+      size_t i = (start + k) % m;
+      if (!usable(i)) continue;
+      Upstream* u = upstreams_[i].get();
+      if (!best || u->active.load(std::memory_order_relaxed) * best->weight <
+                       best->active.load(std::memory_order_relaxed) * u->weight)
+        best = u;
+    }
+    return best;
+  }
+  size_t start;
+  if (options_.balance == ProxyBalance::kHash) {
+    std::string key;
+    std::string_view hv = options_.hash_key == "ip" ? std::string_view() : req.header(options_.hash_key);
+    if (hv.empty()) {
+      if (auto peer = req.peer_address()) append_ip(key, *peer, false);
+      hv = key;
+    }
+    start = std::hash<std::string_view>{}(hv) % n;
+  } else {
+    start = next_.fetch_add(1, std::memory_order_relaxed) % n;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    size_t i = order_[(start + k) % n];
+    if (usable(i)) return upstreams_[i].get();
+  }
+  return nullptr;
+}
+
+namespace {
+
+// What one try ended with.
+enum class TryEnd : uint8_t {
+  kDone,           // the response is set (or handed to a writer / takeover)
+  kConnectFailed,  // nothing was sent
+  kNoResponse,     // sent (at least partly), then reset / end of stream / error before any response byte
+  kTimeout,        // read_timeout before the response head
+  kBadResponse,    // not HTTP, or a head over the buffer
+  kClientGone,     // reading the client's body failed: the server answers for it
+};
+
+void mark_failure(Proxy::Upstream& u, const ProxyOptions& o, size_t upstream_count) {
+  u.failures.add();
+  if (o.max_fails == 0 || upstream_count == 1) return;  // as nginx: a lone upstream is never marked down
+  const TimePoint t = now();
+  std::lock_guard<std::mutex> lk(u.mu);
+  if (u.fails == 0 || t - u.fail_start > o.fail_timeout) {
+    u.fails = 0;
+    u.fail_start = t;
+  }
+  if (++u.fails >= o.max_fails) {
+    u.down_until.store(ticks(t + o.fail_timeout), std::memory_order_relaxed);
+    u.fails = 0;
+    LIONET_LOG_WARN(proxy_log(), "upstream {} marked down for {} ms ({} failures)", u.address,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(o.fail_timeout).count(), o.max_fails);
+  }
+}
+
+}  // namespace
+
+// One exchange's state once the response head is known: shared by the handler and the body
+// writer or takeover function that outlive it. Gives the connection back to the pool (or
+// closes it) when done.
+struct Proxy::Exchange {
+  Proxy* proxy = nullptr;
+  Upstream* up = nullptr;
+  std::unique_ptr<UpConn> conn;
+  std::size_t off = 0, end = 0;  // unconsumed bytes of conn->buf
+  bool keep = false;             // the upstream lets the connection be reused
+
+  Exchange(Proxy* p, Upstream* u) : proxy(p), up(u) { u->active.fetch_add(1, std::memory_order_relaxed); }
+  ~Exchange() {
+    up->active.fetch_sub(1, std::memory_order_relaxed);
+    if (conn) conn->stream->close();
+  }
+  // The body ended cleanly: back to the pool if allowed.
+  void release() {
+    if (!conn) return;
+    const ProxyOptions& o = proxy->options_;
+    if (!keep || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
+      conn->stream->close();
+      conn.reset();
+      return;
+    }
+    conn->since = now();
+    conn->reused = true;
+    {
+      std::lock_guard<std::mutex> lk(up->mu);
+      if (up->idle.size() < o.max_idle) {
+        up->idle.push_back(std::move(conn));
+        return;
+      }
+    }
+    conn->stream->close();
+    conn.reset();
+  }
+  // Reads more of the response into the buffer (compacting it first); the count or an error,
+  // 0 at end of stream.
+  Result<size_t> fill() {
+    if (off == end) off = end = 0;
+    if (end == conn->cap && off > 0) {
+      std::memmove(conn->buf.get(), conn->buf.get() + off, end - off);
+      end -= off;
+      off = 0;
+    }
+    auto r = conn->stream->read(conn->buf.get() + end, conn->cap - end);
+    if (r) end += *r;
+    return r;
+  }
+  std::string_view pending() const { return {conn->buf.get() + off, end - off}; }
+};
+
+namespace {
+
+std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
+  std::vector<std::unique_ptr<UpConn>> expired;
+  std::unique_ptr<UpConn> c;
+  const TimePoint t = now();
+  {
+    std::lock_guard<std::mutex> lk(u.mu);
+    while (!u.idle.empty()) {
+      std::unique_ptr<UpConn> x = std::move(u.idle.back());
+      u.idle.pop_back();
+      if (t - x->since < o.idle_timeout) {
+        c = std::move(x);
+        break;
+      }
+      expired.push_back(std::move(x));
+    }
+  }
+  for (auto& e : expired) e->stream->close();
+  if (c && t - c->since >= kPeekAfter) {
+    char b;
+    ssize_t n = ::recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {  // closed, reset, or stray bytes
+      c->stream->close();
+      c.reset();
+    }
+  }
+  return c;
+}
+
+Result<std::unique_ptr<UpConn>> connect_upstream(Proxy::Upstream& u, const ProxyOptions& o, TimePoint deadline) {
+  std::error_code last = errno_error(EHOSTUNREACH);
+  const TimePoint cd = std::min(deadline, now() + o.connect_timeout);
+  for (const Address& a : u.addrs) {
+    auto s = Socket::connect_to(a, Deadline::at(cd));
+    if (!s) {
+      last = s.error();
+      continue;
+    }
+    auto c = std::make_unique<UpConn>();
+    c->fd = s->fd();
+    if (u.tls) {
+      auto t = detail::client_tls_stream(o.tls, std::move(*s), u.host, cd, /*offer_h2=*/false);
+      if (!t) {
+        last = t.error();
+        continue;
+      }
+      c->stream = std::move(*t);
+    } else {
+      c->stream = std::make_unique<SocketStream>(std::move(*s));
+    }
+    c->cap = o.buffer_size;
+    c->buf = std::make_unique<char[]>(c->cap);
+    u.connects.add();
+    return c;
+  }
+  return last;
+}
+
+void error_reply(Response& res, const ProxyOptions& o, int status, std::string_view why) {
+  res.reset();
+  if (o.json_errors) {
+    std::string body = "{\"error\":\"";
+    body.append(why).append("\"}\n");
+    res.reply(status, body, "application/json");
+  } else {
+    std::string body(reason_phrase(status));
+    body.append(": ").append(why).append("\n");
+    res.reply(status, body);
+  }
+}
+
+// The request head sent upstream, built into c.head.
+void build_request_head(std::string& h, const Request& req, const ProxyOptions& o, const Proxy::Upstream& u,
+                        bool upgrade) {
+  h.clear();
+  std::string_view path = req.path();
+  if (!o.strip_prefix.empty() && path.starts_with(o.strip_prefix) &&
+      (path.size() == o.strip_prefix.size() || path[o.strip_prefix.size()] == '/' || o.strip_prefix.back() == '/'))
+    path.remove_prefix(o.strip_prefix.size() - (o.strip_prefix.back() == '/' ? 1 : 0));
+  h.append(req.method()).push_back(' ');
+  h.append(o.add_prefix);
+  if (path.empty() || path.front() != '/') h.push_back('/');
+  h.append(path);
+  if (!req.query().empty()) h.append("?").append(req.query());
+  h.append(" HTTP/1.1\r\nHost: ");
+  std::string_view host = o.host ? std::string_view(*o.host) : req.host();
+  if (host.empty()) host = u.host;
+  h.append(host).append("\r\n");
+
+  std::string joined;
+  const std::string_view connection = connection_of(req.headers(), joined);
+  std::string xff, fwd, via;
+  for (const auto& f : req.headers()) {
+    const std::string_view n = f.name;
+    if (hop_by_hop(n) || iequals(n, "host") || iequals(n, "expect") || named_by(connection, n)) continue;
+    if (iequals(n, "x-forwarded-for")) {
+      xff.append(xff.empty() ? "" : ", ").append(f.value);
+      continue;
+    }
+    if (iequals(n, "forwarded")) {
+      fwd.append(fwd.empty() ? "" : ", ").append(f.value);
+      continue;
+    }
+    if (o.via && iequals(n, "via")) {
+      via.append(via.empty() ? "" : ", ").append(f.value);
+      continue;
+    }
+    if (iequals(n, "x-forwarded-proto") || iequals(n, "x-forwarded-host")) continue;  // set below
+    h.append(n).append(": ").append(f.value).append("\r\n");
+  }
+  auto peer = req.peer_address();
+  h.append("X-Forwarded-For: ").append(xff).append(xff.empty() ? "" : ", ");
+  if (peer) append_ip(h, *peer, false);
+  else h.append("unknown");
+  const char* proto = req.is_tls() ? "https" : "http";
+  h.append("\r\nX-Forwarded-Proto: ").append(proto).append("\r\n");
+  if (!req.host().empty()) h.append("X-Forwarded-Host: ").append(req.host()).append("\r\n");
+  h.append("Forwarded: ").append(fwd).append(fwd.empty() ? "for=" : ", for=");
+  if (peer) append_ip(h, *peer, true);
+  else h.append("unknown");
+  if (!req.host().empty()) {
+    // host= is a token or a quoted string: a Host has no '"' or '\\' (the parser checked).
+    h.append(";host=\"").append(req.host()).append("\"");
+  }
+  h.append(";proto=").append(proto).append("\r\n");
+  if (o.via) {
+    h.append("Via: ").append(via).append(via.empty() ? "" : ", ");
+    h.append(req.version_minor() == 0 ? "1.0 " : "1.1 ").append(o.via_name).append("\r\n");
+  }
+  if (upgrade) {
+    h.append("Connection: upgrade\r\nUpgrade: ").append(req.header("upgrade")).append("\r\n");
+  }
+  if (req.chunked()) {
+    h.append("Transfer-Encoding: chunked\r\n");
+  } else if (req.has_body() || req.headers().has("content-length") ||
+             req.method() == "POST" || req.method() == "PUT" || req.method() == "PATCH") {
+    h.append("Content-Length: ");
+    char d[24];
+    auto [p, ec] = std::to_chars(d, d + sizeof d, req.content_length().value_or(0));
+    h.append(d, p).append("\r\n");
+  }
+  h.append("\r\n");
+}
+
+// Copies the client's body upstream (re-framed). kDone, kClientGone or kNoResponse (the
+// upstream write failed).
+TryEnd send_body(Request& req, UpConn& c, bool* touched) {
+  *touched = true;
+  const bool chunked = req.chunked();
+  for (;;) {
+    auto r = req.read_body(c.buf.get(), c.cap);
+    if (!r) return TryEnd::kClientGone;
+    if (*r == 0) break;
+    if (chunked) {
+      std::string size;
+      append_hex(size, *r);
+      size.append("\r\n");
+      iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), *r}, {const_cast<char*>("\r\n"), 2}};
+      if (!c.stream->writev(iov, 3)) return TryEnd::kNoResponse;
+    } else if (!c.stream->write(c.buf.get(), *r)) {
+      return TryEnd::kNoResponse;
+    }
+  }
+  if (chunked && !c.stream->write(std::string_view("0\r\n\r\n"))) return TryEnd::kNoResponse;
+  return TryEnd::kDone;
+}
+
+// Copies one direction of a tunnel until end of stream, an error, or both directions silent
+// for the idle timeout. Half-closes the destination at end of stream.
+void pump(Stream& from, Stream& to, char* buf, size_t cap, std::atomic<int64_t>& last, Duration idle) {
+  for (;;) {
+    auto r = from.read(buf, cap);
+    if (!r) {
+      if (r.error() == std::errc::timed_out && ticks(now()) - last.load(std::memory_order_relaxed) <
+                                                    std::chrono::duration_cast<Duration>(idle).count())
+        continue;  // the other direction is busy
+      break;
+    }
+    if (*r == 0) {
+      (void)to.shutdown_write();
+      return;
+    }
+    last.store(ticks(now()), std::memory_order_relaxed);
+    if (!to.write(buf, *r)) break;
+  }
+  from.close();
+  to.close();
+}
+
+}  // namespace
+
+void Proxy::handle(Request& req, Response& res) {
+  const ProxyOptions& o = options_;
+  const bool upgrade = req.can_take_over() && !req.header("upgrade").empty() && [&] {
+    std::string joined;
+    return has_token(connection_of(req.headers(), joined), "upgrade");
+  }();
+  const bool may_retry_sent = idempotent(req.method());
+  const unsigned max_tries = o.max_tries ? o.max_tries : static_cast<unsigned>(upstreams_.size());
+  const TimePoint deadline = o.try_timeout > Duration::zero() ? now() + o.try_timeout : TimePoint::max();
+  uint64_t tried = 0;
+  bool body_touched = false;
+  int status = 502;
+  const char* why = "no upstream answered";
+
+  for (unsigned tries = 0; tries < max_tries && now() < deadline;) {
+    Upstream* u = pick(req, tried);
+    if (!u) {
+      if (tried == 0) why = "no live upstream";
+      break;
+    }
+    tried |= uint64_t{1} << u->index;
+    ++tries;
+    // A reused connection the upstream closed meanwhile gets one more go on a new connection
+    // to the same upstream (same rules as a retry), without counting a failure.
+    for (int fresh = 0; fresh < 2; ++fresh) {
+      auto ex = std::make_shared<Exchange>(this, u);
+      u->requests.add();
+      const TimePoint t0 = now();
+      if (fresh == 0) ex->conn = take_idle(*u, o);
+      if (!ex->conn) {
+        auto c = connect_upstream(*u, o, deadline);
+        if (!c) {
+          mark_failure(*u, o, upstreams_.size());
+          if (uint64_t held = 0; u->log_limit.admit(held))
+            LIONET_LOG_WARN(proxy_log(), "connect to {} failed: {} ({} more failures since the last line)",
+                            u->address, c.error().message(), held);
+          why = "connecting to the upstream failed";
+          goto next_upstream;  // nothing was sent: any method may go elsewhere
+        }
+        ex->conn = std::move(*c);
+      }
+      {
+        UpConn& c = *ex->conn;
+        const bool reused = c.reused;
+        c.stream->set_timeouts(o.read_timeout, o.send_timeout);
+        build_request_head(c.head, req, o, *u, upgrade);
+        ++c.requests;
+        TryEnd end = TryEnd::kDone;
+        if (!c.stream->write(c.head.data(), c.head.size())) end = TryEnd::kNoResponse;
+        if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched);
+        if (end == TryEnd::kClientGone) return;  // the server answers the body error and closes
+        // The response head.
+        detail::ResponseHead rh;
+        size_t scan = 0;
+        while (end == TryEnd::kDone) {
+          auto st = detail::parse_response_head(ex->pending(), rh, scan);
+          if (st == detail::HeadParse::kError || (st == detail::HeadParse::kDone && rh.status > 599)) {
+            end = TryEnd::kBadResponse;
+            break;
+          }
+          if (st == detail::HeadParse::kDone) {
+            if (rh.status == 101 && !upgrade) {
+              end = TryEnd::kBadResponse;  // switching protocols nobody asked for
+            } else if (rh.status < 200 && rh.status != 101) {
+              ex->off += rh.size;  // interim (100 Continue, 103): not passed on
+              scan = 0;
+              continue;
+            }
+            break;
+          }
+          if (ex->end - ex->off == c.cap) {
+            end = TryEnd::kBadResponse;  // a head over buffer_size
+            break;
+          }
+          scan = ex->end - ex->off;
+          const bool nothing_yet = ex->end == 0;  // no response byte at all so far
+          auto r = ex->fill();
+          if (!r && r.error() == std::errc::timed_out) {
+            end = TryEnd::kTimeout;
+          } else if (!r || *r == 0) {
+            end = nothing_yet ? TryEnd::kNoResponse : TryEnd::kBadResponse;
+          }
+        }
+        if (end == TryEnd::kDone) {
+          u->latency.observe_ns(static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(now() - t0).count()));
+          if (relay(req, res, ex, rh, upgrade)) return;
+          end = TryEnd::kBadResponse;
+        }
+        // This try failed.
+        ex->conn->stream->close();
+        ex->conn.reset();
+        if (end == TryEnd::kNoResponse && reused && fresh == 0 && !body_touched && may_retry_sent) {
+          continue;  // a stale pooled connection: once more on a new one, no failure counted
+        }
+        mark_failure(*u, o, upstreams_.size());
+        if (end == TryEnd::kTimeout) {
+          status = 504;
+          why = "the upstream did not answer in time";
+        } else if (end == TryEnd::kBadResponse) {
+          status = 502;
+          why = "the upstream's answer was not valid HTTP";
+          if (uint64_t held = 0; u->log_limit.admit(held))
+            LIONET_LOG_WARN(proxy_log(), "{} {}: invalid answer from {} ({} more failures since the last line)",
+                            req.method(), req.path(), u->address, held);
+          error_reply(res, o, status, why);
+          return;  // it did answer: not retried
+        } else {
+          status = 502;
+          why = "the upstream closed the connection without answering";
+        }
+        if (!may_retry_sent || body_touched) {
+          error_reply(res, o, status, why);
+          return;
+        }
+        break;
+      }
+    }
+  next_upstream:;
+  }
+  error_reply(res, o, status, why);
+}
+
+bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex,
+                  const detail::ResponseHead& rh, bool upgrade) {
+  const ProxyOptions& o = options_;
+  UpConn& c = *ex->conn;
+  res.reset();
+  res.set_status(rh.status);
+  std::string joined;
+  const std::string_view connection = connection_of(rh.headers, joined);
+  for (const auto& f : rh.headers) {
+    const std::string_view n = f.name;
+    if (hop_by_hop(n) || named_by(connection, n) || iequals(n, "date") || iequals(n, "server")) continue;
+    if (!res.add_header(n, f.value)) return false;
+  }
+  if (o.via) {
+    std::string v(rh.headers.get("via"));
+    v.append(v.empty() ? "" : ", ").append(rh.version_minor == 0 ? "1.0 " : "1.1 ").append(o.via_name);
+    res.set_header("Via", v);
+  }
+  ex->off += rh.size;
+  ex->keep = rh.version_minor >= 1 ? !has_token(connection, "close") : has_token(connection, "keep-alive");
+
+  if (rh.status == 101) {  // an upgrade (handle() lets a 101 through only for one)
+    res.add_header("Connection", "Upgrade");
+    res.add_header("Upgrade", rh.headers.get("upgrade"));
+    ex->keep = false;
+    const Duration idle = o.tunnel_idle_timeout;
+    res.take_over([ex, idle](Takeover& t) {
+      UpConn& c = *ex->conn;
+      Stream& up = *c.stream;
+      up.set_timeouts(idle, idle);
+      t.stream.set_timeouts(idle, idle);
+      if (!ex->pending().empty() && !t.stream.write(ex->pending())) return;
+      if (!t.buffered.empty() && !up.write(t.buffered)) return;
+      t.release_input();
+      std::atomic<int64_t> last{ticks(now())};
+      Scheduler* sched = Scheduler::current();
+      auto other = sched->spawn([&] { pump(up, t.stream, c.buf.get(), c.cap, last, idle); });
+      std::vector<char> buf(c.cap);
+      pump(t.stream, up, buf.data(), buf.size(), last, idle);
+      other.join();
+    });
+    return true;
+  }
+
+  const bool no_body = req.is_head() || !status_has_body(rh.status);
+  std::string_view te = rh.headers.get("transfer-encoding");
+  if (rh.headers.count("transfer-encoding") > 1) te = "chunked, x";  // not a single chunked coding: read to close
+  const auto cl = content_length(rh.headers);
+  if (no_body) {
+    if (!ex->pending().empty()) ex->keep = false;
+    if (cl && *cl != UINT64_MAX && req.is_head()) {
+      res.set_body_writer([](BodyWriter&) -> Result<void> { return {}; }, *cl);  // keeps its length
+    }
+    ex->release();
+    return true;
+  }
+  if (!te.empty()) {
+    // Chunked when it is the only coding; anything else is read until the upstream closes.
+    if (iequals(trim_ows(te), "chunked")) {
+      // The whole body in the buffer already: decode it here and send it with a length.
+      ChunkedDecoder dec;
+      std::string& body = res.body();
+      body.clear();
+      size_t pos = ex->off;
+      while (pos < ex->end && !dec.done() && !dec.failed()) {
+        auto s = dec.next(c.buf.get() + pos, ex->end - pos);
+        body.append(s.data, s.data_size);
+        pos += s.consumed;
+        if (s.consumed == 0) break;
+      }
+      if (dec.failed()) return false;
+      if (dec.done()) {
+        ex->off = pos;
+        ex->release();
+        return true;
+      }
+      body.clear();
+      res.set_body_writer([ex](BodyWriter& w) -> Result<void> {
+        ChunkedDecoder d;
+        for (;;) {
+          while (ex->off < ex->end && !d.done() && !d.failed()) {
+            auto s = d.next(ex->conn->buf.get() + ex->off, ex->end - ex->off);
+            ex->off += s.consumed;
+            if (s.data_size)
+              if (auto r = w.write(std::string_view(s.data, s.data_size)); !r) return r;
+            if (s.consumed == 0) break;
+          }
+          if (d.failed()) {
+            mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+            return errno_error(EPROTO);
+          }
+          if (d.done()) {
+            ex->release();
+            return {};
+          }
+          auto r = ex->fill();
+          if (!r || *r == 0) {
+            mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+            return r ? errno_error(EPIPE) : r.error();
+          }
+        }
+      });
+      return true;
+    }
+    ex->keep = false;
+  } else if (cl) {
+    if (*cl == UINT64_MAX) return false;
+    const uint64_t n = *cl;
+    if (ex->end - ex->off >= n) {  // all here
+      res.set_body(std::string_view(c.buf.get() + ex->off, n));
+      ex->off += n;
+      ex->release();
+      return true;
+    }
+    res.set_body_writer(
+        [ex, n](BodyWriter& w) -> Result<void> {
+          uint64_t left = n;
+          for (;;) {
+            size_t have = std::min<uint64_t>(left, ex->end - ex->off);
+            if (have) {
+              if (auto r = w.write(std::string_view(ex->conn->buf.get() + ex->off, have)); !r) return r;
+              ex->off += have;
+              left -= have;
+            }
+            if (left == 0) {
+              ex->release();
+              return {};
+            }
+            ex->off = ex->end = 0;
+            auto r = ex->conn->stream->read(ex->conn->buf.get(), std::min<uint64_t>(left, ex->conn->cap));
+            if (!r || *r == 0) {
+              mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+              return r ? errno_error(EPIPE) : r.error();
+            }
+            ex->end = *r;
+          }
+        },
+        n);
+    return true;
+  } else {
+    ex->keep = false;  // delimited by the upstream's close
+  }
+  res.set_body_writer([ex](BodyWriter& w) -> Result<void> {
+    for (;;) {
+      if (ex->off < ex->end) {
+        if (auto r = w.write(ex->pending()); !r) return r;
+      }
+      ex->off = ex->end = 0;
+      auto r = ex->fill();
+      if (!r) {
+        mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+        return r.error();
+      }
+      if (*r == 0) return {};  // closed: the body's end (the connection is not reused)
+    }
+  });
+  return true;
+}
+
+void Proxy::start_health_checks(Scheduler& sched) {
+  if (!options_.health_check) return;
+  for (auto& u : upstreams_) {
+    Upstream* up = u.get();
+    health_->fibers.push_back(sched.spawn([this, up] { health_loop(*up); }));
+  }
+}
+
+void Proxy::health_loop(Upstream& u) {
+  const ProxyHealthCheck& hc = *options_.health_check;
+  unsigned bad = 0, good = 0;
+  for (;;) {
+    {
+      std::unique_lock<Mutex> lk(health_->mu);
+      if (health_->cv.wait_for(lk, hc.interval, [&] { return health_->stop; })) return;
+    }
+    bool ok = false;
+    const TimePoint deadline = now() + hc.timeout;
+    ProxyOptions o = options_;
+    o.connect_timeout = hc.timeout;
+    if (auto c = connect_upstream(u, o, deadline)) {
+      UpConn& conn = **c;
+      conn.stream->set_timeouts(hc.timeout, hc.timeout);
+      std::string h = "GET " + hc.path + " HTTP/1.1\r\nHost: " + u.host + "\r\nConnection: close\r\n\r\n";
+      if (conn.stream->write(h)) {
+        std::string got;
+        detail::ResponseHead rh;
+        while (now() < deadline && got.size() < 65536) {
+          auto r = conn.stream->read(conn.buf.get(), conn.cap);
+          if (!r || *r == 0) break;
+          got.append(conn.buf.get(), *r);
+          auto st = detail::parse_response_head(got, rh);
+          if (st == detail::HeadParse::kError) break;
+          if (st == detail::HeadParse::kDone) {
+            ok = std::to_string(rh.status).starts_with(hc.expect);
+            break;
+          }
+        }
+      }
+      conn.stream->close();
+    }
+    if (ok) {
+      bad = 0;
+      if (++good >= hc.passes && u.check_down.exchange(false, std::memory_order_relaxed))
+        LIONET_LOG_INFO(proxy_log(), "upstream {} passed its health check: up", u.address);
+    } else {
+      good = 0;
+      if (++bad >= hc.fails && !u.check_down.exchange(true, std::memory_order_relaxed))
+        LIONET_LOG_WARN(proxy_log(), "upstream {} failed its health check ({}): down", u.address, hc.path);
+    }
+  }
+}
+
+void Proxy::stop() {
+  {
+    std::lock_guard<Mutex> lk(health_->mu);
+    health_->stop = true;
+  }
+  health_->cv.notify_all();
+  for (auto& f : health_->fibers) f.join();
+  health_->fibers.clear();
+  for (auto& u : upstreams_) {
+    std::vector<std::unique_ptr<UpConn>> idle;
+    {
+      std::lock_guard<std::mutex> lk(u->mu);
+      idle.swap(u->idle);
+    }
+    for (auto& c : idle) c->stream->close();
+  }
+}
+
+std::vector<ProxyUpstreamStats> Proxy::stats() const {
+  std::vector<ProxyUpstreamStats> out;
+  const TimePoint t = now();
+  for (const auto& u : upstreams_) {
+    ProxyUpstreamStats s;
+    s.address = u->address;
+    s.requests = u->requests.value();
+    s.failures = u->failures.value();
+    s.connects = u->connects.value();
+    {
+      std::lock_guard<std::mutex> lk(u->mu);
+      s.idle = u->idle.size();
+    }
+    s.active = u->active.load(std::memory_order_relaxed);
+    s.up = u->up(t);
+    s.latency = u->latency.snapshot();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace lionet::http

@@ -1,0 +1,41 @@
+// lionet/http/response_head.cc: detail::parse_response_head (see detail/response_head.h).
+#include "lionet/http/detail/response_head.h"
+
+#include <charconv>
+
+namespace lionet::http::detail {
+
+HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from) {
+  size_t end = buf.find("\r\n\r\n", scan_from > 3 ? scan_from - 3 : 0);
+  if (end == std::string_view::npos) return HeadParse::kNeedMore;
+  out.size = end + 4;
+  std::string_view h = buf.substr(0, end + 2);  // every line with its CRLF
+  size_t eol = h.find("\r\n");
+  std::string_view line = h.substr(0, eol);
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || (line[7] != '0' && line[7] != '1') || line[8] != ' ')
+    return HeadParse::kError;
+  out.version_minor = line[7] - '0';
+  int code = 0;
+  auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, code);
+  if (ec != std::errc() || p != line.data() + 12 || code < 100) return HeadParse::kError;
+  if (line.size() > 12 && line[12] != ' ') return HeadParse::kError;
+  out.status = code;
+  out.reason = trim_ows(line.substr(12));
+  out.headers.clear();
+  for (size_t pos = eol + 2; pos < h.size();) {
+    size_t e = h.find("\r\n", pos);
+    std::string_view f = h.substr(pos, e - pos);
+    size_t colon = f.find(':');
+    if (colon == std::string_view::npos || colon == 0) return HeadParse::kError;
+    std::string_view name = f.substr(0, colon);
+    for (char c : name)
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0') return HeadParse::kError;
+    std::string_view value = trim_ows(f.substr(colon + 1));
+    for (char c : value)
+      if (c == '\r' || c == '\n' || c == '\0') return HeadParse::kError;
+    out.headers.add(name, value);
+    pos = e + 2;
+  }
+  return HeadParse::kDone;
+}
+}  // namespace lionet::http::detail
