@@ -82,9 +82,14 @@ std::string_view connection_of(const HeaderList& h, std::string& joined) {
 
 void append_ip(std::string& out, const Address& a, bool bracket_v6) {
   char text[INET6_ADDRSTRLEN] = "";
-  if (a.family() == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr, text, sizeof text);
-    out.append(text);
+  if (a.family() == AF_INET) {  // by hand: glibc's inet_ntop formats IPv4 with sprintf
+    const auto* b = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr);
+    for (int i = 0; i < 4; ++i) {
+      char d[4];
+      auto [p, ec] = std::to_chars(d, d + sizeof d, static_cast<unsigned>(b[i]));
+      if (i) out.push_back('.');
+      out.append(d, p);
+    }
   } else if (a.family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr())->sin6_addr, text, sizeof text);
     if (bracket_v6) out.append("\"[").append(text).append("]\"");
@@ -567,7 +572,12 @@ void Proxy::handle(Request& req, Response& res) {
       {
         UpConn& c = *ex->conn;
         const bool reused = c.reused;
-        c.stream->set_timeouts(o.read_timeout, o.send_timeout);
+        if (deadline == TimePoint::max()) {
+          c.stream->set_timeouts(o.read_timeout, o.send_timeout);
+        } else {  // try_timeout: no single call of this try may outlast what is left of it
+          const Duration left = std::max<Duration>(deadline - now(), std::chrono::milliseconds(1));
+          c.stream->set_timeouts(std::min(o.read_timeout, left), std::min(o.send_timeout, left));
+        }
         build_request_head(c.head, req, o, *u, upgrade);
         ++c.requests;
         TryEnd end = TryEnd::kDone;

@@ -115,7 +115,9 @@ struct ProxyOptions {
   Duration connect_timeout = std::chrono::seconds(5);
   Duration send_timeout = std::chrono::seconds(60);   // each write upstream
   Duration read_timeout = std::chrono::seconds(60);   // each read from the upstream
-  Duration try_timeout = Duration::zero();            // all tries of one request; 0 = no bound
+  // All tries of one request; 0 = no bound. Also caps each read and write of a try to what is
+  // left of it when the try starts.
+  Duration try_timeout = Duration::zero();
   unsigned max_tries = 0;                             // 0 = each upstream once
   unsigned max_fails = 1;                             // 0 = passive health off
   Duration fail_timeout = std::chrono::seconds(10);

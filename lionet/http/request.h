@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -47,8 +48,32 @@ class BodySource {
 // What the server knows of the connection a request came on (serve_connection's caller fills
 // it; all fields optional).
 struct ConnectionInfo {
+  ConnectionInfo() = default;
+  ConnectionInfo(Socket* s, bool is_tls) noexcept : socket(s), tls(is_tls) {}
+  ConnectionInfo(const ConnectionInfo&) = delete;
+  ConnectionInfo& operator=(const ConnectionInfo&) = delete;
+
   Socket* socket = nullptr;  // the TCP/Unix socket under the stream (addresses are read lazily)
   bool tls = false;          // the stream is TLS
+
+  // The peer's address: getpeername once per connection, then the copy (a proxy asks on every
+  // request). Any fiber of the connection (HTTP/2 streams run at once): whoever first gets
+  // the address publishes it; racing callers read it themselves meanwhile.
+  Result<Address> peer_address() const {
+    if (peer_state_.load(std::memory_order_acquire) == 2) return peer_;
+    if (!socket) return errno_error(ENOTCONN);
+    auto a = socket->peer_address();
+    int expected = 0;
+    if (a && peer_state_.compare_exchange_strong(expected, 1, std::memory_order_relaxed)) {
+      peer_ = *a;
+      peer_state_.store(2, std::memory_order_release);
+    }
+    return a;
+  }
+
+ private:
+  mutable std::atomic<int> peer_state_{0};  // 0 unknown, 1 being stored, 2 peer_ is valid
+  mutable Address peer_;
 };
 
 class Request {
@@ -120,8 +145,8 @@ class Request {
   // the socket, e.g. serve_connection over a bare Stream), this side's address, and whether
   // the connection is TLS.
   Result<Address> peer_address() const {
-    if (!conn_ || !conn_->socket) return errno_error(ENOTCONN);
-    return conn_->socket->peer_address();
+    if (!conn_) return errno_error(ENOTCONN);
+    return conn_->peer_address();
   }
   Result<Address> local_address() const {
     if (!conn_ || !conn_->socket) return errno_error(ENOTCONN);

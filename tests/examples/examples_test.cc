@@ -271,7 +271,7 @@ TEST(HelloFibers, PrintsWhatHappensAndExitsZero) {
 TEST(Examples, DefaultPortsAreNotTheShippedConfsPorts) {
   std::ifstream conf(std::string(LIONET_SOURCE_DIR) + "/conf/server.yml");
   const std::string yml((std::istreambuf_iterator<char>(conf)), {});
-  for (const char* ex : {"http_hello.cc", "static_server.cc", "echo_server.cc"}) {
+  for (const char* ex : {"http_hello.cc", "static_server.cc", "echo_server.cc", "reverse_proxy.cc"}) {
     std::ifstream src(std::string(LIONET_SOURCE_DIR) + "/examples/" + ex);
     const std::string code((std::istreambuf_iterator<char>(src)), {});
     const auto at = code.find("std::atoi(argv[");
@@ -511,6 +511,43 @@ TEST(HttpHello, SigtermLetsTheRequestInFlightFinish) {
   EXPECT_EQ(body_of(r), "waited 500 ms\n") << r;
   EXPECT_TRUE(has_header(r, "Connection", "close")) << r;
   EXPECT_EQ(c.wait_exit(), 0) << c.output();
+}
+
+// The library proxy in front of its two in-process applications: weighted round robin (B twice
+// as often as A), X-Forwarded-For added, a slow upstream answered 504 by read_timeout while the
+// proxy keeps serving, its own route beside it, and the per-upstream figures at exit.
+TEST(ReverseProxy, BalancesAddsForwardedForAndTimesOut) {
+  REQUIRE_EXAMPLE(bin, "reverse_proxy");
+  Child c(bin, {"0"}, 30s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("reverse_proxy on http://127.0.0.1:");
+  ASSERT_TRUE(line) << c.output();
+  const uint16_t port = static_cast<uint16_t>(std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str()));
+  ASSERT_GT(port, 0) << *line;
+  int a = 0, b = 0;
+  for (int i = 0; i < 30; ++i) {
+    std::string r = http_exchange(port, "GET", "/app/whoami");
+    ASSERT_EQ(status_of(r), 200) << r;
+    const std::string body = body_of(r);
+    EXPECT_NE(body.find("X-Forwarded-For: 127.0.0.1"), std::string::npos) << body;
+    a += body.starts_with("app A");
+    b += body.starts_with("app B");
+  }
+  EXPECT_EQ(a, 10);
+  EXPECT_EQ(b, 20);
+  const auto t0 = Clock::now();
+  std::string r = http_exchange(port, "GET", "/app/slow");
+  const auto took = Clock::now() - t0;
+  EXPECT_EQ(status_of(r), 504) << r;
+  EXPECT_GE(took, 800ms);
+  EXPECT_LT(took, 2500ms);
+  r = http_exchange(port, "GET", "/local");
+  EXPECT_EQ(body_of(r), "served by the proxy itself\n") << r;
+  c.signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  // One upstream timed out once (and was marked down: the other served /local's neighbours).
+  EXPECT_NE(c.output().find("requests, 1 failures"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("requests, 0 failures"), std::string::npos) << c.output();
 }
 
 // Two runs on one directory: the second recovers the first's records and continues after them;

@@ -6,7 +6,9 @@
 # It runs in the foreground, pinned to one CPU, until it is killed (SIGTERM or SIGINT); the
 # process that runs this script becomes nginx's master, so its PID and children are nginx's.
 #
-# Usage: [H2=1] run.sh ROOT_DIR HTTP_PORT [HTTPS_PORT CERT KEY] [CPU]
+# Usage: [H2=1] [PROXY=host:port] run.sh ROOT_DIR HTTP_PORT [HTTPS_PORT CERT KEY] [CPU]
+#   PROXY=h:p   a reverse proxy instead (proxy.conf.in): every request to h:p over a keep-alive
+#               pool of 64; ROOT_DIR is then unused
 #   H2=1        HTTP/2 (`listen ... http2`): h2c with prior knowledge on HTTP_PORT (nginx 1.22
 #               then speaks only HTTP/2 there), h2 by ALPN on HTTPS_PORT
 #   ROOT_DIR    document root (its files must be readable by the worker user, e.g. nobody)
@@ -44,5 +46,9 @@ if [ -n "$tls_port" ]; then
   cert=$(realpath "$cert") key=$(realpath "$key")
   fill "$here/tls-server.conf.in" >"$dir/conf.d/tls.conf"
 fi
-fill "$here/nginx.conf.in" >"$dir/nginx.conf"
+if [ -n "${PROXY:-}" ]; then
+  fill "$here/proxy.conf.in" | sed -e "s|@PROXY@|$PROXY|g" >"$dir/nginx.conf"
+else
+  fill "$here/nginx.conf.in" >"$dir/nginx.conf"
+fi
 exec taskset -c "$cpu" nginx -e "$dir/error.log" -p "$dir/" -c "$dir/nginx.conf"

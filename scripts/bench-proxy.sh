@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# scripts/bench-proxy.sh: the lionet binary's `type: proxy` route (lionet/http/proxy.h) side by
+# side with nginx's proxy_pass (bench/reference/nginx/proxy.conf.in: keepalive 64 to the
+# upstream), both in front of the same upstream: bench/http_file_server (1 worker) serving
+# 1 KiB and 1 MiB files. Issue 23's targets: 1 KiB requests/s >= 1.15x nginx at 16 and 100
+# connections, 1 MiB MB/s >= 1.0x, and the latency the proxy hop adds at 1 connection (p50 and
+# p99 through the proxy minus direct to the upstream) at most nginx's.
+#
+# The proxies run with 1 worker pinned to CPU 0; the upstream and `wrk -t1` share CPU 1 (the
+# same for both proxies). RUNS interleaved runs of SECS s (which proxy goes first alternates),
+# medians. A run with socket errors or non-2xx answers counts as 0 (and as an error).
+# Prints a markdown table and, with --write, puts it into bench/RESULTS.md between
+# <!-- proxy:begin --> and <!-- proxy:end -->.
+#
+# Usage: scripts/bench-proxy.sh [--write] [--no-build] [--quick]
+#   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
+# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR (bench/reference).
+#   Needs wrk and nginx.
+# Last line: RESULT ka16_ratio=.. ka100_ratio=.. mib_ratio=.. p50_added_us=.. nginx_p50_added_us=..
+#   p99_added_us=.. nginx_p99_added_us=.. errors=N
+BENCH="proxy"
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+source "$(dirname "$0")/lib/bench.sh"
+bench_parse "--write --no-build --quick" "$@"
+bench_defaults RUNS=3 SECS=5
+bench_need wrk nginx
+bench_build http_file_server lionet_app
+upstream_bin=$(bench_bin http_file_server)
+lionet=$BUILD_DIR/bin/lionet
+[[ "$lionet" == /* ]] || lionet=$REPO/$lionet
+[ -x "$lionet" ] || bench_die "$lionet is not built (run without --no-build)"
+nginx_run=$(ref_file nginx/run.sh)
+bench_start
+chmod 755 "$tmp"  # nginx workers run as an unprivileged user
+root=$tmp/www; mkdir -p "$root"; chmod 755 "$root"
+head -c 1024 /dev/urandom >"$root/1k.bin"; head -c 1048576 /dev/urandom >"$root/1m.bin"; chmod 644 "$root"/*.bin
+errors=0
+bench_warm
+
+# The upstream, for the whole run: CPU 1, beside wrk.
+uport=$(free_port)
+taskset -c 1 "$upstream_bin" "$root" "$uport" --threads 1 >/dev/null 2>&1 &
+UPSTREAM_PID=$!
+bench_at_exit 'kill $UPSTREAM_PID 2>/dev/null; wait $UPSTREAM_PID 2>/dev/null'
+wait_port "$uport" || bench_die "the upstream did not listen on $uport"
+
+# wrk_out URL CONNS [--latency]: wrk's output, or "" when it had socket errors or non-2xx.
+wrk_out() {
+  local out
+  out=$(taskset -c 1 wrk -t1 -c"$2" -d"$SECS"s ${3:-} "$1" 2>&1)
+  if echo "$out" | grep -q -E "Socket errors|Non-2xx"; then echo ""; return; fi
+  echo "$out"
+}
+rps_of() { awk '/Requests\/sec/ {print $2}' <<<"$1"; }
+# us_of PERCENT OUTPUT: a --latency percentile in microseconds.
+us_of() {
+  awk -v p="$1%" '$1 == p { v = $2; u = 1;
+      if (v ~ /us$/) { sub(/us$/, "", v) } else if (v ~ /ms$/) { sub(/ms$/, "", v); u = 1000 } else if (v ~ /s$/) { sub(/s$/, "", v); u = 1000000 }
+      printf "%.1f\n", v * u }' <<<"$2"
+}
+start_proxy() {  # lionet|nginx -> sets port, SERVER_PID
+  port=$(free_port)
+  if [ "$1" = nginx ]; then
+    PROXY="127.0.0.1:$uport" "$nginx_run" "$root" "$port" >/dev/null 2>&1 &
+    SERVER_PID=$!
+    wait_port "$port" || echo "bench-$BENCH: nginx did not listen on $port" >&2
+  else
+    cat >"$tmp/proxy.yml" <<EOF
+scheduler: {threads: 1}
+log: {loggers: [{name: root, level: warn}]}
+servers:
+  - name: proxy
+    type: http
+    listen: ["127.0.0.1:$port"]
+    routes:
+      - {path: /, type: proxy, upstreams: ["127.0.0.1:$uport"], keepalive: 64}
+EOF
+    start_server "$lionet -c $tmp/proxy.yml" "$port"
+  fi
+}
+# one PROXY FILE CONNS -> requests/s (0 on errors)
+one() {
+  start_proxy "$1"
+  local out rps
+  out=$(wrk_out "http://127.0.0.1:$port/$2" "$3")
+  rps=$(rps_of "$out")
+  stop_server
+  echo "${rps:-0}"
+}
+med() { printf '%s\n' "$@" | median; }
+rows=()
+summary="RESULT"
+for cfg in "1k.bin:16:ka16" "1k.bin:100:ka100" "1m.bin:16:mib"; do
+  IFS=: read -r file conns key <<<"$cfg"
+  l=(); n=()
+  for i in $(seq "$RUNS"); do
+    if [ $((i % 2)) = 1 ]; then n+=("$(one nginx "$file" "$conns")"); l+=("$(one lionet "$file" "$conns")")
+    else l+=("$(one lionet "$file" "$conns")"); n+=("$(one nginx "$file" "$conns")"); fi
+  done
+  for v in "${l[@]}" "${n[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
+  lm=$(med "${l[@]}"); nm=$(med "${n[@]}"); r=$(ratio "$lm" "$nm")
+  if [ "$file" = 1m.bin ]; then
+    lmb=$(awk -v r="$lm" 'BEGIN { printf "%.0f", r * 1.048576 }'); nmb=$(awk -v r="$nm" 'BEGIN { printf "%.0f", r * 1.048576 }')
+    rows+=("| 1 MiB | $conns | $lmb MB/s | $nmb MB/s | $r | ${l[*]} / ${n[*]} req/s |")
+    echo "1m conns=$conns lionet=$lmb MB/s nginx=$nmb MB/s ratio=$r (req/s runs: ${l[*]} | ${n[*]})"
+  else
+    rows+=("| 1 KiB | $conns | $lm req/s | $nm req/s | $r | ${l[*]} / ${n[*]} |")
+    echo "1k conns=$conns lionet=$lm nginx=$nm ratio=$r (runs: ${l[*]} | ${n[*]})"
+  fi
+  summary="$summary ${key}_ratio=$r"
+done
+
+# Added latency at 1 connection: p50/p99 direct to the upstream, through lionet, through nginx.
+declare -A p50 p99
+for who in direct lionet nginx; do p50[$who]=""; p99[$who]=""; done
+lat_run() {
+  local who=$1 out url
+  if [ "$who" = direct ]; then url="http://127.0.0.1:$uport/1k.bin"; else start_proxy "$who"; url="http://127.0.0.1:$port/1k.bin"; fi
+  out=$(wrk_out "$url" 1 --latency)
+  [ "$who" = direct ] || stop_server
+  if [ -z "$out" ]; then errors=$((errors + 1)); return; fi
+  p50[$who]+="$(us_of 50 "$out") "; p99[$who]+="$(us_of 99 "$out") "
+}
+for i in $(seq "$RUNS"); do
+  if [ $((i % 2)) = 1 ]; then lat_run direct; lat_run lionet; lat_run nginx
+  else lat_run nginx; lat_run lionet; lat_run direct; fi
+done
+m50() { med ${p50[$1]}; }
+m99() { med ${p99[$1]}; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", a - b }'; }
+la50=$(sub "$(m50 lionet)" "$(m50 direct)"); na50=$(sub "$(m50 nginx)" "$(m50 direct)")
+la99=$(sub "$(m99 lionet)" "$(m99 direct)"); na99=$(sub "$(m99 nginx)" "$(m99 direct)")
+echo "latency at 1 connection (us): direct p50=$(m50 direct) p99=$(m99 direct); lionet p50=$(m50 lionet) p99=$(m99 lionet); nginx p50=$(m50 nginx) p99=$(m99 nginx)"
+echo "added by the hop (us): lionet p50=$la50 p99=$la99; nginx p50=$na50 p99=$na99"
+summary="$summary p50_added_us=$la50 nginx_p50_added_us=$na50 p99_added_us=$la99 nginx_p99_added_us=$na99"
+
+commit=$(bench_commit lionet/http lionet/net lionet/app bench/http_file_server.cc)
+cpu=$(bench_cpu)
+{
+  echo "## Reverse proxy (lionet/http/proxy.h) vs nginx proxy_pass"
+  echo
+  echo "Produced by \`scripts/bench-proxy.sh --write\` at commit $commit on $cpu; load average before: $load_before."
+  echo "The lionet binary with one \`type: proxy\` route (1 worker, \`keepalive: 64\`) and nginx (1 worker,"
+  echo "\`proxy_pass\` to an upstream block with \`keepalive 64\`, HTTP/1.1 upstream, buffering at its defaults), each"
+  echo "pinned to CPU 0, in front of the same upstream (\`bench/http_file_server\`, 1 worker) that shares CPU 1 with"
+  echo "\`wrk -t1\`; $RUNS interleaved runs of $SECS s, medians. Targets: 1 KiB >= 1.15x, 1 MiB >= 1.0x, added latency <= nginx's."
+  echo
+  echo "| Body | Connections | LioNet proxy | nginx proxy_pass | ratio | runs (LioNet / nginx) |"
+  echo "|---|---:|---:|---:|---:|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "Latency at 1 connection (1 KiB, wrk --latency), microseconds; \"added\" is through the proxy minus direct."
+  echo
+  echo "| | p50 | p99 | added p50 | added p99 |"
+  echo "|---|---:|---:|---:|---:|"
+  echo "| direct to the upstream | $(m50 direct) | $(m99 direct) | | |"
+  echo "| through LioNet | $(m50 lionet) | $(m99 lionet) | $la50 | $la99 |"
+  echo "| through nginx | $(m50 nginx) | $(m99 nginx) | $na50 | $na99 |"
+} >"$tmp/section.md"
+bench_section "$tmp/section.md"
+bench_result "$summary errors=$errors"
