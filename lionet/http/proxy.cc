@@ -6,11 +6,13 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/http/chunked_decoder.h"
@@ -35,6 +37,13 @@ constexpr std::size_t kMaxUpstreams = 64;  // tried upstreams are a bit mask
 constexpr Duration kPeekAfter = std::chrono::milliseconds(500);
 
 int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
+// The pool shard of the calling worker (plain threads share one by thread id).
+size_t shard_index() {
+  const int w = this_fiber::worker_index();
+  if (w >= 0) return static_cast<size_t>(w) % 8;
+  return std::hash<std::thread::id>{}(std::this_thread::get_id()) % 8;
+}
 
 const std::shared_ptr<spdlog::logger>& proxy_log() {
   static const auto lg = log::get("proxy");
@@ -143,8 +152,18 @@ struct Proxy::Upstream {
   unsigned weight = 1;
   size_t index = 0;
 
-  std::mutex mu;  // idle, fails, fail_start
-  std::vector<std::unique_ptr<UpConn>> idle;
+  // The idle pool, sharded by worker: a worker pushes to and pops from its own shard (a lock
+  // nobody else takes unless it has to), and only steals (try_lock) from the others when its
+  // own is empty. `idle_count` bounds the total (max_idle).
+  struct alignas(64) Shard {
+    std::mutex mu;
+    std::vector<std::unique_ptr<UpConn>> idle;
+  };
+  static constexpr size_t kShards = 8;
+  std::array<Shard, kShards> shards;
+  std::atomic<size_t> idle_count{0};
+
+  std::mutex mu;  // fails, fail_start
   unsigned fails = 0;
   TimePoint fail_start{};
   std::atomic<int64_t> down_until{0};  // passive: marked down until then (ticks)
@@ -310,13 +329,13 @@ struct Proxy::Exchange {
     }
     conn->since = now();
     conn->reused = true;
-    {
-      std::lock_guard<std::mutex> lk(up->mu);
-      if (up->idle.size() < o.max_idle) {
-        up->idle.push_back(std::move(conn));
-        return;
-      }
+    if (up->idle_count.fetch_add(1, std::memory_order_relaxed) < o.max_idle) {
+      Upstream::Shard& sh = up->shards[shard_index()];
+      std::lock_guard<std::mutex> lk(sh.mu);
+      sh.idle.push_back(std::move(conn));
+      return;
     }
+    up->idle_count.fetch_sub(1, std::memory_order_relaxed);
     conn->stream->close();
     conn.reset();
   }
@@ -339,20 +358,29 @@ struct Proxy::Exchange {
 namespace {
 
 std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
+  if (u.idle_count.load(std::memory_order_relaxed) == 0) return nullptr;
   std::vector<std::unique_ptr<UpConn>> expired;
   std::unique_ptr<UpConn> c;
   const TimePoint t = now();
-  {
-    std::lock_guard<std::mutex> lk(u.mu);
-    while (!u.idle.empty()) {
-      std::unique_ptr<UpConn> x = std::move(u.idle.back());
-      u.idle.pop_back();
-      if (t - x->since < o.idle_timeout) {
-        c = std::move(x);
-        break;
-      }
-      expired.push_back(std::move(x));
+  // The newest of a shard (LIFO: the oldest ones expire), dropping expired ones on the way.
+  auto pop = [&](Proxy::Upstream::Shard& sh) {
+    while (!c && !sh.idle.empty()) {
+      std::unique_ptr<UpConn> x = std::move(sh.idle.back());
+      sh.idle.pop_back();
+      u.idle_count.fetch_sub(1, std::memory_order_relaxed);
+      if (t - x->since < o.idle_timeout) c = std::move(x);
+      else expired.push_back(std::move(x));
     }
+  };
+  const size_t own = shard_index();
+  {
+    std::lock_guard<std::mutex> lk(u.shards[own].mu);
+    pop(u.shards[own]);
+  }
+  for (size_t k = 1; !c && k < Proxy::Upstream::kShards; ++k) {
+    Proxy::Upstream::Shard& sh = u.shards[(own + k) % Proxy::Upstream::kShards];
+    std::unique_lock<std::mutex> lk(sh.mu, std::try_to_lock);
+    if (lk.owns_lock()) pop(sh);
   }
   for (auto& e : expired) e->stream->close();
   if (c && t - c->since >= kPeekAfter) {
@@ -877,12 +905,15 @@ void Proxy::stop() {
   for (auto& f : health_->fibers) f.join();
   health_->fibers.clear();
   for (auto& u : upstreams_) {
-    std::vector<std::unique_ptr<UpConn>> idle;
-    {
-      std::lock_guard<std::mutex> lk(u->mu);
-      idle.swap(u->idle);
+    for (auto& sh : u->shards) {
+      std::vector<std::unique_ptr<UpConn>> idle;
+      {
+        std::lock_guard<std::mutex> lk(sh.mu);
+        idle.swap(sh.idle);
+      }
+      u->idle_count.fetch_sub(idle.size(), std::memory_order_relaxed);
+      for (auto& c : idle) c->stream->close();
     }
-    for (auto& c : idle) c->stream->close();
   }
 }
 
@@ -895,10 +926,7 @@ std::vector<ProxyUpstreamStats> Proxy::stats() const {
     s.requests = u->requests.value();
     s.failures = u->failures.value();
     s.connects = u->connects.value();
-    {
-      std::lock_guard<std::mutex> lk(u->mu);
-      s.idle = u->idle.size();
-    }
+    s.idle = u->idle_count.load(std::memory_order_relaxed);
     s.active = u->active.load(std::memory_order_relaxed);
     s.up = u->up(t);
     s.latency = u->latency.snapshot();
