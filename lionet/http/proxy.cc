@@ -312,6 +312,7 @@ struct Proxy::Exchange {
   std::unique_ptr<UpConn> conn;
   std::size_t off = 0, end = 0;  // unconsumed bytes of conn->buf
   bool keep = false;             // the upstream lets the connection be reused
+  bool broken = false;           // a write to it failed: never reused
 
   Exchange(Proxy* p, Upstream* u) : proxy(p), up(u) { u->active.fetch_add(1, std::memory_order_relaxed); }
   ~Exchange() {
@@ -322,7 +323,7 @@ struct Proxy::Exchange {
   void release() {
     if (!conn) return;
     const ProxyOptions& o = proxy->options_;
-    if (!keep || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
+    if (!keep || broken || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
       conn->stream->close();
       conn.reset();
       return;
@@ -612,6 +613,12 @@ void Proxy::handle(Request& req, Response& res) {
         if (!c.stream->write(c.head.data(), c.head.size())) end = TryEnd::kNoResponse;
         if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched);
         if (end == TryEnd::kClientGone) return;  // the server answers the body error and closes
+        if (end == TryEnd::kNoResponse) {
+          // The upstream stopped reading (it may have answered early, e.g. 413, and closed):
+          // read what it said; without a response head the try failed as before.
+          ex->broken = true;
+          end = TryEnd::kDone;
+        }
         // The response head.
         detail::ResponseHead rh;
         size_t scan = 0;

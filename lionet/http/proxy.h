@@ -29,7 +29,8 @@
 //      appended, Via if asked. The body is re-framed, never passed raw: Content-Length as the
 //      client's, chunked re-encoded chunk by chunk (so CL.TE / TE.CL / duplicate-length tricks,
 //      already refused by the server's parser, cannot reach the upstream differently framed).
-//      Each write is bounded by send_timeout.
+//      Each write is bounded by send_timeout. An upstream that stops reading (it answered
+//      early, say 413, and closed) is still read: its answer is relayed, the connection dropped.
 //   3. Read the response head (each read bounded by read_timeout; interim 1xx skipped, 101
 //      kept for an Upgrade). Fields go to the client minus hop-by-hop ones, Date and Server
 //      (the server adds its own); repeated fields (Set-Cookie) stay separate. The body streams
