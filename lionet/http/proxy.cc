@@ -741,8 +741,12 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   const auto cl = content_length(rh.headers);
   if (no_body) {
     if (!ex->pending().empty()) ex->keep = false;
-    if (cl && *cl != UINT64_MAX && req.is_head()) {
-      res.set_body_writer([](BodyWriter&) -> Result<void> { return {}; }, *cl);  // keeps its length
+    if (req.is_head() && status_has_body(rh.status)) {
+      // The framing GET would have had (the writer is never called for HEAD): its length, or
+      // chunked when the upstream gave none.
+      auto none = [](BodyWriter&) -> Result<void> { return {}; };
+      if (cl && *cl != UINT64_MAX) res.set_body_writer(none, *cl);
+      else res.set_body_writer(none);
     }
     ex->release();
     return true;
