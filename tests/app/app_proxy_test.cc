@@ -502,7 +502,9 @@ TEST_F(AppProxy, MethodsAndBodiesOfZeroAndOneByteReachPythonUpstreamsIntact) {
 TEST_F(AppProxy, HundredMiBStreamUpAndDownWhileLionetsRssGrowsUnder32MiB) {
   const int aio_port = start_python("aiohttp"), ngx_port = start_nginx();
   start_lionet(route("/aio", {aio_port}) + route("/ngx", {ngx_port}));
-  constexpr uint64_t kBig = 100 * kMiB;
+  // 100 MiB (TSan, where each copied byte is checked: 32 MiB, the same exchanges, so the file
+  // stays within its time; the release run is the proof).
+  constexpr uint64_t kBig = (test::kTsan ? 32 : 100) * kMiB;
   ProxyClient c(port_);
   ASSERT_TRUE(c.ok());
   // Warm up each path once (buffers, pooled connections), then measure.
@@ -539,8 +541,8 @@ TEST_F(AppProxy, HundredMiBStreamUpAndDownWhileLionetsRssGrowsUnder32MiB) {
   });
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.header("content-length"), std::to_string(kBig));
-  EXPECT_EQ(r.body_bytes, kBig);
+  EXPECT_EQ(r.header("content-length"), std::to_string(100 * kMiB));
+  EXPECT_EQ(r.body_bytes, 100 * kMiB);
   EXPECT_EQ(nonzero, 0u);
   // Download, chunked from aiohttp: re-chunked to the client, pattern intact.
   PatternCheck check;
@@ -554,11 +556,14 @@ TEST_F(AppProxy, HundredMiBStreamUpAndDownWhileLionetsRssGrowsUnder32MiB) {
 
   const uint64_t rss1 = status_kb(lionet_->pid(), "VmRSS:"), hwm = status_kb(lionet_->pid(), "VmHWM:");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("4 x 100 MiB through the proxy in %.2f s; lionet VmRSS %lu kB -> %lu kB (growth %ld kB), VmHWM %lu kB\n",
-              secs, static_cast<unsigned long>(rss0), static_cast<unsigned long>(rss1),
+  std::printf("4 x %lu MiB through the proxy in %.2f s; lionet VmRSS %lu kB -> %lu kB (growth %ld kB), VmHWM %lu kB\n",
+              static_cast<unsigned long>(kBig / kMiB), secs, static_cast<unsigned long>(rss0),
+              static_cast<unsigned long>(rss1),
               static_cast<long>(rss1) - static_cast<long>(rss0), static_cast<unsigned long>(hwm));
-  EXPECT_LT(rss1, rss0 + 32 * 1024) << "RSS grew by " << (rss1 - rss0) << " kB";
-  EXPECT_LT(hwm, rss0 + 32 * 1024) << "peak RSS " << hwm << " kB, " << rss0 << " kB before";
+  // Under a sanitizer the bound grows with kSlowdown (shadow memory of the buffers touched).
+  const auto bound_kb = static_cast<uint64_t>(32 * 1024 * test::kSlowdown);
+  EXPECT_LT(rss1, rss0 + bound_kb) << "RSS grew by " << (rss1 - rss0) << " kB";
+  EXPECT_LT(hwm, rss0 + bound_kb) << "peak RSS " << hwm << " kB, " << rss0 << " kB before";
 }
 
 TEST_F(AppProxy, ChunkedBodiesBothWaysWithAiohttp) {
@@ -740,6 +745,11 @@ TEST_F(AppProxy, OneOfTwoUpstreamsRefusingConnectionsLosesNoRequest) {
 TEST_F(AppProxy, AllUpstreamsDownIsAnswered502Quickly) {
   const int dead1 = free_port(), dead2 = free_port();
   start_lionet(route("/down", {dead1, dead2}));
+  for (int i = 0; i < 4; ++i) {  // each worker's first connection (its fiber stack) is not the proxy's cost
+    ProxyClient w(port_);
+    ASSERT_TRUE(w.send(get("/metrics")));
+    ASSERT_EQ(w.read().status, 200);
+  }
   for (int i = 0; i < 3; ++i) {  // connects refused, then both marked down: 502 at once
     ProxyClient c(port_);
     ASSERT_TRUE(c.ok());
@@ -806,7 +816,8 @@ TEST_F(AppProxy, HundredThousandRequestsOver16ClientConnectionsOpenAtMost16Upstr
   // keepalive 16: every client connection's exchange may hold one upstream connection at once.
   // keepalive_requests 0: no per-connection limit (nginx's is raised in its conf too).
   start_lionet(route("/ngx", {ngx_port}, "keepalive: 16, keepalive_requests: 0"));
-  constexpr int kConns = 16, kRequests = 100000;
+  // 100,000 requests (TSan: 20,000, for time; the bound on connections is the same).
+  constexpr int kConns = 16, kRequests = test::kTsan ? 20000 : 100000;
   std::atomic<int> ok{0}, bad{0};
   const auto t0 = Clock::now();
   std::vector<std::thread> threads;
@@ -906,9 +917,28 @@ TEST_F(AppProxy, SmugglingRequestsAreRefusedBeforeReachingTheUpstream) {
     EXPECT_TRUE(c.closed()) << k.name << ": the connection must close after the refusal";
   }
   // Nothing of them reached aiohttp: no request head at all, so certainly not the smuggled one.
+  // (The bad chunk sizes are in the body, after a valid head: the proxy reads a chunked body's
+  // first byte before it sends anything upstream, so they are refused here too.)
   const std::string stats = upstream_stats(aio_port);
   EXPECT_EQ(json_field(stats, "heads"), "0") << stats;  // (/stats itself is not counted)
   EXPECT_EQ(stats.find("smuggled"), std::string::npos) << stats;
+
+  // A framing error further into a chunked body (after a valid chunk) can only cut the
+  // upstream's copy short, the body being streamed: aiohttp gets the head and the first chunk,
+  // then its connection closes. It never completes the request, never sees what followed.
+  ProxyClient c(port_);
+  ASSERT_TRUE(c.send("POST /aio/late-bad-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "5\r\nhello\r\nzz\r\n" + smuggled));
+  EXPECT_EQ(c.read().status, 400);
+  std::string late;
+  for (auto deadline = Clock::now() + 10s * test::kSlowdown; Clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+    late = upstream_stats(aio_port);
+    if (json_field(late, "incomplete_uploads") == "1") break;
+  }
+  EXPECT_EQ(json_field(late, "heads"), "1") << late;
+  EXPECT_EQ(json_field(late, "incomplete_uploads"), "1") << late;
+  EXPECT_EQ(json_field(late, "complete"), "0") << late;
+  EXPECT_EQ(late.find("smuggled"), std::string::npos) << late;
 }
 }  // namespace
 }  // namespace lionet::app
