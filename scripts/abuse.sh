@@ -16,10 +16,12 @@
 # flood: lionet's memory.trim_* returns it), if the peak exceeds 32 KiB per held connection, or
 # if the server exits non-zero on SIGTERM.
 #
-# Usage: scripts/abuse.sh [--no-build] [--server lionet|hello|'CMD with {port}']
-#   lionet  the binary (default);  hello  build/release/bench/http_hello_server with the same
-#   limit and header timeout (GET /hello as the probe path);  CMD  any server command, {port}
-#   replaced by the port (set PROBE_PATH, LIMIT and HEADER_TIMEOUT_MS to what it enforces).
+# Usage: scripts/abuse.sh [--no-build] [--server lionet|proxy|hello|'CMD with {port}']
+#   lionet  the binary (default);  proxy  the same binary and conf, the probe (/app/healthz)
+#   going through a `type: proxy` route to a second server of the same process (the flood and
+#   the slowloris land on the proxy's front);  hello  build/release/bench/http_hello_server with
+#   the same limit and header timeout (GET /hello as the probe path);  CMD  any server command,
+#   {port} replaced by the port (set PROBE_PATH, LIMIT and HEADER_TIMEOUT_MS to what it enforces).
 # Env: BUILD_DIR (build/release), ROUNDS (2), FLOOD_CONNS (20000), SLOW_CONNS (2000),
 #      LIONET_BUILD_LOCK (/tmp/lionet-build.lock: builds in the shared tree take turns).
 # Last line: RESULT flood_held=.. flood_excess_closed_ms=.. flood_p99_ms=.. slow_cut=..
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --no-build) build=0 ;;
     --server) server=${2:?--server needs an argument}; shift ;;
-    *) echo "usage: $0 [--no-build] [--server lionet|hello|CMD]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--no-build] [--server lionet|proxy|hello|CMD]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -62,15 +64,25 @@ tmp=$(mktemp -d /tmp/lionet-abuse.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 path=${PROBE_PATH:-/healthz}
 case $server in
-  lionet)
+  lionet|proxy)
+    proxied=""
+    if [ "$server" = proxy ]; then
+      back=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      proxied=", {path: /app, type: proxy, strip_prefix: true, upstreams: ['127.0.0.1:$back']}"
+      path=${PROBE_PATH:-/app/healthz}
+    fi
     cat > "$tmp/server.yml" <<EOF
 scheduler: {threads: 1}
 log: {loggers: [{name: root, level: warn}]}
 memory: {trim_interval: 1000ms}
 servers:
   - {name: web, type: http, listen: ["127.0.0.1:$port"], max_connections: $LIMIT,
-     header_timeout: ${HEADER_TIMEOUT_MS}ms, idle_timeout: 10s, routes: [{path: /healthz, type: health}]}
+     header_timeout: ${HEADER_TIMEOUT_MS}ms, idle_timeout: 10s, routes: [{path: /healthz, type: health}$proxied]}
 EOF
+    if [ "$server" = proxy ]; then
+      echo "  - {name: back, type: http, listen: [\"127.0.0.1:$back\"], routes: [{path: /healthz, type: health}]}" \
+        >> "$tmp/server.yml"
+    fi
     cmd="$BUILD_DIR/bin/lionet -c $tmp" ;;
   hello)
     cmd="$BUILD_DIR/bench/http_hello_server $port --threads 1 --max-connections $LIMIT --header-timeout-ms $HEADER_TIMEOUT_MS"
@@ -119,7 +131,7 @@ if [ "$peak_rss" -gt $((rss0 + LIMIT * 32)) ]; then echo "abuse: peak RSS $peak_
 # Memory comes back once the flood is over (lionet: memory.trim_*): within 1.5x of RSS before
 # it, plus what stays cached on purpose (CACHES_KB: 64 warm fiber stacks per pool, the worker's
 # stack and object caches; 4 MiB by default).
-if [ "$server" = lionet ] && [ "$rssN" -gt $((rss0 * 3 / 2 + CACHES_KB)) ]; then
+if { [ "$server" = lionet ] || [ "$server" = proxy ]; } && [ "$rssN" -gt $((rss0 * 3 / 2 + CACHES_KB)) ]; then
   echo "abuse: RSS after the flood $rssN kB > 1.5 x $rss0 kB before + $CACHES_KB kB of caches"; errors=$((errors + 1))
 fi
 

@@ -36,12 +36,13 @@ TEST_PACKAGES=(
   chromium                 # headless browser test of the shipped page over h2 (scripts/screenshot.sh)
   golang-go                # builds h2spec (below) and the Go references in bench/reference
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
+  nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
 BENCH_PACKAGES=(
-  fio nginx-light       # file IO and HTTP references
+  fio                   # file IO reference (nginx, the HTTP reference, is a test package)
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
   gnuplot-nox           # benchmark report charts
 )
@@ -96,13 +97,14 @@ if [ "${1:-}" != "--run" ] && ! command -v h2spec >/dev/null; then
   rm -rf "$tmpbin"
 fi
 
-# Test-only third-party peers of tests/websocket, installed into a prefix this script owns
+# Test-only third-party peers of tests/websocket and tests/app, installed into a prefix this script owns
 # (never into the system's Python: Debian 12 refuses pip there, PEP 668). The tests find them at
 # these paths through the CMake cache variables LIONET_TEST_PYTHON and LIONET_TEST_NODE_PATH
 # (tests/CMakeLists.txt), whose defaults are these paths. Each is checked first, so a run with
-# everything present costs two interpreter starts and no network.
+# everything present costs three interpreter starts and no network.
 TEST_PREFIX=/opt/lionet-test
 WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
+AIOHTTP_VERSION=3.12.15   # Python aiohttp: tests/app/proxy_upstream.py's upstream (app proxy tests)
 NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
 if [ "${1:-}" != "--run" ]; then
   SUDO=""
@@ -114,6 +116,10 @@ if [ "${1:-}" != "--run" ]; then
     # python3-venv was installed for).
     "$venv/bin/python3" -c '' 2>/dev/null || $SUDO /usr/bin/python3 -m venv --clear "$venv"
     $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION"
+  fi
+  if ! "$venv/bin/python3" -c "import aiohttp, sys; sys.exit(aiohttp.__version__ != '$AIOHTTP_VERSION')" 2>/dev/null; then
+    echo "install-deps: installing Python aiohttp $AIOHTTP_VERSION into $venv"
+    $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "aiohttp==$AIOHTTP_VERSION"
   fi
   node_prefix=$TEST_PREFIX/node
   if ! [ "$(node -p "require('$node_prefix/node_modules/ws/package.json').version" 2>/dev/null)" = "$NODE_WS_VERSION" ]; then

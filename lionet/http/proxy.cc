@@ -510,22 +510,37 @@ void build_request_head(std::string& h, const Request& req, const ProxyOptions& 
   h.append("\r\n");
 }
 
-// Copies the client's body upstream (re-framed). kDone, kClientGone or kNoResponse (the
-// upstream write failed).
-TryEnd send_body(Request& req, UpConn& c, bool* touched) {
-  *touched = true;
+// The body read ahead of the first try (handle()): a chunked body's first byte, so that its
+// first chunk-size line has been parsed before anything goes upstream.
+struct ReadAhead {
+  enum : uint8_t { kNone, kEmpty, kByte } state = kNone;
+  char byte = 0;
+};
+
+// Copies the client's body upstream (re-framed), the byte read ahead first. kDone, kClientGone
+// or kNoResponse (the upstream write failed).
+TryEnd send_body(Request& req, UpConn& c, bool* touched, ReadAhead ahead) {
   const bool chunked = req.chunked();
-  for (;;) {
-    auto r = req.read_body(c.buf.get(), c.cap);
+  for (bool ended = ahead.state == ReadAhead::kEmpty; !ended;) {
+    size_t n = 0;
+    if (ahead.state == ReadAhead::kByte) {
+      c.buf[0] = ahead.byte;
+      n = 1;
+      ahead.state = ReadAhead::kNone;
+    }
+    *touched = true;
+    auto r = req.read_body(c.buf.get() + n, c.cap - n);
     if (!r) return TryEnd::kClientGone;
-    if (*r == 0) break;
+    ended = *r == 0;
+    n += *r;
+    if (n == 0) break;
     if (chunked) {
       std::string size;
-      append_hex(size, *r);
+      append_hex(size, n);
       size.append("\r\n");
-      iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), *r}, {const_cast<char*>("\r\n"), 2}};
+      iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), n}, {const_cast<char*>("\r\n"), 2}};
       if (!c.stream->writev(iov, 3)) return TryEnd::kNoResponse;
-    } else if (!c.stream->write(c.buf.get(), *r)) {
+    } else if (!c.stream->write(c.buf.get(), n)) {
       return TryEnd::kNoResponse;
     }
   }
@@ -570,6 +585,17 @@ void Proxy::handle(Request& req, Response& res) {
   bool body_touched = false;
   int status = 502;
   const char* why = "no upstream answered";
+  // A chunked body's framing is checked from its first chunk-size line before anything goes
+  // upstream: one byte is read ahead (and replayed by every try), so a body malformed from its
+  // start ("zz" for a size, an overflowing size) is refused by the server and the upstream
+  // never sees the request's head. (Framing errors further in can only cut the upstream's copy
+  // short: the body streams, it is never buffered whole.)
+  ReadAhead ahead;
+  if (req.chunked()) {
+    auto r = req.read_body(&ahead.byte, 1);
+    if (!r) return;  // the server answers the framing error and closes
+    ahead.state = *r ? ReadAhead::kByte : ReadAhead::kEmpty;
+  }
 
   for (unsigned tries = 0; tries < max_tries && now() < deadline;) {
     Upstream* u = pick(req, tried);
@@ -611,7 +637,7 @@ void Proxy::handle(Request& req, Response& res) {
         ++c.requests;
         TryEnd end = TryEnd::kDone;
         if (!c.stream->write(c.head.data(), c.head.size())) end = TryEnd::kNoResponse;
-        if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched);
+        if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched, ahead);
         if (end == TryEnd::kClientGone) return;  // the server answers the body error and closes
         if (end == TryEnd::kNoResponse) {
           // The upstream stopped reading (it may have answered early, e.g. 413, and closed):

@@ -29,6 +29,8 @@
 //      appended, Via if asked. The body is re-framed, never passed raw: Content-Length as the
 //      client's, chunked re-encoded chunk by chunk (so CL.TE / TE.CL / duplicate-length tricks,
 //      already refused by the server's parser, cannot reach the upstream differently framed).
+//      A chunked body's first byte is read before step 1, so one malformed from its first
+//      chunk-size line is refused without the upstream seeing anything.
 //      Each write is bounded by send_timeout. An upstream that stops reading (it answered
 //      early, say 413, and closed) is still read: its answer is relayed, the connection dropped.
 //   3. Read the response head (each read bounded by read_timeout; interim 1xx skipped, 101

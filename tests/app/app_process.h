@@ -1,6 +1,7 @@
 // tests/app/app_process.h: test helpers for running the lionet binary: find_binary(), Process
-// (a child with stdout+stderr on one pipe, read line by line), TempConf (a scratch conf dir),
-// free_port(), connect_to(), sh() and curl() (bounded curl: status and body).
+// (a child, lionet or another program, with stdout+stderr on one pipe, read line by line),
+// TempConf (a scratch conf dir), free_port(), connect_to(), sh() and curl() (bounded curl:
+// status and body).
 #pragma once
 
 #include <arpa/inet.h>
@@ -40,9 +41,13 @@ inline fs::path find_binary() {
 class Process {
  public:
   // env_extra: "KEY=value" entries added to this process's environment; cwd: "" = ours.
-  explicit Process(std::vector<std::string> args, std::vector<std::string> env_extra = {}, std::string cwd = {}) {
-    binary_ = find_binary();
-    if (binary_.empty()) return;
+  explicit Process(std::vector<std::string> args, std::vector<std::string> env_extra = {}, std::string cwd = {})
+      : Process(find_binary(), std::move(args), std::move(env_extra), std::move(cwd)) {}
+  // Another program (a third-party peer the test runs): started() is false if it cannot be.
+  Process(fs::path binary, std::vector<std::string> args, std::vector<std::string> env_extra = {},
+          std::string cwd = {}) {
+    binary_ = std::move(binary);
+    if (binary_.empty() || ::access(binary_.c_str(), X_OK) != 0) return;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return;
     posix_spawn_file_actions_t fa;
