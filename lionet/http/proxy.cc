@@ -153,7 +153,7 @@ struct Proxy::Upstream {
   size_t index = 0;
 
   // The idle pool, sharded by worker: a worker pushes to and pops from its own shard (a lock
-  // nobody else takes unless it has to), and only steals (try_lock) from the others when its
+  // nobody else takes unless it has to), and looks into the others only when its
   // own is empty. `idle_count` bounds the total (max_idle).
   struct alignas(64) Shard {
     std::mutex mu;
@@ -330,13 +330,13 @@ struct Proxy::Exchange {
     }
     conn->since = now();
     conn->reused = true;
-    if (up->idle_count.fetch_add(1, std::memory_order_relaxed) < o.max_idle) {
+    if (up->idle_count.load(std::memory_order_relaxed) < o.max_idle) {  // a race may pass it by a few
       Upstream::Shard& sh = up->shards[shard_index()];
       std::lock_guard<std::mutex> lk(sh.mu);
       sh.idle.push_back(std::move(conn));
+      up->idle_count.fetch_add(1, std::memory_order_relaxed);  // with the push: never counted and absent
       return;
     }
-    up->idle_count.fetch_sub(1, std::memory_order_relaxed);
     conn->stream->close();
     conn.reset();
   }
@@ -378,10 +378,12 @@ std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
     std::lock_guard<std::mutex> lk(u.shards[own].mu);
     pop(u.shards[own]);
   }
-  for (size_t k = 1; !c && k < Proxy::Upstream::kShards; ++k) {
+  // The others only while the count says some connection is idle somewhere (each shard's lock
+  // is held for a pop: waiting for it is waiting for a vector operation, never for IO).
+  for (size_t k = 1; !c && k < Proxy::Upstream::kShards && u.idle_count.load(std::memory_order_relaxed) > 0; ++k) {
     Proxy::Upstream::Shard& sh = u.shards[(own + k) % Proxy::Upstream::kShards];
-    std::unique_lock<std::mutex> lk(sh.mu, std::try_to_lock);
-    if (lk.owns_lock()) pop(sh);
+    std::lock_guard<std::mutex> lk(sh.mu);
+    pop(sh);
   }
   for (auto& e : expired) e->stream->close();
   if (c && t - c->since >= kPeekAfter) {

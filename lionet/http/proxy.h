@@ -11,8 +11,8 @@
 //
 // Owns: one pool of idle upstream connections per upstream, sharded by worker (a worker pushes
 // to and pops from its own shard under that shard's lock, held for a vector push/pop only, and
-// steals with try_lock from the others only when its own is empty: no lock shared by all
-// workers, none held across a park), the balancing state (lock-free), the per-upstream health and statistics, and the
+// looks into the others only when its own is empty: no lock shared by all workers, none held
+// across a park), the balancing state (lock-free), the per-upstream health and statistics, and the
 // active health-check fibers. Must not: buffer a whole body (memory per exchange is one
 // buffer_size buffer, which travels with the pooled connection), pass a hop-by-hop header, or
 // let a request framed one way by the client reach the upstream framed another way.
