@@ -43,30 +43,10 @@ struct RouteHandler {
 // route listed after it (the router is built whole before it serves).
 using NamedRoutes = std::map<std::string, std::shared_ptr<RouteHandler>>;
 
-// True if a route registered for `methods` ("*", "GET", "GET,HEAD") serves `method` (HEAD as
-// GET, as the router does).
-bool serves_method(std::string_view methods, std::string_view method) {
-  if (methods == "*") return true;
-  for (std::string_view rest = methods; !rest.empty();) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view m = rest.substr(0, comma);
-    if (m == method || (method == "HEAD" && m == "GET")) return true;
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
-  return false;
-}
-
-// The handler of the route `name`, as a fallback: the request unchanged, under that route's
-// methods (405 for the others, as its URL would answer).
+// The handler of the route `name`, as a fallback: the request unchanged, whatever its method
+// (the methods a route lists are its URL's; the handler itself answers what it does not serve).
 http::Handler named_fallback(const NamedRoutes& named, const std::string& name) {
-  return [slot = named.at(name)](http::Request& q, http::Response& s) {
-    if (!serves_method(slot->methods, q.method())) {
-      s.set_header("Allow", "GET, HEAD");  // a route that is not "*" serves GET (and HEAD)
-      s.reply(405, "method not allowed\n");
-      return;
-    }
-    slot->handler(q, s);
-  };
+  return [slot = named.at(name)](http::Request& q, http::Response& s) { slot->handler(q, s); };
 }
 
 http::StaticOptions static_options(const RouteConfig& r) {
