@@ -312,6 +312,9 @@ TEST(AppBinary, ShippedConfServesThePageEchoAndHttpsAndStopsOnSigterm) {
   const std::string page = run("curl -sS --max-time 10 http://127.0.0.1:8080/");
   EXPECT_NE(page.find("href=\"/metrics\""), std::string::npos) << page;
   EXPECT_NE(run("curl -sS --max-time 10 http://127.0.0.1:8080/metrics").find("lionet_fibers_alive"), std::string::npos);
+  // The try_files example: a client-side route of /app is the page, a POST goes to @app (hello).
+  EXPECT_EQ(run("curl -sS --max-time 10 http://127.0.0.1:8080/app/users/42"), page);
+  EXPECT_EQ(run("curl -sS --max-time 10 -d x=1 http://127.0.0.1:8080/app/users/42"), "hello world");
   const std::string cert = cwd.path() + "/var/tls/cert.pem";
   EXPECT_TRUE(fs::exists(cert));
   EXPECT_NE(run("curl -sS --max-time 10 --cacert " + cert + " https://127.0.0.1:8443/").find("href=\"/metrics\""),
