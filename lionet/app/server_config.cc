@@ -213,8 +213,8 @@ YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
 }
 
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"path", "name", "type", "try_files", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
-                  "open_file_cache", "open_file_cache_valid", "precompressed",
+  expect_keys(n, {"path", "name", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
+                  "open_file_cache", "open_file_cache_valid", "precompressed", "try_files",
                   "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
                   "ping_interval", "send_queue_bytes", "deflate"});
   RouteConfig r;

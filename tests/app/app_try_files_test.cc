@@ -36,7 +36,8 @@ class AppTryFiles : public ::testing::Test {
                 "servers:\n"
                 "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http_) + "']\n"
                 "    routes:\n"
-                "      - {path: /app, type: static, root: " + www + ", try_files: ['$uri', '$uri/', '/index.html', '@api']}\n"
+                "      - {path: /app, type: static, root: " + www +
+                ", try_files: ['$uri', '$uri/', '/index.html', '@api']}\n"
                 "      - {path: /site, type: static, root: " + www + ", try_files: ['$uri', '$uri.html', '@backend']}\n"
                 "      - {path: /strict, type: static, root: " + www + ", try_files: ['$uri', '=410']}\n"
                 "      - {name: api, type: static, root: " + www + ", try_files: ['/docs/', '@backend']}\n"
