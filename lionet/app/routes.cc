@@ -1,9 +1,12 @@
 // lionet/app/routes.cc: the routes of the lionet binary's http(s) servers (static, storage,
 // metrics, health, debug_fibers, hello, websocket, proxy), the per-server instrumentation, and /metrics.
 //
-// Owns: the mapping RouteConfig -> Router entries, and the Prometheus page's metric names.
-// Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
+// Owns: the mapping RouteConfig -> Router entries (a named route's handler kept for the
+// try_files "@name" fallbacks of its server's static routes), and the Prometheus page's metric
+// names. Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
 #include <netinet/in.h>
+
+#include <map>
 
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
@@ -28,6 +31,24 @@ bool is_loopback(const Address& a) {
   return a.family() == AF_UNIX;
 }
 
+// One route's handler, the methods it serves ("*", "GET,HEAD" or "GET") and whether its path
+// is a prefix.
+struct RouteHandler {
+  std::string methods = "GET";
+  bool prefix = false;
+  http::Handler handler;
+};
+
+// A server's named routes, each filled when that route is built, so that a fallback may name a
+// route listed after it (the router is built whole before it serves).
+using NamedRoutes = std::map<std::string, std::shared_ptr<RouteHandler>>;
+
+// The handler of the route `name`, as a fallback: the request unchanged, whatever its method
+// (the methods a route lists are its URL's; the handler itself answers what it does not serve).
+http::Handler named_fallback(const NamedRoutes& named, const std::string& name) {
+  return [slot = named.at(name)](http::Request& q, http::Response& s) { slot->handler(q, s); };
+}
+
 http::StaticOptions static_options(const RouteConfig& r) {
   http::StaticOptions o;
   o.root = r.root;
@@ -41,27 +62,28 @@ http::StaticOptions static_options(const RouteConfig& r) {
   o.precompressed = r.precompressed;
   o.index = r.index;
   o.follow_symlinks_outside_root = r.follow_symlinks_outside_root;
+  TryFiles t = split_try_files(r.try_files);
+  o.try_files = std::move(t.candidates);
+  o.fallback_status = t.status;
   return o;
 }
 
-void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r) {
-  const std::string where = "server '" + srv.cfg.name + "': route " + r.path + ": ";
+// Every route type but storage (several routes: add_storage_routes), which cannot be named.
+RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r, const NamedRoutes& named) {
   if (r.type == "static") {
-    try {
-      auto files = std::make_shared<http::StaticFiles>(static_options(r));
-      router.prefix("GET,HEAD", r.path, files->handler());  // the handler shares the state
-      im.static_routes.push_back({r.root, std::move(files)});
-    } catch (const std::exception& e) {
-      throw StartupError(where + e.what());
-    }
-  } else if (r.type == "storage") {
-    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+    auto files_opt = static_options(r);
+    const std::string fallback = split_try_files(r.try_files).route;
+    if (!fallback.empty()) files_opt.fallback = named_fallback(named, fallback);
+    auto files = std::make_shared<http::StaticFiles>(std::move(files_opt));  // throws: caught by add_route
+    im.static_routes.push_back({r.root, files});
+    // With a route to fall back to, every method comes here: others than GET/HEAD go to it.
+    return {fallback.empty() ? "GET,HEAD" : "*", true, files->handler()};  // the handler shares the state
   } else if (r.type == "metrics") {
-    router.get(r.path, [&im](http::Request&, http::Response& res) {
-      res.reply(200, render_metrics(im), "text/plain; version=0.0.4; charset=utf-8");
-    });
+    return {"GET", false, [&im](http::Request&, http::Response& res) {
+              res.reply(200, render_metrics(im), "text/plain; version=0.0.4; charset=utf-8");
+            }};
   } else if (r.type == "health") {
-    router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "ok\n"); });
+    return {"GET", false, [](http::Request&, http::Response& res) { res.reply(200, "ok\n"); }};
   } else if (r.type == "websocket") {  // handler: echo (checked at load)
     websocket::Options wo;
     wo.max_message_size = r.max_message_size;
@@ -72,40 +94,55 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
       wo.ping_interval = r.ping_interval;
     else
       wo.ping_interval.reset();
-    router.get(r.path, websocket::accept(
-                           [](websocket::Socket& ws) {
-                             websocket::Message m;
-                             while (ws.receive(m))
-                               if (!ws.send(m)) break;
-                           },
-                           wo));
+    return {"GET", false, websocket::accept(
+                              [](websocket::Socket& ws) {
+                                websocket::Message m;
+                                while (ws.receive(m))
+                                  if (!ws.send(m)) break;
+                              },
+                              wo)};
   } else if (r.type == "proxy") {
-    std::shared_ptr<http::Proxy> proxy;
-    try {
-      proxy = std::make_shared<http::Proxy>(proxy_options(r.proxy, r.path));
-    } catch (const std::exception& e) {
-      throw StartupError(where + e.what());
-    }
-    router.prefix("*", r.path, [proxy](http::Request& q, http::Response& s) { proxy->handle(q, s); });
-    srv.proxies.emplace_back(r.path, std::move(proxy));
+    auto proxy = std::make_shared<http::Proxy>(proxy_options(r.proxy, r.path));  // throws: caught by add_route
+    srv.proxies.emplace_back(r.path.empty() ? "@" + r.name : r.path, proxy);
+    return {"*", true, [proxy](http::Request& q, http::Response& s) { proxy->handle(q, s); }};
   } else if (r.type == "hello") {
-    router.get(r.path, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); });
+    return {"GET", false, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); }};
   } else if (r.type == "debug_fibers") {
     const bool remote = r.allow_remote;
     const FiberDumpOptions dump = fiber_dump_options(im.config);
-    router.get(r.path, [remote, dump](http::Request& req, http::Response& res) {
-      if (!remote) {
-        auto peer = req.peer_address();
-        if (!peer.ok() || !is_loopback(peer.value())) {
-          res.reply(403, "the fiber dump is served to loopback clients only (allow_remote: true to change)\n");
-          return;
-        }
-      }
-      res.reply(200, dump_fibers(dump));
-    });
-  } else {
-    throw StartupError(where + "unknown route type '" + r.type + "'");  // rejected at load already
+    return {"GET", false, [remote, dump](http::Request& req, http::Response& res) {
+              if (!remote) {
+                auto peer = req.peer_address();
+                if (!peer.ok() || !is_loopback(peer.value())) {
+                  res.reply(403, "the fiber dump is served to loopback clients only (allow_remote: true to change)\n");
+                  return;
+                }
+              }
+              res.reply(200, dump_fibers(dump));
+            }};
   }
+  throw std::runtime_error("unknown route type '" + r.type + "'");  // rejected at load already
+}
+
+void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r, NamedRoutes& named) {
+  const std::string where =
+      "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
+  if (r.type == "storage") {  // never named (checked at load)
+    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+    return;
+  }
+  RouteHandler h;
+  try {
+    h = route_handler(im, srv, r, named);
+  } catch (const std::exception& e) {
+    throw StartupError(where + e.what());
+  }
+  if (!r.name.empty()) *named.at(r.name) = h;
+  if (r.path.empty()) return;  // a named route: reached only as a fallback
+  if (h.prefix)
+    router.prefix(h.methods, r.path, std::move(h.handler));
+  else
+    router.route(h.methods, r.path, std::move(h.handler));
 }
 
 const char* const kClass[5] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
@@ -151,7 +188,10 @@ void render_proxy_metrics(PrometheusWriter& w, const Runtime::Impl& im) {
 
 std::unique_ptr<http::Router> build_router(Runtime::Impl& im, Running& srv) {
   auto router = std::make_unique<http::Router>();
-  for (const auto& r : srv.cfg.routes) add_route(im, srv, *router, r);
+  NamedRoutes named;
+  for (const auto& r : srv.cfg.routes)
+    if (!r.name.empty()) named.emplace(r.name, std::make_shared<RouteHandler>());
+  for (const auto& r : srv.cfg.routes) add_route(im, srv, *router, r, named);
   return router;
 }
 

@@ -2,9 +2,13 @@
 // several entries. Defaults come from the structs, so docs and code cannot drift apart.
 #include "lionet/app/server_config.h"
 
+#include <charconv>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
+#include "lionet/http/static_files.h"
 #include "lionet/net/address.h"
 
 namespace lionet::app {
@@ -32,6 +36,30 @@ std::optional<std::pair<std::string_view, std::string_view>> split_syslog_listen
   }
   return std::nullopt;
 }
+
+TryFiles split_try_files(const std::vector<std::string>& entries) {
+  TryFiles t;
+  t.candidates = entries;
+  if (!entries.empty() && (entries.back().starts_with('=') || entries.back().starts_with('@'))) {
+    const std::string& last = entries.back();
+    if (last[0] == '@') {
+      t.route = last.substr(1);
+    } else {
+      t.status = std::atoi(last.c_str() + 1);  // checked at load: 200..599
+    }
+    t.candidates.pop_back();
+  }
+  return t;
+}
+
+namespace {
+bool valid_route_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  return true;
+}
+}  // namespace
 
 std::string access_log_key(const std::string& path) {
   return path == "stdout" ? path : std::filesystem::path(path).lexically_normal().string();
@@ -83,6 +111,7 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
     }
     std::set<std::string> paths;
     for (std::size_t j = 0; j < s.routes.size(); ++j) {
+      if (s.routes[j].path.empty()) continue;  // a named route: no URL
       if (!paths.insert(s.routes[j].path).second) {
         return key + ".routes[" + std::to_string(j) + "].path: '" + s.routes[j].path + "' is routed twice";
       }
@@ -101,6 +130,53 @@ namespace {
   ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
   e.prepend_path(std::string(".") + field);
   throw e;
+}
+// A bad value in routes[j].field of the server node n (a rule across the server's routes):
+// the error points at that field's line, keyed "servers[i].routes[j].field".
+[[noreturn]] void route_error(const YAML::Node& n, std::size_t j, const char* field, std::string reason) {
+  const YAML::Node r = n["routes"][j];
+  const YAML::Node f = r[field];
+  ConversionError e(f ? f.Mark() : r.Mark(), std::move(reason));
+  e.prepend_path(std::string(".") + field);
+  e.prepend_path("[" + std::to_string(j) + "]");
+  e.prepend_path(".routes");
+  throw e;
+}
+
+// One server's route names: unique, and every try_files "@name" names another of its routes,
+// without a loop (a -> b -> a would hand a request around for ever).
+void check_route_names(const YAML::Node& n, const std::vector<app::RouteConfig>& routes) {
+  std::map<std::string, std::size_t> by_name;
+  for (std::size_t j = 0; j < routes.size(); ++j) {
+    if (routes[j].name.empty()) continue;
+    auto [it, fresh] = by_name.emplace(routes[j].name, j);
+    if (!fresh) {
+      route_error(n, j, "name",
+                  "'" + routes[j].name + "' also names routes[" + std::to_string(it->second) +
+                      "]; route names are unique within a server");
+    }
+  }
+  auto fallback_of = [&](std::size_t j) { return app::split_try_files(routes[j].try_files).route; };
+  for (std::size_t j = 0; j < routes.size(); ++j) {
+    std::string target = fallback_of(j);
+    if (target.empty()) continue;
+    if (!by_name.contains(target)) {
+      std::string known;
+      for (const auto& [name, k] : by_name) known += (known.empty() ? "" : ", ") + name;
+      route_error(n, j, "try_files",
+                  "no route named '" + target + "' in this server (named: " + (known.empty() ? "none" : known) + ")");
+    }
+    std::string chain = routes[j].name.empty() ? "routes[" + std::to_string(j) + "]" : routes[j].name;
+    std::set<std::size_t> seen = {j};
+    while (!target.empty()) {
+      const std::size_t k = by_name.at(target);
+      chain += " -> @" + target;
+      if (k == j) route_error(n, j, "try_files", "a fallback loop: " + chain);
+      if (!seen.insert(k).second) break;  // a loop j leads into: reported at a route in it
+      target = fallback_of(k);
+      if (!target.empty() && !by_name.contains(target)) break;  // reported at that route
+    }
+  }
 }
 }  // namespace
 using app::AccessLogConfig;
@@ -137,8 +213,8 @@ YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
 }
 
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"path", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
-                  "open_file_cache", "open_file_cache_valid", "precompressed",
+  expect_keys(n, {"path", "name", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
+                  "open_file_cache", "open_file_cache_valid", "precompressed", "try_files",
                   "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
                   "ping_interval", "send_queue_bytes", "deflate",
                   // proxy (app/proxy_route.h)
@@ -147,13 +223,41 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
                   "keepalive_timeout", "keepalive_requests", "buffer_size", "tunnel_idle_timeout", "errors",
                   "upstream_tls", "health_check"});
   RouteConfig r;
-  r.path = required_field<std::string>(n, "path");
+  read_field(n, "path", r.path);
+  read_field(n, "name", r.name);
   r.type = required_field<std::string>(n, "type");
-  if (r.path.empty() || r.path[0] != '/') field_error(n, "path", "a route path starts with '/'");
+  if (n["path"] && (r.path.empty() || r.path[0] != '/')) field_error(n, "path", "a route path starts with '/'");
+  if (n["name"] && !app::valid_route_name(r.name))
+    field_error(n, "name", "a route name is letters, digits, '_', '-' and '.' (\"@name\" in try_files refers to it)");
+  if (r.path.empty() && r.name.empty())
+    conversion_error(n, "a route needs a path, or a name (a named route is reached only as a try_files fallback)");
   if (!app::kRouteTypes.contains(r.type)) {
     field_error(n, "type", "unknown route type '" + r.type + "' (expected one of " + app::join(app::kRouteTypes) + ")");
   }
   if (r.type == "proxy") r.proxy = app::read_proxy_route(n);
+  if (r.type == "storage" && !r.name.empty())
+    field_error(n, "name", "a storage route cannot be named: it is several routes under its path, not one handler");
+  read_field(n, "try_files", r.try_files);
+  if (!r.try_files.empty() && r.type != "static")
+    field_error(n, "try_files", "only a static route takes try_files (this one is " + r.type + ")");
+  for (std::size_t i = 0; i < r.try_files.size(); ++i) {
+    const std::string& e = r.try_files[i];
+    const bool last = i + 1 == r.try_files.size();
+    if (e.starts_with('=') || e.starts_with('@')) {
+      if (!last) field_error(n, "try_files", "'" + e + "' may only be the last entry (the fallback)");
+      if (i == 0) field_error(n, "try_files", "'" + e + "' needs a file candidate before it (\"$uri\", ...)");
+      if (e[0] == '@' && !app::valid_route_name(std::string_view(e).substr(1)))
+        field_error(n, "try_files", "'" + e + "' is not @ and a route name");
+      if (e[0] == '=') {
+        int code = 0;
+        const auto [p, ec] = std::from_chars(e.data() + 1, e.data() + e.size(), code);
+        if (ec != std::errc() || p != e.data() + e.size() || code < 200 || code > 599)
+          field_error(n, "try_files", "'" + e + "' is not an HTTP status (=200 .. =599)");
+      }
+    } else if (std::string why = http::try_files_candidate_error(e); !why.empty()) {
+      field_error(n, "try_files", why);
+    }
+  }
   read_field(n, "handler", r.handler);
   read_field(n, "max_message_size", r.max_message_size);
   read_field(n, "ping_interval", r.ping_interval);
@@ -204,9 +308,11 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
 }
 YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
   YAML::Node n;
-  n["path"] = r.path;
+  if (!r.path.empty()) n["path"] = r.path;
+  if (!r.name.empty()) n["name"] = r.name;
   n["type"] = r.type;
   if (r.type == "static") {
+    if (!r.try_files.empty()) n["try_files"] = r.try_files;
     n["root"] = r.root;
     n["mode"] = r.mode;
     n["memory_max"] = r.memory_max;
@@ -330,6 +436,7 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "tls", s.tls);
   read_field(n, "access_log", s.access_log);
   read_field(n, "routes", s.routes);
+  check_route_names(n, s.routes);
   if (s.max_connections < 1 || s.max_connections > 1000000) {
     field_error(n, "max_connections", "must be in 1..1000000");
   }

@@ -2,9 +2,10 @@
 // configuration, as plain structs with their YAML conversion.
 //
 // Owns: WorkerPoolConfig, RouteConfig, TlsConfig, AccessLogConfig, ServerConfig, their
-// ConfigTraits (unknown fields and bad values are errors at their line), and check_servers()
-// for the rules that span several entries (duplicate listen addresses, pools that do not
-// exist, https without a certificate, one access log file given two settings). Must not:
+// ConfigTraits (unknown fields and bad values are errors at their line, and so are a server's
+// route names: unique, and every try_files "@name" naming one of them, without a loop), and
+// check_servers() for the rules that span several entries (duplicate listen addresses, pools
+// that do not exist, https without a certificate, one access log file given two settings). Must not:
 // start anything (app/servers.cc turns these into running servers).
 //
 // YAML shape (conf/server.yml documents every field):
@@ -20,6 +21,8 @@
 //         - {path: /topics, type: storage}
 //         - {path: /metrics, type: metrics}
 //         - {path: /app, type: proxy, upstreams: ["127.0.0.1:9001"], strip_prefix: true}
+//         - {path: /app, type: static, root: spa, try_files: ["$uri", "/index.html", "@api"]}
+//         - {name: api, type: hello}        # named, no path: only a fallback reaches it
 //       access_log: {path: var/log/access.log, format: combined}   # http(s); absent = none
 #pragma once
 
@@ -48,7 +51,9 @@ struct WorkerPoolConfig {
 
 // One route of an http(s) server. type decides which other fields apply.
 struct RouteConfig {
-  std::string path;          // "/static" (prefix for static/storage), exact for the others
+  std::string path;          // "/static" (prefix for static/storage), exact for the others;
+                             // empty: a named route, reachable only as a try_files fallback
+  std::string name;          // unique within the server; "" = unnamed (then path is required)
   std::string type;          // static | storage | metrics | health | debug_fibers | hello | websocket | proxy
   // static:
   std::string root;          // directory served
@@ -62,6 +67,9 @@ struct RouteConfig {
   std::vector<std::string> precompressed;      // br | gzip | zstd siblings, in preference order
   bool follow_symlinks_outside_root = false;
   std::string index = "index.html";
+  // nginx's try_files: file candidates ("$uri", "$uri/", "$uri.html", "/index.html"), the last
+  // entry optionally "=CODE" (a status) or "@name" (that route of the server gets the request).
+  std::vector<std::string> try_files;
   // debug_fibers:
   bool allow_remote = false;  // serve the fiber dump to non-loopback peers too
   // websocket (lionet/websocket): what the route does with each connection, and its limits.
@@ -136,6 +144,15 @@ struct ServerConfig {
   std::vector<RouteConfig> routes;      // http(s) only
   bool operator==(const ServerConfig&) const = default;
 };
+
+// A static route's try_files, split: the file candidates, and the last entry's fallback
+// ("=CODE": status, "@name": route; neither: status 0 and route "").
+struct TryFiles {
+  std::vector<std::string> candidates;
+  int status = 0;
+  std::string route;
+};
+TryFiles split_try_files(const std::vector<std::string>& entries);
 
 // Cross-entry rules. Returns nullopt, or one message that names the key
 // ("servers[1].listen[0]: 127.0.0.1:8080 is already used by servers[0] (web)").

@@ -20,6 +20,7 @@
 #include "lionet/base/tsan.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/mime.h"
+#include "lionet/http/status.h"
 #include "lionet/http/url.h"
 
 namespace lionet::http {
@@ -164,6 +165,22 @@ bool safe_relative(std::string_view p) {
     if (slash == std::string_view::npos) return true;
     start = slash + 1;
   }
+}
+
+// A try_files candidate for the request path rel (decoded, checked): every "$uri" replaced by
+// "/" + rel, runs of '/' merged (where two parts meet: "$uri/" of "a/").
+void expand_candidate(std::string_view pattern, std::string_view rel, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < pattern.size();) {
+    if (pattern.substr(i, 4) == "$uri") {
+      out.push_back('/');
+      out.append(rel.data(), rel.size());
+      i += 4;
+    } else {
+      out.push_back(pattern[i++]);
+    }
+  }
+  out.erase(std::unique(out.begin(), out.end(), [](char a, char b) { return a == '/' && b == '/'; }), out.end());
 }
 
 bool contains_encoded_separator(std::string_view raw) {
@@ -396,9 +413,23 @@ struct StaticFiles::Impl {
     return e;
   }
 
+  // Opens rel (decoded, checked) beneath the root: a regular file, or with `index` a
+  // directory's index file; the entry is published in the cache under key. Null with errno set
+  // otherwise: ENOENT/ENOTDIR/ENAMETOOLONG (absent), EISDIR (a directory and not `index`),
+  // anything else (refused: outside the root, not a regular file, ...).
+  std::shared_ptr<const FileEntry> open_entry(const std::string& key, const std::string& rel, bool index);
+
   // Resolves the request path rel (decoded, checked) beneath the root: a regular file's entry,
   // or null once the request has been answered (404, 403, or the 301 for "dir").
   std::shared_ptr<const FileEntry> resolve(Request& req, Response& res, const std::string& rel, bool trailing_slash);
+
+  // try_files: the entry of the first candidate that exists for rel (decoded, checked), or null.
+  std::shared_ptr<const FileEntry> try_candidates(const std::string& rel);
+  // try_files found nothing (or the method is not GET/HEAD): the fallback, or fallback_status.
+  void fall_back(Request& req, Response& res);
+
+  // Answers from base (a regular file's entry): representation, conditionals, range, body.
+  void respond(Request& req, Response& res, std::shared_ptr<const FileEntry> base);
 
   // The precompressed sibling of base for enc, if it exists and is not older than base.
   std::shared_ptr<const FileEntry> sibling(const FileEntry& base, const Encoding& enc);
@@ -428,42 +459,82 @@ bool read_exact(int fd, char* dst, uint64_t len, uint64_t off) {
 }
 }  // namespace
 
-std::shared_ptr<const FileEntry> StaticFiles::Impl::resolve(Request& req, Response& res, const std::string& rel,
-                                                            bool trailing_slash) {
+std::shared_ptr<const FileEntry> StaticFiles::Impl::open_entry(const std::string& key, const std::string& rel,
+                                                               bool index) {
   int fd = open_beneath(root_fd, rel.empty() ? "." : rel.c_str());
-  if (fd < 0) {
-    errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
+  if (fd < 0) return nullptr;
+  // errno is set after the close: a hooked close() may touch it.
+  auto fail = [&fd](int err) -> std::shared_ptr<const FileEntry> {
+    ::close(fd);
+    errno = err;
     return nullptr;
-  }
-  FdOwner dir_owner(fd);
+  };
   std::string path = rel;
   struct stat st;
-  if (::fstat(fd, &st) != 0) return forbidden(res), nullptr;
+  if (::fstat(fd, &st) != 0) return fail(EACCES);
   if (S_ISDIR(st.st_mode)) {
-    if (!trailing_slash) {
-      std::string loc(req.path());
-      loc += '/';
-      if (!req.query().empty()) loc.append("?").append(req.query());
-      if (!res.set_header("Location", loc)) return not_found(res), nullptr;
-      res.reply(301, "moved permanently\n");
-      return nullptr;
-    }
+    if (!index) return fail(EISDIR);
     int ifd = open_beneath(fd, opt.index.c_str());
-    if (ifd < 0) {
-      errno == ENOENT ? not_found(res) : forbidden(res);
-      return nullptr;
-    }
-    dir_owner.fd = ifd;
+    if (ifd < 0) return fail(errno);
     ::close(fd);
     fd = ifd;
-    if (::fstat(fd, &st) != 0) return forbidden(res), nullptr;
+    if (::fstat(fd, &st) != 0) return fail(EACCES);
     path += opt.index;
   }
-  if (!S_ISREG(st.st_mode)) return forbidden(res), nullptr;
-  dir_owner.fd = -1;  // the entry owns it now
-  std::shared_ptr<const FileEntry> e = make_entry(rel, std::move(path), fd, st, {});
+  if (!S_ISREG(st.st_mode)) return fail(EACCES);
+  std::shared_ptr<const FileEntry> e = make_entry(key, std::move(path), fd, st, {});  // the entry owns fd
   cache_put(e);
   return e;
+}
+
+std::shared_ptr<const FileEntry> StaticFiles::Impl::resolve(Request& req, Response& res, const std::string& rel,
+                                                            bool trailing_slash) {
+  std::shared_ptr<const FileEntry> e = open_entry(rel, rel, trailing_slash);
+  if (e) return e;
+  if (errno == EISDIR) {  // "dir" -> "dir/", so that relative links in its index resolve beneath it
+    std::string loc(req.path());
+    loc += '/';
+    if (!req.query().empty()) loc.append("?").append(req.query());
+    if (!res.set_header("Location", loc)) return not_found(res), nullptr;
+    res.reply(301, "moved permanently\n");
+    return nullptr;
+  }
+  errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ? not_found(res) : forbidden(res);
+  return nullptr;
+}
+
+std::shared_ptr<const FileEntry> StaticFiles::Impl::try_candidates(const std::string& rel) {
+  std::string c;
+  for (const std::string& pattern : opt.try_files) {
+    expand_candidate(pattern, rel, c);
+    const bool dir = c.back() == '/';  // c starts with '/' (checked at construction)
+    c.erase(0, 1);
+    if (!safe_relative(c)) continue;  // cannot happen: rel and the fixed parts were checked
+    std::shared_ptr<const FileEntry> e = lookup(c);
+    if (e) {
+      open_hits.fetch_add(1, std::memory_order_relaxed);
+      return e;
+    }
+    open_misses.fetch_add(1, std::memory_order_relaxed);
+    // Any failure, not only absence, moves on (as nginx's try_files): a candidate outside the
+    // root or not a regular file is never served, and the next may be.
+    if ((e = open_entry(c, c, dir))) return e;
+  }
+  return nullptr;
+}
+
+void StaticFiles::Impl::fall_back(Request& req, Response& res) {
+  if (opt.fallback) return opt.fallback(req, res);
+  const int status = opt.fallback_status ? opt.fallback_status : 404;
+  if (status == 404) return not_found(res);
+  if (!status_has_body(status)) {
+    res.set_status(status);
+    res.set_body(std::string_view());
+    return;
+  }
+  std::string body(reason_phrase(status));
+  body += '\n';
+  res.reply(status, body);
 }
 
 std::shared_ptr<const FileEntry> StaticFiles::Impl::sibling(const FileEntry& base, const Encoding& enc) {
@@ -523,6 +594,7 @@ std::shared_ptr<const std::string> StaticFiles::Impl::bytes_of(const FileEntry& 
 void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_raw) {
   std::string_view method = req.method();
   if (method != "GET" && method != "HEAD") {
+    if (opt.fallback && !opt.try_files.empty()) return opt.fallback(req, res);  // a file cannot be POSTed
     res.set_header("Allow", "GET, HEAD");
     res.reply(405, "method not allowed\n");
     return;
@@ -531,6 +603,11 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
   std::optional<std::string> decoded = percent_decode(rel_raw);
   if (!decoded || !safe_relative(*decoded)) return not_found(res);
   const std::string& rel = *decoded;
+  if (!opt.try_files.empty()) {
+    std::shared_ptr<const FileEntry> found = try_candidates(rel);
+    if (!found) return fall_back(req, res);
+    return respond(req, res, std::move(found));
+  }
   // The redirect decision uses the URL as sent: "/static" mounted at "/static" must become
   // "/static/" too, or relative links in its index would resolve against the parent.
   bool trailing_slash = req.path().empty() ? (rel.empty() || rel.back() == '/') : req.path().back() == '/';
@@ -544,7 +621,10 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
     base = resolve(req, res, rel, trailing_slash);
     if (!base) return;
   }
+  respond(req, res, std::move(base));
+}
 
+void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<const FileEntry> base) {
   // The representation: the file, or a precompressed sibling the client accepts.
   const FileEntry* file = base.get();
   std::shared_ptr<const FileEntry> encoded;
@@ -677,10 +757,27 @@ StaticFiles::StaticFiles(StaticOptions o) : impl_(std::make_shared<Impl>()) {
     impl_->encodings.push_back(*it);
   }
   if (impl_->opt.open_file_cache_valid.count() < 0) fail("negative open_file_cache_valid");
+  for (const std::string& c : impl_->opt.try_files)
+    if (std::string why = try_files_candidate_error(c); !why.empty()) fail("try_files: " + why);
+  const int fs = impl_->opt.fallback_status;
+  if (fs != 0 && (fs < 200 || fs > 599)) fail("fallback_status " + std::to_string(fs) + " is not in 200..599");
   impl_->valid_ms = impl_->opt.open_file_cache_valid.count();
 }
 
 StaticFiles::~StaticFiles() = default;
+
+std::string try_files_candidate_error(std::string_view candidate) {
+  std::string quoted(1, '\'');  // not "'" + std::string(...): gcc 12's -Wrestrict false positive
+  quoted.append(candidate.data(), candidate.size()).push_back('\'');
+  if (!candidate.starts_with("$uri") && !candidate.starts_with("/"))
+    return quoted + " starts with neither $uri nor '/' (a path relative to the root)";
+  // Its fixed parts, with "$uri" standing for a checked path ("/x"), must be a safe path.
+  std::string sample;
+  expand_candidate(candidate, "x", sample);
+  if (!safe_relative(std::string_view(sample).substr(1)))
+    return quoted + " has a '.', '..' or empty segment, a backslash or a NUL";
+  return {};
+}
 
 void StaticFiles::serve(Request& req, Response& res, std::string_view rel_path) { impl_->serve(req, res, rel_path); }
 

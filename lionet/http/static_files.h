@@ -15,6 +15,9 @@
 // ("<size hex>-<mtime ns hex>") and Last-Modified with 304 on If-None-Match / If-Modified-Since,
 // a single byte Range (206, 416 with "Content-Range: bytes */size"; several ranges or a
 // malformed Range header: the full 200 body), If-Range, HEAD; other methods 405 (Allow: GET, HEAD).
+// try_files (nginx's): candidate paths built from the request path ("$uri", "$uri/",
+// "$uri.html", "/index.html"), the first that exists served as above, else a fallback handler
+// (every method but GET/HEAD goes straight to it) or a status.
 //
 // Security (why each check): the path is percent-decoded exactly once; a raw "%2f"/"%5c" (a
 // slash hidden in a segment), a NUL byte, a backslash, an empty, "." or ".." segment after
@@ -81,14 +84,38 @@ struct StaticOptions {
   // Content-Encoding, Vary: Accept-Encoding and an ETag of its own, and a Range counts the
   // encoded bytes (as nginx's gzip_static). Empty = off.     YAML: <route>.precompressed
   std::vector<std::string> precompressed;
+  // nginx's try_files: candidates tried in order for GET/HEAD; the first that exists is served
+  // (with everything above: modes, caches, precompressed, ETag/Range/304). In each, every
+  // "$uri" becomes "/" + the decoded request path below the route (after the checks in
+  // "Security" below); the result is relative to root. A candidate ending in '/' names a
+  // directory and exists when its index file does ("$uri/"); any other names a regular file
+  // ("$uri", "$uri.html", "/index.html"). A candidate that cannot be opened for any reason
+  // (missing, a directory, outside the root, a FIFO) is skipped. Candidates start with "$uri"
+  // or '/' and have no ".", ".." or empty segment (the constructor throws). No candidate
+  // "/dir" -> "/dir/" redirect is made. Empty = off: the request path alone, as described above.
+  //                                                                 YAML: <route>.try_files
+  std::vector<std::string> try_files;
+  // With try_files: called with the request unchanged when no candidate exists, and for every
+  // method but GET and HEAD (a file cannot be POSTed; register the route for "*" then). Empty =
+  // none: fallback_status answers, and other methods get 405 as without try_files.
+  //                                              YAML: <route>.try_files' last entry "@name"
+  Handler fallback;
+  // With try_files and no fallback: the status answered when no candidate exists, 200..599
+  // (404 as a missing file; others with their reason phrase as a text body, none for 204/304).
+  // 0 = none given: 404.                                        YAML: last entry "=CODE"
+  int fallback_status = 0;
   // Tests only: use the openat + realpath fallback even when openat2 exists.
   bool force_realpath_check = false;
 };
 
+// Why a try_files candidate is refused ("" if it is fine): it must start with "$uri" or '/',
+// and once "$uri" stands for a path it must have no ".", ".." or empty segment.
+std::string try_files_candidate_error(std::string_view candidate);
+
 class StaticFiles {
  public:
   // Throws std::runtime_error("static root '<root>': <reason>") if root is not a readable
-  // directory.
+  // directory, or an option is invalid (a try_files candidate, fallback_status out of 200..599).
   explicit StaticFiles(StaticOptions o);
   ~StaticFiles();
   StaticFiles(const StaticFiles&) = delete;

@@ -149,6 +149,36 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
                       "open_file_cache_valid: 2h}]}\n",
                       "key 'servers[0].routes[0].open_file_cache_valid'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "try_files: ['$uri', '@app']}]}\n",
+                      "s.yml:2:99: key 'servers[0].routes[0].try_files': no route named 'app' in this server (named: none)"},
+        BrokenServers{"servers:\n  - type: http\n    listen: ['127.0.0.1:1']\n    routes:\n"
+                      "      - {name: app, type: hello}\n      - {name: app, path: /h, type: health}\n",
+                      "s.yml:6:16: key 'servers[0].routes[1].name': 'app' also names routes[0]; route names are unique"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "try_files: ['$uri', '=4O4']}]}\n",
+                      "key 'servers[0].routes[0].try_files': '=4O4' is not an HTTP status (=200 .. =599)"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "try_files: ['$uri', '=600']}]}\n",
+                      "'=600' is not an HTTP status"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "try_files: ['=404', '$uri']}]}\n",
+                      "'=404' may only be the last entry"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+                      "try_files: ['$uri', '/../etc/passwd']}]}\n",
+                      "key 'servers[0].routes[0].try_files': '/../etc/passwd' has a '.', '..' or empty segment"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /h, type: hello, "
+                      "try_files: ['$uri']}]}\n",
+                      "key 'servers[0].routes[0].try_files': only a static route takes try_files (this one is hello)"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{type: hello}]}\n",
+                      "key 'servers[0].routes[0]': a route needs a path, or a name"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{name: api, type: storage}]}\n",
+                      "key 'servers[0].routes[0].name': a storage route cannot be named"},
+        BrokenServers{"servers:\n  - type: http\n    listen: ['127.0.0.1:1']\n    routes:\n"
+                      "      - {path: /, type: static, root: /tmp, try_files: ['$uri', '@a']}\n"
+                      "      - {name: a, type: static, root: /tmp, try_files: ['$uri', '@b']}\n"
+                      "      - {name: b, type: static, root: /tmp, try_files: ['$uri', '@a']}\n",
+                      "key 'servers[0].routes[1].try_files': a fallback loop: a -> @b -> @a"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], colour: blue}\n", "colour"},
         BrokenServers{"workers:\n  io: {threads: 2000}\n", "key 'workers.io.threads': must be in 0..1024"},
         BrokenServers{"workers:\n  main: {threads: 2}\n", "'main' is the scheduler.* pool"}));
@@ -282,6 +312,9 @@ TEST(AppBinary, ShippedConfServesThePageEchoAndHttpsAndStopsOnSigterm) {
   const std::string page = run("curl -sS --max-time 10 http://127.0.0.1:8080/");
   EXPECT_NE(page.find("href=\"/metrics\""), std::string::npos) << page;
   EXPECT_NE(run("curl -sS --max-time 10 http://127.0.0.1:8080/metrics").find("lionet_fibers_alive"), std::string::npos);
+  // The try_files example: a client-side route of /app is the page, a POST goes to @app (hello).
+  EXPECT_EQ(run("curl -sS --max-time 10 http://127.0.0.1:8080/app/users/42"), page);
+  EXPECT_EQ(run("curl -sS --max-time 10 -d x=1 http://127.0.0.1:8080/app/users/42"), "hello world");
   const std::string cert = cwd.path() + "/var/tls/cert.pem";
   EXPECT_TRUE(fs::exists(cert));
   EXPECT_NE(run("curl -sS --max-time 10 --cacert " + cert + " https://127.0.0.1:8443/").find("href=\"/metrics\""),
