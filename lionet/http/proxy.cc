@@ -696,8 +696,13 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   const auto cl = content_length(rh.headers);
   if (no_body) {
     if (!ex->pending().empty()) ex->keep = false;
-    if (cl && *cl != UINT64_MAX && req.is_head()) {
-      res.set_body_writer([](BodyWriter&) -> Result<void> { return {}; }, *cl);  // keeps its length
+    if (req.is_head() && status_has_body(rh.status)) {
+      // The GET's framing without its bytes: the upstream's length, or none when its GET body
+      // would come chunked or until close (the server then says chunked, as for the GET; a
+      // memory body here would claim Content-Length: 0).
+      std::optional<uint64_t> len;
+      if (te.empty() && cl && *cl != UINT64_MAX) len = *cl;
+      res.set_body_writer([](BodyWriter&) -> Result<void> { return {}; }, len);
     }
     ex->release();
     return true;

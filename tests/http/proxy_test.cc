@@ -166,6 +166,26 @@ TEST(ProxyMessages, HeadPassesContentLengthAndNoBodyAndTheConnectionGoesOn) {
   EXPECT_EQ(up.connections(), 1u);
 }
 
+// HEAD of a resource the upstream sends chunked: the answer has the GET's framing (chunked),
+// not a claim that the body is empty.
+TEST(ProxyMessages, HeadOfAChunkedResourceDoesNotClaimContentLengthZero) {
+  ProxyHarness h;
+  auto& up = h.http_upstream("a", [](Request&, Response& s) {
+    s.set_body_writer([](BodyWriter& w) -> Result<void> { return w.write("streamed"); });
+  });
+  h.front(to({up.address()}));
+  RawClient c(h.port());
+  ASSERT_TRUE(c.send("HEAD /x HTTP/1.1\r\nHost: f\r\n\r\nGET /x HTTP/1.1\r\nHost: f\r\n\r\n"));
+  std::string got = c.read_until("streamed");
+  size_t second = got.find("HTTP/1.1 200", 1);
+  ASSERT_NE(second, std::string::npos) << got;
+  std::string head_answer = got.substr(0, second);
+  EXPECT_TRUE(field_values(head_answer, "content-length").empty()) << head_answer;
+  EXPECT_EQ(field_values(head_answer, "transfer-encoding"), std::vector<std::string>{"chunked"}) << head_answer;
+  EXPECT_TRUE(head_answer.ends_with("\r\n\r\n")) << "no body after a HEAD answer: " << head_answer;
+  EXPECT_NE(got.find("streamed", second), std::string::npos) << got;
+}
+
 TEST(ProxyMessages, NoBodyFor204And304AndKeepAliveContinues) {
   ProxyHarness h;
   auto& up = h.http_upstream("a", [](Request& q, Response& s) {
