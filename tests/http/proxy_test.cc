@@ -272,6 +272,38 @@ TEST(ProxyMessages, ACloseDelimitedUpstreamBodyArrivesWholeAndItsConnectionIsNot
   EXPECT_EQ(up.requests.load(), 3);
 }
 
+// The client's Expect: 100-continue is answered by the front server when the proxy starts to
+// read the body; the upstream's own interim answers (100, 103) are not passed on.
+TEST(ProxyMessages, ExpectContinueWorksAndTheUpstreamsInterimAnswersAreNotPassedOn) {
+  ProxyHarness h;
+  auto& up = h.raw_upstream([](SocketStream& s, test::ProxyHarness::RawUpstream& self) {
+    std::string buf;
+    size_t end = 0;
+    if (!test::read_head(s, buf, &end)) return;
+    self.requests++;
+    const bool expect = !field_values(buf.substr(0, end), "expect").empty();
+    char tmp[64];
+    while (buf.size() < end + 5) {  // the 5-byte body
+      auto r = s.read(tmp, sizeof tmp);
+      if (!r || *r == 0) return;
+      buf.append(tmp, *r);
+    }
+    (void)s.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                  "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n" +
+                  std::string(expect ? "expect" : "plain") + buf.substr(end, 4));
+  });
+  h.front(to({up.address()}));
+  RawClient c(h.port());
+  ASSERT_TRUE(c.send("POST /x HTTP/1.1\r\nHost: f\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  std::string got = c.read_until("\r\n\r\n");
+  EXPECT_EQ(got, "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(c.send("hello"));
+  got = c.read_until("plainhell");
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << "one answer, the final one: " << got;
+  EXPECT_EQ(got.find("Link:"), std::string::npos) << got;
+  EXPECT_TRUE(got.ends_with("\r\n\r\nplainhell")) << "Expect is not forwarded: " << got;
+}
+
 TEST(ProxyMessages, RepeatedSetCookieFieldsStaySeparate) {
   ProxyHarness h;
   auto& up = h.http_upstream("a", [](Request&, Response& s) {
@@ -563,6 +595,26 @@ TEST(ProxyPool, ThePoolKeepsAtMostMaxIdleConnections) {
   EXPECT_EQ(h.proxy().stats()[0].idle, 2u);
   EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() == 2; }))
       << up.server->tcp().connections() << " upstream connections still open";
+}
+
+// An upstream that answers Connection: close gets a new connection for each request, and no
+// request fails for it.
+TEST(ProxyPool, AnUpstreamThatSaysCloseIsNotReused) {
+  ProxyHarness h;
+  auto& up = h.http_upstream("a", [](Request&, Response& s) {
+    s.reply(200, "bye");
+    s.set_close();
+  });
+  h.front(to({up.address()}));
+  Client c;
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.get(h.url("/"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "bye");
+  }
+  EXPECT_EQ(up.connections(), 5u);
+  EXPECT_EQ(h.proxy().stats()[0].idle, 0u);
+  EXPECT_EQ(h.proxy().stats()[0].failures, 0u);
 }
 
 TEST(ProxyPool, MaxRequestsPerConnectionIsHonoured) {
