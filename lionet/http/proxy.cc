@@ -258,6 +258,7 @@ enum class TryEnd : uint8_t {
   kTimeout,        // read_timeout before the response head
   kBadResponse,    // not HTTP, or a head over the buffer
   kClientGone,     // reading the client's body failed: the server answers for it
+  kBodyCut,        // the upstream stopped taking the body (closed, reset): it may have answered
 };
 
 void mark_failure(Proxy::Upstream& u, const ProxyOptions& o, size_t upstream_count) {
@@ -288,6 +289,7 @@ struct Proxy::Exchange {
   std::unique_ptr<UpConn> conn;
   std::size_t off = 0, end = 0;  // unconsumed bytes of conn->buf
   bool keep = false;             // the upstream lets the connection be reused
+  bool cut = false;              // the request body was not sent whole: never reused
 
   Exchange(Proxy* p, Upstream* u) : proxy(p), up(u) { u->active.fetch_add(1, std::memory_order_relaxed); }
   ~Exchange() {
@@ -298,7 +300,7 @@ struct Proxy::Exchange {
   void release() {
     if (!conn) return;
     const ProxyOptions& o = proxy->options_;
-    if (!keep || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
+    if (!keep || cut || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
       conn->stream->close();
       conn.reset();
       return;
@@ -476,8 +478,14 @@ void build_request_head(std::string& h, const Request& req, const ProxyOptions& 
   h.append("\r\n");
 }
 
-// Copies the client's body upstream (re-framed). kDone, kClientGone or kNoResponse (the
-// upstream write failed).
+// How a failed write of the body ends the try: kBodyCut when the upstream closed or reset (one
+// that refuses an upload by its head, e.g. 413, answers and stops reading: its answer is still
+// to be read), kNoResponse otherwise (a timeout: no answer to wait for).
+TryEnd body_write_failed(std::error_code e) {
+  return e == std::errc::broken_pipe || e == std::errc::connection_reset ? TryEnd::kBodyCut : TryEnd::kNoResponse;
+}
+
+// Copies the client's body upstream (re-framed). kDone, kClientGone, or body_write_failed's.
 TryEnd send_body(Request& req, UpConn& c, bool* touched) {
   *touched = true;
   const bool chunked = req.chunked();
@@ -490,12 +498,14 @@ TryEnd send_body(Request& req, UpConn& c, bool* touched) {
       append_hex(size, *r);
       size.append("\r\n");
       iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), *r}, {const_cast<char*>("\r\n"), 2}};
-      if (!c.stream->writev(iov, 3)) return TryEnd::kNoResponse;
-    } else if (!c.stream->write(c.buf.get(), *r)) {
-      return TryEnd::kNoResponse;
+      if (auto w = c.stream->writev(iov, 3); !w) return body_write_failed(w.error());
+    } else if (auto w = c.stream->write(c.buf.get(), *r); !w) {
+      return body_write_failed(w.error());
     }
   }
-  if (chunked && !c.stream->write(std::string_view("0\r\n\r\n"))) return TryEnd::kNoResponse;
+  if (chunked) {
+    if (auto w = c.stream->write(std::string_view("0\r\n\r\n")); !w) return body_write_failed(w.error());
+  }
   return TryEnd::kDone;
 }
 
@@ -574,6 +584,10 @@ void Proxy::handle(Request& req, Response& res) {
         if (!c.stream->write(c.head.data(), c.head.size())) end = TryEnd::kNoResponse;
         if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched);
         if (end == TryEnd::kClientGone) return;  // the server answers the body error and closes
+        if (end == TryEnd::kBodyCut) {  // read what the upstream said before it stopped reading
+          ex->cut = true;
+          end = TryEnd::kDone;
+        }
         // The response head.
         detail::ResponseHead rh;
         size_t scan = 0;

@@ -227,6 +227,29 @@ TEST(ProxyFaults, AClientLeavingMidUploadClosesTheUpstreamConnection) {
   EXPECT_EQ(up.connections(), 2u);
 }
 
+// An upstream that refuses an upload by its head (413 for a Content-Length over its limit) and
+// does not read it: the client gets that answer, not a 502 for the body the proxy could not
+// finish sending.
+TEST(ProxyFaults, AnUpstreamsEarlyAnswerToAnUploadReachesTheClient) {
+  ProxyHarness h;
+  ServerOptions so;
+  so.limits.max_body_bytes = 1000;
+  auto& up = h.mirror_upstream("a", so);
+  // The front drains what is left of the upload after the answer (this client reads only once
+  // it has sent everything; a front that closed instead would reset it before it reads).
+  ServerOptions front;
+  front.drain_body_max = 8u << 20;
+  h.front(to({up.address()}), front);
+  Client c;
+  // 100 KB: the upstream's lingering close reads it all. 4 MiB: it stops reading and closes,
+  // and the proxy's write of the body fails after the 413 has arrived.
+  for (size_t size : {size_t{100000}, size_t{4} << 20}) {
+    auto r = c.post(h.url("/up"), test::pattern(size, 1));
+    ASSERT_TRUE(r) << size << ": " << r.error().message();
+    EXPECT_EQ(r->status, 413) << size << ": " << r->body;
+  }
+}
+
 // A reset before any response byte: a GET goes to the next upstream, a POST (and a PUT whose
 // body was already sent) is answered 502 and never sent twice.
 TEST(ProxyFaults, AResetIsRetriedForGetButNotForPostOrASentBody) {
