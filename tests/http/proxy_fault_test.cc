@@ -74,9 +74,9 @@ TEST(ProxyFaults, ConnectionRefusedByOneOfTwoUpstreamsCostsNoRequestAndMarksItDo
 }
 
 TEST(ProxyFaults, AllUpstreamsDownAnswers502AtOnce) {
-  ProxyHarness h;
   ProxyOptions o = to({test::loopback(test::closed_port()), test::loopback(test::closed_port())});
   o.json_errors = true;
+  ProxyHarness h;
   h.front(o);
   Client c;
   for (int i = 0; i < 3; ++i) {  // the first finds them refusing, the next find them marked down
@@ -137,11 +137,29 @@ TEST(ProxyFaults, AGarbageAnswerIs502) {
   EXPECT_EQ(h.proxy().stats()[0].failures, 1u);
 }
 
+TEST(ProxyFaults, AResponseHeadOverBufferSizeIs502) {
+  ProxyHarness h;
+  auto& up = h.raw_upstream([](SocketStream& s, RawUpstream& self) {
+    std::string buf;
+    if (!test::read_head(s, buf)) return;
+    self.requests++;
+    (void)s.write("HTTP/1.1 200 OK\r\nX-Big: " + test::pattern(20000) + "\r\nContent-Length: 2\r\n\r\nok");
+  });
+  ProxyOptions o = to({up.address()});
+  o.buffer_size = 16384;
+  h.front(o);
+  Client c;
+  auto r = c.get(h.url("/x"));
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->status, 502);
+  EXPECT_TRUE(r->header("x-big").empty());
+}
+
 // The upstream dies after part of a Content-Length body: the client sees the length, fewer
 // bytes, and the connection closed; never a response that looks complete.
 TEST(ProxyFaults, AnUpstreamDyingMidContentLengthBodyClosesTheClientConnection) {
-  ProxyHarness h;
   const std::string part = test::pattern(30000, 3);
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.raw_upstream([&](SocketStream& s, RawUpstream& self) {
     std::string buf;
     if (!test::read_head(s, buf)) return;
@@ -193,9 +211,9 @@ TEST(ProxyFaults, AnUpstreamDyingMidChunkedBodyLeavesNoLastChunk) {
 // The client leaves in the middle of its upload: the upstream sees its connection closed (a
 // short body), and that connection never goes back to the pool.
 TEST(ProxyFaults, AClientLeavingMidUploadClosesTheUpstreamConnection) {
-  ProxyHarness h;
   std::atomic<uint64_t> received{0};
   std::atomic<int> outcome{0};  // 1: whole body, 2: the read failed
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.http_upstream("a", [&](Request& q, Response& s) {
     if (q.method() == "GET") return s.reply(200, "fine");
     char buf[8192];
@@ -236,9 +254,9 @@ TEST(ProxyFaults, AClientLeavingMidUploadClosesTheUpstreamConnection) {
 // does not read it: the client gets that answer, not a 502 for the body the proxy could not
 // finish sending.
 TEST(ProxyFaults, AnUpstreamsEarlyAnswerToAnUploadReachesTheClient) {
-  ProxyHarness h;
   ServerOptions so;
   so.limits.max_body_bytes = 1000;
+  ProxyHarness h;
   auto& up = h.mirror_upstream("a", so);
   // The front drains what is left of the upload after the answer (this client reads only once
   // it has sent everything; a front that closed instead would reset it before it reads).
@@ -326,7 +344,6 @@ TEST(ProxyFaults, TryTimeoutBoundsTheTries) {
 // Active health checks: an upstream whose check fails is taken out of the rotation without a
 // client request failing, and comes back once it passes; one that refuses is found down.
 TEST(ProxyFaults, ActiveHealthChecksTakeAnUpstreamOutAndBringItBack) {
-  ProxyHarness h;
   std::atomic<bool> a_healthy{true};
   std::atomic<int> a_served{0}, b_served{0};
   auto with_health = [](std::atomic<bool>* healthy, std::atomic<int>* served) -> Handler {
@@ -336,6 +353,7 @@ TEST(ProxyFaults, ActiveHealthChecksTakeAnUpstreamOutAndBringItBack) {
       s.reply(200, "ok");
     };
   };
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& a = h.http_upstream("a", with_health(&a_healthy, &a_served));
   auto& b = h.http_upstream("b", with_health(nullptr, &b_served));
   ProxyOptions o = to({a.address(), b.address(), test::loopback(test::closed_port())});
@@ -393,8 +411,8 @@ struct EchoTunnel {
 };
 
 TEST(ProxyUpgrade, A101TurnsTheConnectionIntoATunnelBothWaysWithHalfClose) {
-  ProxyHarness h;
   EchoTunnel echo;
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.raw_upstream([&](SocketStream& s, RawUpstream& self) { echo.serve(s, self); });
   h.front(to({up.address()}));
   RawClient c(h.port());
@@ -431,8 +449,8 @@ TEST(ProxyUpgrade, A101TurnsTheConnectionIntoATunnelBothWaysWithHalfClose) {
 }
 
 TEST(ProxyUpgrade, A101NobodyAskedForIs502) {
-  ProxyHarness h;
   EchoTunnel echo;
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.raw_upstream([&](SocketStream& s, RawUpstream& self) { echo.serve(s, self); });
   h.front(to({up.address()}));
   Client c;

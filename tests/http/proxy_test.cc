@@ -103,9 +103,9 @@ TEST(ProxyMessages, AChunkedRequestBodyIsReframedChunkedWithTheSameBytes) {
 // The wire bytes the upstream gets for a chunked upload with extensions and a trailer: chunks
 // of the proxy's own framing, no extension, no trailer, the same data.
 TEST(ProxyMessages, ChunkExtensionsAndRequestTrailersDoNotReachTheUpstream) {
-  ProxyHarness h;
   std::mutex mu;
   std::string wire;
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.raw_upstream([&](SocketStream& s, test::ProxyHarness::RawUpstream& self) {
     std::string buf;
     if (!test::read_head(s, buf)) return;
@@ -247,8 +247,8 @@ TEST(ProxyMessages, AChunkedUpstreamResponseStreamsThroughWholeAndItsTrailersAre
 
 // An HTTP/1.0-style upstream: no length, the body ends when it closes.
 TEST(ProxyMessages, ACloseDelimitedUpstreamBodyArrivesWholeAndItsConnectionIsNotReused) {
-  ProxyHarness h;
   const std::string body = test::pattern(100000, 2);
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.raw_upstream([&](SocketStream& s, test::ProxyHarness::RawUpstream& self) {
     std::string buf;
     if (!test::read_head(s, buf)) return;
@@ -456,7 +456,6 @@ TEST(ProxyBalance, RoundRobinFollowsTheWeightsExactly) {
 }
 
 TEST(ProxyBalance, LeastConnSendsToTheIdleUpstreamWhileTheOtherIsBusy) {
-  ProxyHarness h;
   std::atomic<bool> release{false};
   std::atomic<int> held_a{0}, held_b{0};
   auto slow_or_mirror = [&](std::string name, std::atomic<int>& held) -> Handler {
@@ -468,6 +467,7 @@ TEST(ProxyBalance, LeastConnSendsToTheIdleUpstreamWhileTheOtherIsBusy) {
       m(q, s);
     };
   };
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& a = h.http_upstream("a", slow_or_mirror("a", held_a));
   auto& b = h.http_upstream("b", slow_or_mirror("b", held_b));
   ProxyOptions o = to({a.address(), b.address()});
@@ -576,8 +576,8 @@ TEST(ProxyPool, ConcurrentClientsOpenAtMostOneUpstreamConnectionEachAndReuseThem
 
 // max_idle bounds what the pool keeps: 8 exchanges at once, then 2 connections stay open.
 TEST(ProxyPool, ThePoolKeepsAtMostMaxIdleConnections) {
-  ProxyHarness h;
   test::InFlight inflight;
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.http_upstream("a", inflight.sleeper(100ms, "slow"));
   ProxyOptions o = to({up.address()});
   o.max_idle = 2;
@@ -618,9 +618,9 @@ TEST(ProxyPool, AnUpstreamThatSaysCloseIsNotReused) {
 }
 
 TEST(ProxyPool, MaxRequestsPerConnectionIsHonoured) {
-  ProxyHarness h;
   std::mutex mu;
   std::map<uint16_t, int> per_conn;  // upstream side: requests per proxy connection (its port)
+  ProxyHarness h;  // after what its servers use: stopped first
   auto& up = h.http_upstream("a", [&](Request& q, Response& s) {
     std::lock_guard<std::mutex> lk(mu);
     per_conn[q.peer_address().value().port()]++;
@@ -658,9 +658,9 @@ TEST(ProxyPool, AnIdleConnectionOlderThanIdleTimeoutIsNotReusedAndIsClosed) {
 // The upstream closes idle keep-alive connections after 100 ms: the proxy notices (or retries
 // on a new connection) and the client never sees an error, GET or POST.
 TEST(ProxyPool, AConnectionTheUpstreamClosedIsNotUsed) {
-  ProxyHarness h;
   ServerOptions so;
   so.keepalive_timeout = 100ms;
+  ProxyHarness h;
   auto& up = h.mirror_upstream("a", so);
   h.front(to({up.address()}));
   Client c;
