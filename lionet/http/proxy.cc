@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 
@@ -350,6 +351,13 @@ std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
       }
       expired.push_back(std::move(x));
     }
+    // The pool is a stack (pushed with `since` = now): its oldest are at the front. Steady
+    // light traffic reuses the top only, so those under it are swept here, or they would stay
+    // open past idle_timeout for as long as that traffic lasts.
+    auto fresh = std::find_if(u.idle.begin(), u.idle.end(),
+                              [&](const std::unique_ptr<UpConn>& x) { return t - x->since < o.idle_timeout; });
+    std::move(u.idle.begin(), fresh, std::back_inserter(expired));
+    u.idle.erase(u.idle.begin(), fresh);
   }
   for (auto& e : expired) e->stream->close();
   if (c && t - c->since >= kPeekAfter) {

@@ -123,7 +123,9 @@ struct ProxyOptions {
   unsigned max_fails = 1;                             // 0 = passive health off
   Duration fail_timeout = std::chrono::seconds(10);
   std::size_t max_idle = 64;                          // idle connections kept per upstream
-  Duration idle_timeout = std::chrono::seconds(60);   // an idle one older than this is closed
+  // An idle connection older than this is closed at the next request to its upstream (there is
+  // no timer: an upstream without traffic keeps its pooled connections until then).
+  Duration idle_timeout = std::chrono::seconds(60);
   std::size_t max_requests_per_connection = 1000;     // 0 = no limit
   std::size_t buffer_size = 16384;                    // per exchange, each direction's copy buffer
   Duration tunnel_idle_timeout = std::chrono::seconds(600);

@@ -655,6 +655,38 @@ TEST(ProxyPool, AnIdleConnectionOlderThanIdleTimeoutIsNotReusedAndIsClosed) {
       << up.server->tcp().connections();
 }
 
+// After a burst fills the pool, steady light traffic keeps reusing the newest connection: the
+// ones under it pass idle_timeout and must be closed too, not kept open for ever.
+TEST(ProxyPool, IdleTimeoutClosesThePooledConnectionsUnderTheOneInUse) {
+  test::InFlight inflight;
+  ProxyHarness h;  // after what its servers use: stopped first
+  auto& up = h.http_upstream("a", [&, slow = inflight.sleeper(100ms, "slow")](Request& q, Response& s) {
+    if (q.path() == "/slow") return slow(q, s);
+    s.reply(200, "fast");
+  });
+  ProxyOptions o = to({up.address()});
+  o.idle_timeout = 300ms;
+  h.front(o);
+  std::vector<JoinHandle<bool>> fibers;
+  for (int i = 0; i < 6; ++i)
+    fibers.push_back(h.sched().spawn([&] {
+      Client c;
+      auto r = c.get(h.url("/slow"));
+      return r && r->status == 200;
+    }));
+  for (auto& f : fibers) EXPECT_TRUE(f.join());
+  ASSERT_EQ(h.proxy().stats()[0].idle, 6u);
+  Client c;
+  for (int i = 0; i < 20; ++i) {  // 1 s of one request every 50 ms
+    ASSERT_TRUE(c.get(h.url("/fast")));
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(up.connections(), 6u) << "the light traffic needed no new connection";
+  EXPECT_LE(h.proxy().stats()[0].idle, 1u);
+  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() <= 1; }, 1s))
+      << up.server->tcp().connections() << " upstream connections open, idle for up to 1 s";
+}
+
 // The upstream closes idle keep-alive connections after 100 ms: the proxy notices (or retries
 // on a new connection) and the client never sees an error, GET or POST.
 TEST(ProxyPool, AConnectionTheUpstreamClosedIsNotUsed) {
