@@ -22,16 +22,11 @@ namespace lionet::http {
 namespace {
 using namespace std::chrono_literals;
 using test::field_values;
+using test::to;
 using test::ms_since;
 using test::ProxyHarness;
 using test::RawClient;
 using RawUpstream = test::ProxyHarness::RawUpstream;
-
-ProxyOptions to(std::initializer_list<std::string> addresses) {
-  ProxyOptions o;
-  for (const auto& a : addresses) o.upstreams.push_back({a});
-  return o;
-}
 
 // Raw upstream behaviours.
 // Reads each request head and says nothing until the proxy goes away.

@@ -24,14 +24,9 @@ namespace lionet::http {
 namespace {
 using namespace std::chrono_literals;
 using test::field_values;
+using test::to;
 using test::ProxyHarness;
 using test::RawClient;
-
-ProxyOptions to(std::initializer_list<std::string> addresses) {
-  ProxyOptions o;
-  for (const auto& a : addresses) o.upstreams.push_back({a});
-  return o;
-}
 
 // The mirror's answer split: its first line, its header lines, its body.
 struct Mirrored {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,13 @@
 namespace lionet::http::test {
 
 inline std::string loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+// Options proxying to these upstreams (weight 1 each), the rest as default.
+inline ProxyOptions to(std::initializer_list<std::string> addresses) {
+  ProxyOptions o;
+  for (const auto& a : addresses) o.upstreams.push_back({a});
+  return o;
+}
 
 // A port on 127.0.0.1 nothing listens on (bound, then closed): connecting is refused.
 inline uint16_t closed_port() {
