@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -162,6 +163,7 @@ struct Proxy::Upstream {
   static constexpr size_t kShards = 8;
   std::array<Shard, kShards> shards;
   std::atomic<size_t> idle_count{0};
+  std::atomic<int64_t> next_sweep{0};  // when take_idle next sweeps every shard (ticks)
 
   std::mutex mu;  // fails, fail_start
   unsigned fails = 0;
@@ -282,6 +284,7 @@ enum class TryEnd : uint8_t {
   kTimeout,        // read_timeout before the response head
   kBadResponse,    // not HTTP, or a head over the buffer
   kClientGone,     // reading the client's body failed: the server answers for it
+  kBodyCut,        // the upstream stopped taking the body (closed, reset): it may have answered
 };
 
 void mark_failure(Proxy::Upstream& u, const ProxyOptions& o, size_t upstream_count) {
@@ -312,7 +315,7 @@ struct Proxy::Exchange {
   std::unique_ptr<UpConn> conn;
   std::size_t off = 0, end = 0;  // unconsumed bytes of conn->buf
   bool keep = false;             // the upstream lets the connection be reused
-  bool broken = false;           // a write to it failed: never reused
+  bool cut = false;              // the request body was not sent whole: never reused
 
   Exchange(Proxy* p, Upstream* u) : proxy(p), up(u) { u->active.fetch_add(1, std::memory_order_relaxed); }
   ~Exchange() {
@@ -323,7 +326,7 @@ struct Proxy::Exchange {
   void release() {
     if (!conn) return;
     const ProxyOptions& o = proxy->options_;
-    if (!keep || broken || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
+    if (!keep || cut || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
       conn->stream->close();
       conn.reset();
       return;
@@ -373,6 +376,23 @@ std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
       else expired.push_back(std::move(x));
     }
   };
+  // A shard is a stack (pushed with `since` = now): its oldest are at the front. Steady light
+  // traffic reuses the tops only, so those under them (and in shards of workers that take none)
+  // are swept here every half idle_timeout (one request does it: a CAS), or they would stay
+  // open past idle_timeout for as long as that traffic lasts.
+  int64_t due = u.next_sweep.load(std::memory_order_relaxed);
+  if (ticks(t) >= due &&
+      u.next_sweep.compare_exchange_strong(due, ticks(t + std::max<Duration>(o.idle_timeout / 2, std::chrono::milliseconds(10))),
+                                           std::memory_order_relaxed)) {
+    for (auto& sh : u.shards) {
+      std::lock_guard<std::mutex> lk(sh.mu);
+      auto fresh = std::find_if(sh.idle.begin(), sh.idle.end(),
+                                [&](const std::unique_ptr<UpConn>& x) { return t - x->since < o.idle_timeout; });
+      u.idle_count.fetch_sub(static_cast<size_t>(fresh - sh.idle.begin()), std::memory_order_relaxed);
+      std::move(sh.idle.begin(), fresh, std::back_inserter(expired));
+      sh.idle.erase(sh.idle.begin(), fresh);
+    }
+  }
   const size_t own = shard_index();
   {
     std::lock_guard<std::mutex> lk(u.shards[own].mu);
@@ -519,8 +539,15 @@ struct ReadAhead {
   char byte = 0;
 };
 
-// Copies the client's body upstream (re-framed), the byte read ahead first. kDone, kClientGone
-// or kNoResponse (the upstream write failed).
+// How a failed write of the body ends the try: kBodyCut when the upstream closed or reset (one
+// that refuses an upload by its head, e.g. 413, answers and stops reading: its answer is still
+// to be read), kNoResponse otherwise (a timeout: no answer to wait for).
+TryEnd body_write_failed(std::error_code e) {
+  return e == std::errc::broken_pipe || e == std::errc::connection_reset ? TryEnd::kBodyCut : TryEnd::kNoResponse;
+}
+
+// Copies the client's body upstream (re-framed), the byte read ahead first. kDone,
+// kClientGone, or body_write_failed's.
 TryEnd send_body(Request& req, UpConn& c, bool* touched, ReadAhead ahead) {
   const bool chunked = req.chunked();
   for (bool ended = ahead.state == ReadAhead::kEmpty; !ended;) {
@@ -541,12 +568,14 @@ TryEnd send_body(Request& req, UpConn& c, bool* touched, ReadAhead ahead) {
       append_hex(size, n);
       size.append("\r\n");
       iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), n}, {const_cast<char*>("\r\n"), 2}};
-      if (!c.stream->writev(iov, 3)) return TryEnd::kNoResponse;
-    } else if (!c.stream->write(c.buf.get(), n)) {
-      return TryEnd::kNoResponse;
+      if (auto w = c.stream->writev(iov, 3); !w) return body_write_failed(w.error());
+    } else if (auto w = c.stream->write(c.buf.get(), n); !w) {
+      return body_write_failed(w.error());
     }
   }
-  if (chunked && !c.stream->write(std::string_view("0\r\n\r\n"))) return TryEnd::kNoResponse;
+  if (chunked) {
+    if (auto w = c.stream->write(std::string_view("0\r\n\r\n")); !w) return body_write_failed(w.error());
+  }
   return TryEnd::kDone;
 }
 
@@ -641,10 +670,8 @@ void Proxy::handle(Request& req, Response& res) {
         if (!c.stream->write(c.head.data(), c.head.size())) end = TryEnd::kNoResponse;
         if (end == TryEnd::kDone && req.has_body()) end = send_body(req, c, &body_touched, ahead);
         if (end == TryEnd::kClientGone) return;  // the server answers the body error and closes
-        if (end == TryEnd::kNoResponse) {
-          // The upstream stopped reading (it may have answered early, e.g. 413, and closed):
-          // read what it said; without a response head the try failed as before.
-          ex->broken = true;
+        if (end == TryEnd::kBodyCut) {  // read what the upstream said before it stopped reading
+          ex->cut = true;
           end = TryEnd::kDone;
         }
         // The response head.
@@ -770,11 +797,12 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   if (no_body) {
     if (!ex->pending().empty()) ex->keep = false;
     if (req.is_head() && status_has_body(rh.status)) {
-      // The framing GET would have had (the writer is never called for HEAD): its length, or
-      // chunked when the upstream gave none.
-      auto none = [](BodyWriter&) -> Result<void> { return {}; };
-      if (cl && *cl != UINT64_MAX) res.set_body_writer(none, *cl);
-      else res.set_body_writer(none);
+      // The GET's framing without its bytes: the upstream's length, or none when its GET body
+      // would come chunked or until close (the server then says chunked, as for the GET; a
+      // memory body here would claim Content-Length: 0).
+      std::optional<uint64_t> len;
+      if (te.empty() && cl && *cl != UINT64_MAX) len = *cl;
+      res.set_body_writer([](BodyWriter&) -> Result<void> { return {}; }, len);
     }
     ex->release();
     return true;

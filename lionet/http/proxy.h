@@ -47,8 +47,11 @@
 // Failures: connect errors are retried on another upstream for every method (the request was
 // not sent); a reset, end of stream or timeout before any response byte is retried only for
 // idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) whose body has not been read from
-// the client yet; at most max_tries tries within try_timeout. Answers: 502 (no upstream
-// answered, or the answer was not HTTP), 504 (read_timeout passed before the response head).
+// the client yet; at most max_tries tries within try_timeout. An upstream that closes or resets
+// while the body is being sent may have answered already (a 413 for an upload it refuses by its
+// head): that answer is read and relayed, and the connection is not reused. Answers: 502 (no
+// upstream answered, or the answer was not HTTP), 504 (read_timeout passed before the response
+// head).
 // After the head has gone to the client, an upstream failure closes the client connection (a
 // Content-Length body is then short, a chunked one has no last chunk: never a truncated
 // response that looks complete). Passive health as nginx: max_fails failures within
@@ -126,7 +129,9 @@ struct ProxyOptions {
   unsigned max_fails = 1;                             // 0 = passive health off
   Duration fail_timeout = std::chrono::seconds(10);
   std::size_t max_idle = 64;                          // idle connections kept per upstream
-  Duration idle_timeout = std::chrono::seconds(60);   // an idle one older than this is closed
+  // An idle connection older than this is closed at the next request to its upstream (there is
+  // no timer: an upstream without traffic keeps its pooled connections until then).
+  Duration idle_timeout = std::chrono::seconds(60);
   std::size_t max_requests_per_connection = 1000;     // 0 = no limit
   std::size_t buffer_size = 16384;                    // per exchange, each direction's copy buffer
   Duration tunnel_idle_timeout = std::chrono::seconds(600);
