@@ -37,6 +37,7 @@ TEST_PACKAGES=(
   golang-go                # builds h2spec (below) and the Go references in bench/reference
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
+  kcat                     # kafka/ interop tests: a librdkafka producer and consumer
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
@@ -103,6 +104,7 @@ fi
 # everything present costs two interpreter starts and no network.
 TEST_PREFIX=/opt/lionet-test
 WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
+KAFKA_PYTHON_VERSION=3.0.12  # kafka-python: tests/kafka/kafka_python_check.py (idempotent producer by default)
 NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
 if [ "${1:-}" != "--run" ]; then
   SUDO=""
@@ -114,6 +116,10 @@ if [ "${1:-}" != "--run" ]; then
     # python3-venv was installed for).
     "$venv/bin/python3" -c '' 2>/dev/null || $SUDO /usr/bin/python3 -m venv --clear "$venv"
     $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION"
+  fi
+  if ! "$venv/bin/python3" -c "import importlib.metadata as m, sys; sys.exit(m.version('kafka-python') != '$KAFKA_PYTHON_VERSION')" 2>/dev/null; then
+    echo "install-deps: installing kafka-python $KAFKA_PYTHON_VERSION into $venv"
+    $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "kafka-python==$KAFKA_PYTHON_VERSION"
   fi
   node_prefix=$TEST_PREFIX/node
   if ! [ "$(node -p "require('$node_prefix/node_modules/ws/package.json').version" 2>/dev/null)" = "$NODE_WS_VERSION" ]; then
