@@ -9,6 +9,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/kafka/codec.h"
+#include "lionet/kafka/header_store.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/record_batch.h"
 #include "lionet/storage/store.h"
@@ -38,6 +39,7 @@ struct Broker::Impl {
   storage::Store& store;
   const BrokerOptions opt;
   std::unique_ptr<ProducerState> producers;
+  std::unique_ptr<HeaderStore> headers;
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> requests{0}, records_in{0}, records_out{0}, duplicates{0}, malformed{0};
 
@@ -117,6 +119,24 @@ struct Broker::Impl {
     int64_t log_start = -1;
   };
 
+  // One batch's records into the log; with headers, through HeaderStore's protocol.
+  Result<int64_t> append(storage::Log& log, std::string_view topic, int32_t partition, const DecodedBatch& b,
+                         std::span<const storage::Record> recs) {
+    bool headed = false;
+    for (const DecodedRecord& r : b.records) headed |= r.header_count > 0;
+    if (!headed) return log.append_batch(recs);
+    std::lock_guard<lionet::Mutex> lk(headers->lock_for(topic, partition));
+    headers->begin(topic, partition, log.end_offset());
+    auto r = log.append_batch(recs);
+    if (!r) {
+      headers->abort(topic, partition);
+      return r;
+    }
+    // A failed side append loses these headers, not the records: they are acknowledged.
+    (void)headers->commit(topic, partition, *r, b.records, log.start_offset());
+    return r;
+  }
+
   // Appends one partition's batches; a malformed batch sets `malformed_why`.
   PartResult produce_partition(const ProduceRequest& req, std::string_view topic, const ProduceRequest::Partition& p,
                                const char*& malformed_why) {
@@ -153,7 +173,7 @@ struct Broker::Impl {
           duplicates.fetch_add(1, std::memory_order_relaxed);
           base = *c.duplicate_of;
         } else {
-          auto r = (*log)->append_batch(recs);
+          auto r = append(**log, topic, p.index, b, recs);
           if (!r) return {from_storage(r.error())};
           base = *r;
           records_in.fetch_add(recs.size(), std::memory_order_relaxed);
@@ -161,7 +181,7 @@ struct Broker::Impl {
             return {ErrorCode::kKafkaStorageError};
         }
       } else {
-        auto r = (*log)->append_batch(recs);
+        auto r = append(**log, topic, p.index, b, recs);
         if (!r) return {from_storage(r.error())};
         base = *r;
         records_in.fetch_add(recs.size(), std::memory_order_relaxed);
@@ -301,10 +321,18 @@ struct Broker::Impl {
         if (v >= 11) w.i32(-1);  // preferred_read_replica
         records.clear();
         if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
+          // Records whose headers are still being recorded wait for the next Fetch.
+          const int64_t visible = headers->visible_end(t.name, p.index);
           out.clear();
-          for (const storage::RecordView& r : fp.rr.records()) out.push_back({r.offset, r.timestamp, r.key, r.value, {}});
-          encode_batch(out, records);
-          records_out.fetch_add(out.size(), std::memory_order_relaxed);
+          for (const storage::RecordView& r : fp.rr.records())
+            if (r.offset < visible) out.push_back({r.offset, r.timestamp, r.key, r.value, {}});
+          if (!out.empty()) {
+            const auto heads = headers->lookup(t.name, p.index, out.front().offset, out.back().offset);
+            for (OutRecord& o : out)
+              if (auto h = heads.find(o.offset); h != heads.end()) o.headers = h->second;
+            encode_batch(out, records);
+            records_out.fetch_add(out.size(), std::memory_order_relaxed);
+          }
         }
         w.nullable_bytes(std::string_view(records));
       }
@@ -369,6 +397,9 @@ Broker::Broker(storage::Store& store, BrokerOptions options)
   auto p = ProducerState::open(store);
   if (!p) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + p.error().message());
   impl_->producers = std::move(*p);
+  auto h = HeaderStore::open(store);
+  if (!h) throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
+  impl_->headers = std::move(*h);
 }
 
 Broker::~Broker() = default;

@@ -8,7 +8,8 @@
 //   if (o.kind == Broker::Outcome::kRespond) write(resp);   // resp has its size prefix
 //
 // Owns: ApiVersions, Metadata, Produce, Fetch, ListOffsets and InitProducerId (protocol.h has
-// the versions), the idempotent-producer state (producer_state.h), the mapping of Kafka's
+// the versions), the idempotent-producer state (producer_state.h), the record headers kept
+// beside the store's records (header_store.h), the mapping of Kafka's
 // model onto the store's. Must not: read configuration (BrokerOptions is data), keep
 // per-connection state (requests are independent, so a connection's fiber may call handle()
 // for each of its requests in order), or throw on a request path.
@@ -19,7 +20,8 @@
 //    auto_create_topics is on; Produce never creates (Kafka's behaviour).
 //  - A produced record keeps its key, value and timestamp (CreateTime; -1: the append time).
 //    A null key and an empty key are one (the store has no null), so are a null value
-//    (tombstone) and an empty one. Headers are dropped (the store's records have none).
+//    (tombstone) and an empty one. Headers, which the store's records cannot hold, are kept
+//    beside them (header_store.h) and returned by Fetch; the HTTP API does not see them.
 //    Compressed batches are refused (UNSUPPORTED_COMPRESSION_TYPE).
 //  - acks 1 and -1 (all) are one on a single node: the response is sent when append_batch has
 //    returned, i.e. when the topic's flush policy is met (every_batch: after fdatasync).
@@ -66,7 +68,8 @@ struct BrokerStats {
 
 class Broker {
  public:
-  // Opens the idempotent-producer state in `store`. Throws std::runtime_error if it cannot.
+  // Opens the idempotent-producer state and the header index in `store` (internal topics
+  // __kafka_producers and __kafka_headers). Throws std::runtime_error if it cannot.
   Broker(storage::Store& store, BrokerOptions options);
   ~Broker();
 

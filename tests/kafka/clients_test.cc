@@ -1,5 +1,6 @@
 // Real Kafka clients against lionet::kafka::Server on 127.0.0.1: kcat (Debian's, librdkafka
-// 2.0.2) producing keyed records with headers and consuming them with -o beginning and -o end,
+// 2.0.2) producing keyed records with headers and consuming them (keys, values, offsets and
+// headers) with -o beginning and -o end,
 // and kafka-python (pinned in scripts/install-deps.sh) producing with its default settings
 // (idempotence on) and consuming. A missing client fails the test, naming the script that
 // installs it (never a silent skip).
@@ -29,16 +30,16 @@ TEST(KafkaClients, KcatProducesAndConsumesWithKeysAndOffsets) {
          " -t kc -P -K: -H trace=abc -X topic.request.required.acks=all 2>&1",
      &rc);
   ASSERT_EQ(rc, 0);
-  std::string out = sh("timeout 30 kcat " + b + " -q -t kc -C -o beginning -e -f '%k=%s@%o\\n' 2>&1", &rc);
+  std::string out = sh("timeout 30 kcat " + b + " -q -t kc -C -o beginning -e -f '%k=%s@%o;%h\\n' 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_EQ(out, "k1=v1@0\nk2=v2@1\n=nokey@2\n");
+  EXPECT_EQ(out, "k1=v1@0;trace=abc\nk2=v2@1;trace=abc\n=nokey@2;trace=abc\n");
   // -o end: a consumer started at the end sees only what is produced after it.
   std::string tail;
-  std::thread consumer([&] { tail = sh("timeout 30 kcat " + b + " -q -t kc -C -o end -c 1 -f '%k=%s@%o\\n' 2>&1"); });
+  std::thread consumer([&] { tail = sh("timeout 30 kcat " + b + " -q -t kc -C -o end -c 1 -f '%k=%s@%o;%h\\n' 2>&1"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // its ListOffsets and first Fetch
-  sh("printf 'k3:v3\\n' | timeout 30 kcat " + b + " -t kc -P -K: 2>&1", &rc);
+  sh("printf 'k3:v3\\n' | timeout 30 kcat " + b + " -t kc -P -K: -H a=1 -H b=2 2>&1", &rc);
   consumer.join();
-  EXPECT_EQ(tail, "k3=v3@3\n");
+  EXPECT_EQ(tail, "k3=v3@3;a=1,b=2\n");
   // The store holds them as the HTTP API serves them.
   auto rr = fx.store().find("kc", 0).value()->read(0, 1 << 20).value();
   ASSERT_EQ(rr.size(), 4u);

@@ -26,10 +26,10 @@ consumer.assign(tps)
 consumer.seek_to_beginning(*tps)
 got = []
 for msg in consumer:
-    got.append((msg.key, msg.value))
+    got.append((msg.key, msg.value, list(msg.headers)))
     if len(got) == count:
         break
 consumer.close()
-want = [(b"k%d" % i, b"value-%d" % i) for i in range(count)]
+want = [(b"k%d" % i, b"value-%d" % i, [("h", b"%d" % i)]) for i in range(count)]
 assert got == want, (got[:5], len(got))
 print("OK", len(got))

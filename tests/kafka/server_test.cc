@@ -252,7 +252,7 @@ TEST(KafkaServer, MetadataListsTopicsAndAutoCreates) {
     return out;
   };
   auto all = metadata(4, std::nullopt, false);
-  EXPECT_EQ(all.size(), 1u);  // the internal __kafka_producers is not listed
+  EXPECT_EQ(all.size(), 1u);  // the internal __kafka_producers and __kafka_headers are not listed
   EXPECT_EQ(all["three"], std::make_pair(int16_t{0}, 3));
   auto none = metadata(4, std::vector<std::string>{"fresh"}, false);
   EXPECT_EQ(none["fresh"].first, 3);  // UNKNOWN_TOPIC_OR_PARTITION
@@ -291,6 +291,41 @@ TEST(KafkaServer, ProduceFetchRoundTripAndTheStoreSeesTheSameRecords) {
   EXPECT_EQ(read_fetch(c, send_fetch(c, "nope", 0, 0, 0)).error, 3);
   EXPECT_EQ(produce(c, "nope", 0, batch({{0, 1, "", "x", {}}})).error, 3);  // Produce never creates
   EXPECT_EQ(produce(c, "t", 5, batch({{0, 1, "", "x", {}}})).error, 3);
+}
+
+TEST(KafkaServer, HeadersRoundTripAndSurviveARestart) {
+  KafkaFixture fx;
+  create(fx.store(), "t");
+  std::string hdr;
+  Writer hw(hdr);
+  hw.varint(2);
+  hw.varint(5);
+  hw.raw("trace");
+  hw.varint(3);
+  hw.raw("abc");
+  hw.varint(1);
+  hw.raw("n");
+  hw.varint(-1);  // a null header value
+  auto check = [&](RawClient& c) {
+    auto f = read_fetch(c, send_fetch(c, "t", 0, 0, 0));
+    ASSERT_EQ(f.batches.size(), 1u);
+    const auto& recs = f.batches[0].records;
+    ASSERT_EQ(recs.size(), 3u);
+    EXPECT_EQ(recs[0].header_count, 0u);
+    EXPECT_EQ(recs[1].header_count, 2u);
+    EXPECT_EQ(recs[1].headers, hdr);
+    EXPECT_EQ(recs[2].header_count, 0u);  // appended by the store's API: no headers
+  };
+  {
+    RawClient c(fx.port());
+    ASSERT_EQ(produce(c, "t", 0, batch({{0, 1, "", "plain", {}}, {1, 1, "", "headed", hdr}})).error, 0);
+    ASSERT_TRUE(fx.store().find("t", 0).value()->append(storage::Record{"", "http", 5}));
+    check(c);
+  }
+  fx.close();
+  fx.open();
+  RawClient c(fx.port());
+  check(c);
 }
 
 TEST(KafkaServer, LongPollFetchIsWokenByAProduce) {
