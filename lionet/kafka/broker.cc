@@ -37,7 +37,7 @@ int32_t seq_add(int32_t base, int32_t n) {  // Kafka's sequences wrap at INT32_M
 
 struct Broker::Impl {
   storage::Store& store;
-  const BrokerOptions opt;
+  BrokerOptions opt;  // advertise() writes it before serving
   std::unique_ptr<ProducerState> producers;
   std::unique_ptr<HeaderStore> headers;
   std::atomic<bool> stopping{false};
@@ -393,7 +393,7 @@ struct Broker::Impl {
 };
 
 Broker::Broker(storage::Store& store, BrokerOptions options)
-    : impl_(std::make_unique<Impl>(store, options)), opt_(std::move(options)) {
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {
   auto p = ProducerState::open(store);
   if (!p) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + p.error().message());
   impl_->producers = std::move(*p);
@@ -456,6 +456,11 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
   }
   finish();
   return out;
+}
+
+void Broker::advertise(std::string host, int32_t port) {
+  impl_->opt.advertised_host = std::move(host);
+  impl_->opt.advertised_port = port;
 }
 
 void Broker::stop() {

@@ -80,16 +80,16 @@ class Broker {
   // `response` is cleared, then (kRespond) holds the whole response frame, size prefix included.
   Outcome handle(std::string_view frame, std::string& response);
 
+  // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
+  void advertise(std::string host, int32_t port);
   // Wakes every Fetch parked in the store's logs (shutdown); later Fetches do not wait.
   void stop();
   BrokerStats stats() const noexcept;
-  const BrokerOptions& options() const noexcept { return opt_; }
 
   struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
-  const BrokerOptions opt_;
 };
 
 }  // namespace lionet::kafka

@@ -29,7 +29,8 @@ void log_closed(const std::string& server, SocketStream& s, const char* why) {
 }  // namespace
 
 Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options)
-    : store_(store), opt_(std::move(options)) {
+    : opt_(std::move(options)) {
+  broker_ = std::make_unique<Broker>(store, opt_.broker);
   TcpServerOptions o;
   o.max_connections = opt_.max_connections;
   o.name = opt_.name;
@@ -54,10 +55,9 @@ void Server::start() {
     std::string host = a.substr(0, a.rfind(':'));
     if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
     if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-    if (opt_.broker.advertised_host.empty()) opt_.broker.advertised_host = host;
-    if (opt_.broker.advertised_port == 0) opt_.broker.advertised_port = bound.front().port();
+    broker_->advertise(opt_.broker.advertised_host.empty() ? host : opt_.broker.advertised_host,
+                       opt_.broker.advertised_port == 0 ? bound.front().port() : opt_.broker.advertised_port);
   }
-  broker_ = std::make_unique<Broker>(store_, opt_.broker);
   tcp_->start();
   started_ = true;
 }

@@ -50,6 +50,7 @@ struct ServerOptions {
 
 class Server {
  public:
+  // Opens the Broker (its state in the store): std::runtime_error if it cannot.
   Server(Scheduler& sched, storage::Store& store, ServerOptions options);
   ~Server();
   Server(const Server&) = delete;
@@ -57,21 +58,19 @@ class Server {
 
   // Before start(). Throws std::system_error naming the address.
   void listen(const Address& local);
-  // Opens the Broker (its producer state in the store: std::runtime_error if it cannot) and
-  // starts accepting.
+  // Settles the advertised address (see ServerOptions::broker) and starts accepting.
   void start();
   // Stops accepting, wakes parked Fetches, gives connections until `drain`, then closes them.
   bool stop(Duration drain);
 
   std::vector<Address> addresses() const { return tcp_->addresses(); }
   TcpServer& tcp() noexcept { return *tcp_; }
-  Broker& broker() noexcept { return *broker_; }  // after start()
+  Broker& broker() noexcept { return *broker_; }
 
  private:
   void serve(SocketStream& s);
 
-  storage::Store& store_;
-  ServerOptions opt_;
+  const ServerOptions opt_;
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<TcpServer> tcp_;
   bool started_ = false, stopped_ = false;
