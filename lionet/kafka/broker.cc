@@ -143,6 +143,7 @@ struct Broker::Impl {
     PartResult res;
     if (req.transactional_id) return {ErrorCode::kTransactionalIdAuthorizationFailed};
     if (req.acks != 0 && req.acks != 1 && req.acks != -1) return {ErrorCode::kInvalidRequiredAcks};
+    if (internal_topic(topic)) return {ErrorCode::kInvalidTopic};  // this layer's own state: read-only to clients
     if (p.index < 0) return {ErrorCode::kUnknownTopicOrPartition};
     auto log = store.find(topic, static_cast<uint32_t>(p.index));
     if (!log) return {from_storage(log.error())};

@@ -291,6 +291,7 @@ TEST(KafkaServer, ProduceFetchRoundTripAndTheStoreSeesTheSameRecords) {
   EXPECT_EQ(read_fetch(c, send_fetch(c, "nope", 0, 0, 0)).error, 3);
   EXPECT_EQ(produce(c, "nope", 0, batch({{0, 1, "", "x", {}}})).error, 3);  // Produce never creates
   EXPECT_EQ(produce(c, "t", 5, batch({{0, 1, "", "x", {}}})).error, 3);
+  EXPECT_EQ(produce(c, "__kafka_headers", 0, batch({{0, 1, "", "x", {}}})).error, 17);  // internal: refused
 }
 
 TEST(KafkaServer, HeadersRoundTripAndSurviveARestart) {
