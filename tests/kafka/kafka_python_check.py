@@ -2,13 +2,14 @@
 
 Usage: kafka_python_check.py BOOTSTRAP TOPIC COUNT
 A producer with kafka-python's default settings (idempotence on: InitProducerId, sequence
-numbers) sends COUNT keyed records with a header; a consumer (no group: partitions assigned
-by hand, as consumer groups are not served yet) reads them back from the beginning. Prints
+numbers) sends COUNT keyed records with a header; a consumer subscribed to the topic with its
+default settings (no group_id: consumer groups are not served yet) reads them back from the
+beginning. Prints
 "OK <count>" or raises.
 """
 import sys
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 
 bootstrap, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -20,10 +21,9 @@ offsets = [f.get(timeout=30).offset for f in futures]
 assert offsets == list(range(offsets[0], offsets[0] + count)), offsets
 producer.close(timeout=10)
 
-consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=10000)
-tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [0])]
-consumer.assign(tps)
-consumer.seek_to_beginning(*tps)
+# Defaults but where to start (the default is the end) and when to give up; group_id is None by
+# default, so the subscription is served without a group coordinator.
+consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000)
 got = []
 for msg in consumer:
     got.append((msg.key, msg.value, list(msg.headers)))
