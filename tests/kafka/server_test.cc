@@ -183,7 +183,7 @@ TEST(KafkaServer, ApiVersionsV0V2AndTheV0RefusalOfV3) {
   w.i32(77);
   w.nullable_string(std::string_view("x"));
   w.i8(0);  // tagged fields
-  w.raw(std::string("\x04kcat\x061.7.1\x00", 14));
+  w.raw(std::string("\x04" "kcat" "\x06" "1.7.1" "\x00", 12));  // compact client software name and version
   w.patch_i32(at, static_cast<int32_t>(f.size() - 4));
   c.send_raw(f);
   const std::string resp = c.recv();
