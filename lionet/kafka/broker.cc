@@ -10,6 +10,7 @@
 #include "lionet/base/clock.h"
 #include "lionet/kafka/codec.h"
 #include "lionet/kafka/header_store.h"
+#include "lionet/kafka/log_watchers.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/record_batch.h"
 #include "lionet/storage/store.h"
@@ -40,6 +41,7 @@ struct Broker::Impl {
   BrokerOptions opt;  // advertise() writes it before serving
   std::unique_ptr<ProducerState> producers;
   std::unique_ptr<HeaderStore> headers;
+  LogWatchers watchers;  // Fetches over several partitions wait here
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> requests{0}, records_in{0}, records_out{0}, duplicates{0}, malformed{0};
 
@@ -276,7 +278,7 @@ struct Broker::Impl {
     for (const auto& t : f.topics) n += t.partitions.size();
     std::vector<FetchPart> parts(n);
     std::size_t i = 0;
-    storage::Log* park = nullptr;  // the first readable partition: where a long poll waits
+    std::vector<storage::Log*> logs;  // distinct readable logs: where a long poll waits
     for (const auto& t : f.topics) {
       for (const auto& p : t.partitions) {
         FetchPart& fp = parts[i++];
@@ -287,17 +289,24 @@ struct Broker::Impl {
           continue;
         }
         fp.log = *log;
-        if (!park) park = fp.log;
+        if (std::find(logs.begin(), logs.end(), fp.log) == logs.end()) logs.push_back(fp.log);
       }
     }
     const TimePoint deadline = lionet::now() + std::chrono::milliseconds(std::max(0, f.max_wait_ms));
     const std::size_t min_bytes = static_cast<std::size_t>(std::max(1, f.min_bytes));
+    std::vector<int64_t> ends(logs.size());
     for (;;) {
-      const int64_t end_seen = park ? park->end_offset() : 0;
+      for (std::size_t k = 0; k < logs.size(); ++k) ends[k] = logs[k]->end_offset();  // before the reads
       const std::size_t got = fetch_pass(f, parts);
-      if (got >= min_bytes || !park || stopping.load(std::memory_order_acquire) || lionet::now() >= deadline) break;
-      park->wait_beyond(end_seen, deadline);
-      if (park->end_offset() == end_seen) {  // the deadline (or stop): one last pass
+      if (got >= min_bytes || logs.empty() || stopping.load(std::memory_order_acquire) || lionet::now() >= deadline)
+        break;
+      if (logs.size() == 1)
+        logs[0]->wait_beyond(ends[0], deadline);
+      else
+        watchers.wait_any(logs, ends, deadline);
+      bool grew = false;
+      for (std::size_t k = 0; k < logs.size(); ++k) grew |= logs[k]->end_offset() != ends[k];
+      if (!grew) {  // the deadline (or stop): one last pass
         fetch_pass(f, parts);
         break;
       }
@@ -403,7 +412,7 @@ Broker::Broker(storage::Store& store, BrokerOptions options)
   impl_->headers = std::move(*h);
 }
 
-Broker::~Broker() = default;
+Broker::~Broker() { stop(); }
 
 Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
   Impl& im = *impl_;
@@ -466,7 +475,7 @@ void Broker::advertise(std::string host, int32_t port) {
 
 void Broker::stop() {
   Impl& im = *impl_;
-  im.stopping.store(true, std::memory_order_release);
+  if (im.stopping.exchange(true, std::memory_order_acq_rel)) return;
   for (const std::string& t : im.store.list_topics()) {
     for (uint32_t p = 0;; ++p) {
       auto log = im.store.find(t, p);
@@ -474,6 +483,7 @@ void Broker::stop() {
       (*log)->wake_waiters();
     }
   }
+  im.watchers.stop();  // the watcher fibers were woken above (or wake within a second)
 }
 
 BrokerStats Broker::stats() const noexcept {

@@ -28,8 +28,7 @@
 //    acks 0: appended the same way, and no response is sent (Kafka's behaviour).
 //  - Fetch re-encodes the stored records as one RecordBatch per partition read (producer id
 //    -1, uncompressed). It parks in Log::wait_beyond until min_bytes arrive or max_wait_ms
-//    passes; over several partitions it parks on the first one (data arriving on another is
-//    returned when that one wakes or at max_wait_ms at the latest).
+//    passes; over several partitions, on all of them at once (log_watchers.h).
 //  - Malformed requests (any DecodeError, or a Produce batch with a bad length, count, offset
 //    delta or CRC) give Outcome::kClose: the server closes that connection only.
 //
@@ -82,7 +81,8 @@ class Broker {
 
   // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
   void advertise(std::string host, int32_t port);
-  // Wakes every Fetch parked in the store's logs (shutdown); later Fetches do not wait.
+  // Wakes every Fetch parked in the store's logs (shutdown) and ends the watcher fibers;
+  // later Fetches do not wait. Idempotent; the destructor calls it.
   void stop();
   BrokerStats stats() const noexcept;
 

@@ -408,6 +408,71 @@ TEST(KafkaServer, LongPollFetchIsWokenByAProduce) {
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms);
 }
 
+// A Fetch over three partitions parks on all of them: a produce to the last one wakes it (not
+// max_wait_ms), over and over; and the watcher fibers end when the server stops.
+TEST(KafkaServer, LongPollOverSeveralPartitionsIsWokenByAnyOfThem) {
+  KafkaFixture fx;
+  create(fx.store(), "t3", 3);
+  RawClient consumer(fx.port()), producer(fx.port());
+  for (int round = 0; round < 5; ++round) {
+    const int32_t target = round % 3 == 0 ? 2 : round % 3;  // 2, 1, 2, 0, 1
+    const auto start = std::chrono::steady_clock::now();
+    const int32_t corr = consumer.send(1, 11, [&](Writer& w) {
+      w.i32(-1);
+      w.i32(10000);  // max_wait_ms
+      w.i32(1);
+      w.i32(1 << 20);
+      w.i8(0);
+      w.i32(0);
+      w.i32(-1);
+      w.array_count(1);
+      w.string("t3");
+      w.array_count(3);
+      for (int32_t p = 0; p < 3; ++p) {
+        w.i32(p);
+        w.i32(-1);
+        w.i64(fx.store().find("t3", static_cast<uint32_t>(p)).value()->end_offset());
+        w.i64(-1);
+        w.i32(1 << 20);
+      }
+      w.array_count(0);
+      w.string("");
+    });
+    std::this_thread::sleep_for(100ms);  // parked by now
+    EXPECT_EQ(produce(producer, "t3", target, batch({{0, 1, "", "r" + std::to_string(round), {}}})).error, 0);
+    const std::string resp = consumer.recv();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "round " << round;
+    Reader r(resp);
+    EXPECT_EQ(r.i32(), corr);
+    r.i32();
+    r.i16();
+    r.i32();
+    EXPECT_EQ(r.array_count(), 1);
+    r.string();
+    EXPECT_EQ(r.array_count(), 3);
+    int with_records = 0;
+    for (int p = 0; p < 3; ++p) {
+      const int32_t index = r.i32();
+      EXPECT_EQ(r.i16(), 0);
+      r.i64();
+      r.i64();
+      r.i64();
+      r.array_count(true);
+      r.i32();
+      const auto bytes = r.nullable_bytes().value_or("");
+      if (!bytes.empty()) {
+        ++with_records;
+        EXPECT_EQ(index, target);
+      }
+    }
+    EXPECT_EQ(with_records, 1);
+    EXPECT_TRUE(r.ok() && r.at_end());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fx.close();  // waits for the watcher fibers
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
 TEST(KafkaServer, ListOffsetsEarliestLatestAndByTime) {
   KafkaFixture fx;
   create(fx.store(), "t");
