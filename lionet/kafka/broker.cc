@@ -300,12 +300,17 @@ struct Broker::Impl {
       const std::size_t got = fetch_pass(f, parts);
       if (got >= min_bytes || logs.empty() || stopping.load(std::memory_order_acquire) || lionet::now() >= deadline)
         break;
-      if (logs.size() == 1)
-        logs[0]->wait_beyond(ends[0], deadline);
-      else
-        watchers.wait_any(logs, ends, deadline);
       bool grew = false;
-      for (std::size_t k = 0; k < logs.size(); ++k) grew |= logs[k]->end_offset() != ends[k];
+      while (!grew && !stopping.load(std::memory_order_acquire) && lionet::now() < deadline) {
+        if (logs.size() == 1) {
+          // In slices of at most a second: a stop() whose wake_waiters() ran between the check
+          // above and this park is noticed within one (LogWatchers has no such window).
+          logs[0]->wait_beyond(ends[0], std::min(deadline, lionet::now() + std::chrono::seconds(1)));
+        } else {
+          watchers.wait_any(logs, ends, deadline);
+        }
+        for (std::size_t k = 0; k < logs.size(); ++k) grew |= logs[k]->end_offset() != ends[k];
+      }
       if (!grew) {  // the deadline (or stop): one last pass
         fetch_pass(f, parts);
         break;
