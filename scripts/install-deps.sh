@@ -38,6 +38,7 @@ TEST_PACKAGES=(
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
+  kcat                     # kafka/ interop tests: a librdkafka producer and consumer
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
@@ -105,6 +106,7 @@ fi
 TEST_PREFIX=/opt/lionet-test
 WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
 AIOHTTP_VERSION=3.12.15   # Python aiohttp: tests/app/proxy_upstream.py's upstream (app proxy tests)
+KAFKA_PYTHON_VERSION=3.0.12  # kafka-python: tests/kafka/kafka_python_check.py (idempotent producer by default)
 NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
 if [ "${1:-}" != "--run" ]; then
   SUDO=""
@@ -120,6 +122,10 @@ if [ "${1:-}" != "--run" ]; then
   if ! "$venv/bin/python3" -c "import aiohttp, sys; sys.exit(aiohttp.__version__ != '$AIOHTTP_VERSION')" 2>/dev/null; then
     echo "install-deps: installing Python aiohttp $AIOHTTP_VERSION into $venv"
     $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "aiohttp==$AIOHTTP_VERSION"
+  fi
+  if ! "$venv/bin/python3" -c "import importlib.metadata as m, sys; sys.exit(m.version('kafka-python') != '$KAFKA_PYTHON_VERSION')" 2>/dev/null; then
+    echo "install-deps: installing kafka-python $KAFKA_PYTHON_VERSION into $venv"
+    $SUDO "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "kafka-python==$KAFKA_PYTHON_VERSION"
   fi
   node_prefix=$TEST_PREFIX/node
   if ! [ "$(node -p "require('$node_prefix/node_modules/ws/package.json').version" 2>/dev/null)" = "$NODE_WS_VERSION" ]; then

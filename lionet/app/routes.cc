@@ -299,6 +299,23 @@ std::string render_metrics(const Runtime::Impl& im) {
   syslog_family("lionet_syslog_kernel_drops_total",
                 "UDP datagrams the kernel dropped with the receive buffer full (sk_drops, as SO_RXQ_OVFL counts).",
                 [](const syslog::Server& s) { return s.kernel_drops(); });
+  auto kafka_family = [&](const char* name, const char* help, auto field) {
+    bool any = false;
+    for (const auto& s : im.servers) any |= s->kafka != nullptr;
+    if (!any) return;
+    w.family(name, "counter", help);
+    for (const auto& s : im.servers)
+      if (s->kafka) w.sample(name, L{{"server", s->cfg.name}}, static_cast<uint64_t>(field(s->kafka->broker().stats())));
+  };
+  kafka_family("lionet_kafka_requests_total", "Kafka requests received.", [](const kafka::BrokerStats& b) { return b.requests; });
+  kafka_family("lionet_kafka_records_in_total", "Records appended by Kafka Produce requests.",
+               [](const kafka::BrokerStats& b) { return b.records_in; });
+  kafka_family("lionet_kafka_records_out_total", "Records returned by Kafka Fetch requests.",
+               [](const kafka::BrokerStats& b) { return b.records_out; });
+  kafka_family("lionet_kafka_duplicates_total", "Idempotent retries acknowledged without an append.",
+               [](const kafka::BrokerStats& b) { return b.duplicates; });
+  kafka_family("lionet_kafka_malformed_total", "Malformed Kafka requests (each closed its connection).",
+               [](const kafka::BrokerStats& b) { return b.malformed; });
   w.family("lionet_http_requests_total", "counter", "HTTP responses from handlers, by status class.");
   for (const auto& s : im.servers) {
     if (!s->http) continue;

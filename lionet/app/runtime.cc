@@ -113,7 +113,7 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
   bool want_store = false;
   for (const auto& s : servers)
     for (const auto& r : s.routes) want_store |= r.type == "storage";
-  for (const auto& s : servers) want_store |= s.type == "syslog";
+  for (const auto& s : servers) want_store |= s.type == "syslog" || s.type == "kafka";
   if (want_store) im.open_store();
   for (std::size_t i = 0; i < servers.size(); ++i) {
     auto run = std::make_unique<Running>();
@@ -152,7 +152,20 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
       im.servers.push_back(std::move(run));
       continue;
     }
-    if (sc.type == "echo") {
+    if (sc.type == "kafka") {
+      kafka::ServerOptions o;
+      o.name = sc.name;
+      o.broker.advertised_host = sc.advertised_host;
+      o.broker.advertised_port = static_cast<int32_t>(sc.advertised_port);
+      o.max_request_size = sc.max_request_size;
+      o.max_connections = sc.max_connections;
+      o.idle_timeout = sc.idle_timeout;
+      try {
+        run->kafka = std::make_unique<kafka::Server>(io, *im.store, o);
+      } catch (const std::exception& e) {
+        fail("server '" + sc.name + "': " + e.what());
+      }
+    } else if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
       o.name = sc.name;
@@ -194,6 +207,8 @@ void Runtime::start() {
       } catch (const std::exception& e) {
         fail("server '" + s->cfg.name + "': " + e.what());
       }
+    } else if (s->kafka) {
+      s->kafka->start();
     } else {
       s->tcp->start();
     }
@@ -329,7 +344,10 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
   for (auto& s : servers) {
     if (!s->started) continue;
     stoppers.emplace_back([&s = *s, drain, &all_drained] {
-      const bool ok = s.http ? s.http->stop(drain) : s.syslog ? s.syslog->stop(drain) : s.tcp->stop(drain);
+      const bool ok = s.http     ? s.http->stop(drain)
+                      : s.syslog ? s.syslog->stop(drain)
+                      : s.kafka  ? s.kafka->stop(drain)
+                                 : s.tcp->stop(drain);
       if (!ok) all_drained.store(false, std::memory_order_relaxed);
     });
   }

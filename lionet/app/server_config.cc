@@ -13,7 +13,7 @@
 
 namespace lionet::app {
 namespace {
-const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog"};
+const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog", "kafka"};
 const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",
                                            "debug_fibers", "hello",   "websocket", "proxy"};
 const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
@@ -83,7 +83,7 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
     if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
     if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
     if (s.access_log) {
-      if (s.type == "echo" || s.type == "syslog") return key + ".access_log: only http and https servers write an access log";
+      if (s.type == "echo" || s.type == "syslog" || s.type == "kafka") return key + ".access_log: only http and https servers write an access log";
       auto [it, fresh] = access_logs.emplace(access_log_key(s.access_log->path), i);
       const AccessLogConfig& first = *servers[it->second].access_log;  // the path may be spelt otherwise
       if (!fresh && (first.format != s.access_log->format || first.buffer_bytes != s.access_log->buffer_bytes ||
@@ -94,7 +94,8 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
                "and flush_interval";
       }
     }
-    if (s.type == "syslog" && !s.routes.empty()) return key + ".routes: a syslog server has no routes";
+    if ((s.type == "syslog" || s.type == "kafka") && !s.routes.empty())
+      return key + ".routes: a " + s.type + " server has no routes";
     for (std::size_t j = 0; j < s.listen.size(); ++j) {
       const std::string lkey = key + ".listen[" + std::to_string(j) + "]";
       std::string_view text = s.listen[j], proto = "tcp";
@@ -398,7 +399,7 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
                   "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
                   "http2_max_outbound_ack", "topic", "key", "batch_max", "linger", "max_message_size", "recv_buffer",
-                  "tls", "access_log", "routes"});
+                  "advertised_host", "advertised_port", "max_request_size", "tls", "access_log", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -433,6 +434,13 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "linger", s.linger);
   read_field(n, "max_message_size", s.max_message_size);
   read_field(n, "recv_buffer", s.recv_buffer);
+  if (s.type == "kafka" && !n["idle_timeout"]) s.idle_timeout = std::chrono::milliseconds(600000);
+  read_field(n, "advertised_host", s.advertised_host);
+  read_field(n, "advertised_port", s.advertised_port);
+  read_field(n, "max_request_size", s.max_request_size);
+  if (s.advertised_port > 65535) field_error(n, "advertised_port", "must be in 0..65535 (0: the listen port)");
+  if (s.max_request_size < 1024 || s.max_request_size > (std::size_t{1} << 30))
+    field_error(n, "max_request_size", "must be in 1024..1073741824");
   read_field(n, "tls", s.tls);
   read_field(n, "access_log", s.access_log);
   read_field(n, "routes", s.routes);
@@ -500,6 +508,11 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
     n["linger"] = encode(s.linger);
     n["max_message_size"] = s.max_message_size;
     n["recv_buffer"] = s.recv_buffer;
+  }
+  if (s.type == "kafka") {
+    n["advertised_host"] = s.advertised_host;
+    n["advertised_port"] = s.advertised_port;
+    n["max_request_size"] = s.max_request_size;
   }
   if (s.tls) n["tls"] = encode(*s.tls);
   if (s.access_log) n["access_log"] = encode(*s.access_log);

@@ -13,7 +13,7 @@
 //     io: {threads: 1, stack_size: 131072, io_backend: epoll}
 //   servers:
 //     - name: web
-//       type: http                 # http | https | echo | syslog
+//       type: http                 # http | https | echo | syslog | kafka
 //       listen: ["127.0.0.1:8080"]
 //       workers: main
 //       routes:
@@ -108,7 +108,7 @@ struct AccessLogConfig {
 
 struct ServerConfig {
   std::string name;
-  std::string type;                     // http | https | echo | syslog
+  std::string type;                     // http | https | echo | syslog | kafka
   std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
   std::string workers = "main";         // worker pool (see `workers:`)
   std::size_t max_connections = 10000;  // beyond it new connections are closed at once
@@ -139,6 +139,10 @@ struct ServerConfig {
   std::chrono::milliseconds linger{5};      // UDP: wait this long for a batch to fill (0..1000ms)
   std::size_t max_message_size = 8192;      // bytes of one message kept (480..1048576)
   std::size_t recv_buffer = 4 << 20;        // UDP SO_RCVBUF (4096..268435456)
+  // kafka (lionet/kafka/server.h); its idle_timeout defaults to 600000ms (Kafka's).
+  std::string advertised_host;              // told to clients by Metadata; "" = the first listen host
+  uint32_t advertised_port = 0;             // 0 = the first listen address's port
+  std::size_t max_request_size = 100 << 20;  // one request frame at most (1024..1073741824)
   std::optional<TlsConfig> tls;         // required for https
   std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
   std::vector<RouteConfig> routes;      // http(s) only

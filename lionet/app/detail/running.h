@@ -25,6 +25,7 @@
 #include "lionet/http/server.h"
 #include "lionet/http2/server.h"
 #include "lionet/io/io_manager.h"
+#include "lionet/kafka/server.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/http/proxy.h"
@@ -81,11 +82,12 @@ struct Running {
   std::unique_ptr<TcpServer> tcp;        // echo
   std::shared_ptr<TlsSlot> tls;          // https
   std::unique_ptr<syslog::Server> syslog;  // syslog (no listener() of its own)
+  std::unique_ptr<kafka::Server> kafka;    // kafka
   // Its proxy routes (path -> proxy), for health checks and /metrics; the router's handlers
   // hold them too.
   std::vector<std::pair<std::string, std::shared_ptr<http::Proxy>>> proxies;
-  TcpServer& listener() const { return http ? http->tcp() : *tcp; }  // http(s), echo
-  bool has_listener() const { return http || tcp; }
+  TcpServer& listener() const { return http ? http->tcp() : kafka ? kafka->tcp() : *tcp; }  // http(s), echo, kafka
+  bool has_listener() const { return http || tcp || kafka; }
 };
 
 struct Runtime::Impl {

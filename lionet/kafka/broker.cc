@@ -1,0 +1,500 @@
+// lionet/kafka/broker.cc: the request handlers (see broker.h). Response layouts follow Kafka's
+// message definitions (common/message/*Response.json), field by field per version.
+#include "lionet/kafka/broker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/kafka/codec.h"
+#include "lionet/kafka/header_store.h"
+#include "lionet/kafka/log_watchers.h"
+#include "lionet/kafka/protocol.h"
+#include "lionet/kafka/record_batch.h"
+#include "lionet/storage/store.h"
+
+namespace lionet::kafka {
+namespace {
+
+ErrorCode from_storage(const std::error_code& ec) {
+  if (ec == storage::Errc::kNotFound || ec == storage::Errc::kInvalidArgument) return ErrorCode::kUnknownTopicOrPartition;
+  if (ec == storage::Errc::kOffsetOutOfRange) return ErrorCode::kOffsetOutOfRange;
+  if (ec == storage::Errc::kRecordTooLarge) return ErrorCode::kMessageTooLarge;
+  return ErrorCode::kKafkaStorageError;  // kCorrupt, kLogFailed, IO errors
+}
+
+int16_t code(ErrorCode e) { return static_cast<int16_t>(e); }
+
+bool internal_topic(std::string_view name) { return name.substr(0, 7) == "__kafka"; }
+
+int32_t seq_add(int32_t base, int32_t n) {  // Kafka's sequences wrap at INT32_MAX to 0
+  const int64_t s = static_cast<int64_t>(base) + n;
+  return static_cast<int32_t>(s > INT32_MAX ? s - INT32_MAX - 1 : s);
+}
+
+}  // namespace
+
+struct Broker::Impl {
+  storage::Store& store;
+  BrokerOptions opt;  // advertise() writes it before serving
+  std::unique_ptr<ProducerState> producers;
+  std::unique_ptr<HeaderStore> headers;
+  LogWatchers watchers;  // Fetches over several partitions wait here
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> requests{0}, records_in{0}, records_out{0}, duplicates{0}, malformed{0};
+
+  Impl(storage::Store& s, const BrokerOptions& o) : store(s), opt(o) {}
+
+  // ------------------------------------------------------------------ ApiVersions
+  void api_versions(const RequestHeader& h, Writer& w, bool refused) {
+    w.i16(code(refused ? ErrorCode::kUnsupportedVersion : ErrorCode::kNone));
+    w.array_count(static_cast<int32_t>(std::size(kSupportedApis)));
+    for (const ApiRange& r : kSupportedApis) {
+      w.i16(static_cast<int16_t>(r.key));
+      w.i16(r.min);
+      w.i16(r.max);
+    }
+    if (!refused && h.api_version >= 1) w.i32(0);  // throttle_time_ms
+  }
+
+  // ------------------------------------------------------------------ Metadata
+  void metadata(const RequestHeader& h, const MetadataRequest& m, Writer& w) {
+    const int16_t v = h.api_version;
+    if (v >= 3) w.i32(0);  // throttle_time_ms
+    w.array_count(1);      // brokers: this one
+    w.i32(opt.node_id);
+    w.string(opt.advertised_host);
+    w.i32(opt.advertised_port);
+    w.nullable_string(std::nullopt);  // rack
+    if (v >= 2) w.nullable_string(opt.cluster_id);
+    w.i32(opt.node_id);  // controller_id
+    std::vector<std::string> names;
+    if (m.topics) {
+      for (auto t : *m.topics) names.emplace_back(t);
+    } else {
+      for (auto& t : store.list_topics())
+        if (!internal_topic(t)) names.push_back(std::move(t));
+    }
+    w.array_count(static_cast<int32_t>(names.size()));
+    for (const std::string& name : names) {
+      ErrorCode err = ErrorCode::kNone;
+      auto info = store.describe(name);
+      if (!info && !storage::valid_topic_name(name)) {
+        err = ErrorCode::kInvalidTopic;
+      } else if (!info) {
+        err = ErrorCode::kUnknownTopicOrPartition;
+        if (m.allow_auto_topic_creation && store.options().auto_create_topics) {
+          storage::TopicOptions to;
+          to.name = name;
+          to.partitions = store.options().default_partitions;
+          if (store.create_topic(to)) info = store.describe(name);
+          if (info) err = ErrorCode::kNone;
+        }
+      }
+      w.i16(code(err));
+      w.string(name);
+      w.boolean(internal_topic(name));  // is_internal
+      const std::size_t n = info ? info->partitions.size() : 0;
+      w.array_count(static_cast<int32_t>(n));
+      for (std::size_t p = 0; p < n; ++p) {
+        w.i16(0);
+        w.i32(static_cast<int32_t>(p));
+        w.i32(opt.node_id);  // leader
+        if (v >= 7) w.i32(0);  // leader_epoch
+        w.array_count(1);      // replicas
+        w.i32(opt.node_id);
+        w.array_count(1);  // isr
+        w.i32(opt.node_id);
+        if (v >= 5) w.array_count(0);  // offline replicas
+      }
+      if (v >= 8) w.i32(INT32_MIN);  // topic_authorized_operations: not requested/known
+    }
+    if (v >= 8) w.i32(INT32_MIN);  // cluster_authorized_operations
+  }
+
+  // ------------------------------------------------------------------ Produce
+  struct PartResult {
+    ErrorCode error = ErrorCode::kNone;
+    int64_t base_offset = -1;
+    int64_t log_start = -1;
+  };
+
+  // One batch's records into the log; with headers, through HeaderStore's protocol.
+  Result<int64_t> append(storage::Log& log, std::string_view topic, int32_t partition, const DecodedBatch& b,
+                         std::span<const storage::Record> recs) {
+    bool headed = false;
+    for (const DecodedRecord& r : b.records) headed |= r.header_count > 0;
+    if (!headed) return log.append_batch(recs);
+    std::lock_guard<lionet::Mutex> lk(headers->lock_for(topic, partition));
+    headers->begin(topic, partition, log.end_offset());
+    auto r = log.append_batch(recs);
+    if (!r) {
+      headers->abort(topic, partition);
+      return r;
+    }
+    // A failed side append loses these headers, not the records: they are acknowledged.
+    (void)headers->commit(topic, partition, *r, b.records, log.start_offset());
+    return r;
+  }
+
+  // Appends one partition's batches; a malformed batch sets `malformed_why`.
+  PartResult produce_partition(const ProduceRequest& req, std::string_view topic, const ProduceRequest::Partition& p,
+                               const char*& malformed_why) {
+    PartResult res;
+    if (req.transactional_id) return {ErrorCode::kTransactionalIdAuthorizationFailed};
+    if (req.acks != 0 && req.acks != 1 && req.acks != -1) return {ErrorCode::kInvalidRequiredAcks};
+    if (internal_topic(topic)) return {ErrorCode::kInvalidTopic};  // this layer's own state: read-only to clients
+    if (p.index < 0) return {ErrorCode::kUnknownTopicOrPartition};
+    auto log = store.find(topic, static_cast<uint32_t>(p.index));
+    if (!log) return {from_storage(log.error())};
+    if (!p.records || p.records->empty()) return {ErrorCode::kCorruptMessage};
+    std::vector<DecodedBatch> batches;
+    const BatchError be = decode_batches(*p.records, batches);
+    if (be.code == ErrorCode::kCorruptMessage) {
+      malformed_why = be.why;
+      return {ErrorCode::kCorruptMessage};
+    }
+    if (be.code != ErrorCode::kNone) return {be.code};
+    res.log_start = (*log)->start_offset();
+    std::vector<storage::Record> recs;
+    for (const DecodedBatch& b : batches) {
+      if (b.transactional() || b.control()) return {ErrorCode::kTransactionalIdAuthorizationFailed};
+      recs.clear();
+      for (const DecodedRecord& r : b.records)
+        recs.push_back({r.key.value_or(std::string_view{}), r.value.value_or(std::string_view{}), r.timestamp});
+      int64_t base = -1;
+      if (b.producer_id >= 0) {
+        const int32_t last = seq_add(b.base_sequence, static_cast<int32_t>(b.records.size()) - 1);
+        lionet::Mutex& mu = producers->lock_for(topic, p.index);
+        std::lock_guard<lionet::Mutex> lk(mu);
+        const ProducerState::Check c =
+            producers->check(topic, p.index, b.producer_id, b.producer_epoch, b.base_sequence, last);
+        if (c.error != ErrorCode::kNone) return {c.error};
+        if (c.duplicate_of) {
+          duplicates.fetch_add(1, std::memory_order_relaxed);
+          base = *c.duplicate_of;
+        } else {
+          auto r = append(**log, topic, p.index, b, recs);
+          if (!r) return {from_storage(r.error())};
+          base = *r;
+          records_in.fetch_add(recs.size(), std::memory_order_relaxed);
+          if (auto s = producers->record(topic, p.index, b.producer_id, b.producer_epoch, b.base_sequence, last, base); !s)
+            return {ErrorCode::kKafkaStorageError};
+        }
+      } else {
+        auto r = append(**log, topic, p.index, b, recs);
+        if (!r) return {from_storage(r.error())};
+        base = *r;
+        records_in.fetch_add(recs.size(), std::memory_order_relaxed);
+      }
+      if (res.base_offset < 0) res.base_offset = base;
+    }
+    return res;
+  }
+
+  // false: malformed (close).
+  bool produce(const RequestHeader& h, const ProduceRequest& req, Writer& w, const char*& why) {
+    const int16_t v = h.api_version;
+    w.array_count(static_cast<int32_t>(req.topics.size()));
+    for (const auto& t : req.topics) {
+      w.string(t.name);
+      w.array_count(static_cast<int32_t>(t.partitions.size()));
+      for (const auto& p : t.partitions) {
+        const char* bad = nullptr;
+        const PartResult r = produce_partition(req, t.name, p, bad);
+        if (bad) {
+          why = bad;
+          return false;
+        }
+        w.i32(p.index);
+        w.i16(code(r.error));
+        w.i64(r.error == ErrorCode::kNone ? r.base_offset : -1);
+        w.i64(-1);  // log_append_time_ms: CreateTime topics
+        if (v >= 5) w.i64(r.log_start);
+        if (v >= 8) {
+          w.array_count(0);  // record_errors
+          w.nullable_string(std::nullopt);
+        }
+      }
+    }
+    w.i32(0);  // throttle_time_ms
+    return true;
+  }
+
+  // ------------------------------------------------------------------ Fetch
+  struct FetchPart {
+    storage::Log* log = nullptr;
+    ErrorCode error = ErrorCode::kNone;
+    storage::ReadResult rr;
+    bool read = false;
+  };
+
+  // One pass over every partition; returns the bytes read.
+  std::size_t fetch_pass(const FetchRequest& f, std::vector<FetchPart>& parts) {
+    std::size_t total = 0, i = 0;
+    const std::size_t max_total = f.max_bytes > 0 ? static_cast<std::size_t>(f.max_bytes) : 1;
+    for (const auto& t : f.topics) {
+      for (const auto& p : t.partitions) {
+        FetchPart& fp = parts[i++];
+        fp.read = false;
+        if (fp.error != ErrorCode::kNone && fp.error != ErrorCode::kOffsetOutOfRange) continue;
+        fp.error = ErrorCode::kNone;
+        if (p.fetch_offset < fp.log->start_offset() || p.fetch_offset > fp.log->end_offset()) {
+          fp.error = ErrorCode::kOffsetOutOfRange;
+          continue;
+        }
+        // KIP-74: the first partition with data returns at least one batch, whatever max_bytes.
+        if (total >= max_total && total > 0) continue;
+        const std::size_t want = std::min<std::size_t>(p.max_bytes > 0 ? static_cast<std::size_t>(p.max_bytes) : 1,
+                                                       max_total > total ? max_total - total : 1);
+        if (auto r = fp.log->read(p.fetch_offset, want, fp.rr); !r) {
+          fp.error = from_storage(r.error());
+          continue;
+        }
+        fp.read = true;
+        total += fp.rr.bytes();
+      }
+    }
+    return total;
+  }
+
+  void fetch(const RequestHeader& h, const FetchRequest& f, Writer& w) {
+    const int16_t v = h.api_version;
+    w.i32(0);  // throttle_time_ms
+    if (v >= 7 && (f.session_id != 0 || f.session_epoch > 0)) {
+      // Incremental fetch sessions are not kept: the client falls back to full fetches.
+      w.i16(code(ErrorCode::kFetchSessionIdNotFound));
+      w.i32(0);
+      w.array_count(0);
+      return;
+    }
+    if (v >= 7) {
+      w.i16(0);
+      w.i32(0);  // session_id 0: no session, every fetch is a full one
+    }
+    std::size_t n = 0;
+    for (const auto& t : f.topics) n += t.partitions.size();
+    std::vector<FetchPart> parts(n);
+    std::size_t i = 0;
+    std::vector<storage::Log*> logs;  // distinct readable logs: where a long poll waits
+    for (const auto& t : f.topics) {
+      for (const auto& p : t.partitions) {
+        FetchPart& fp = parts[i++];
+        auto log = p.index < 0 ? Result<storage::Log*>(storage::Errc::kNotFound)
+                               : store.find(t.name, static_cast<uint32_t>(p.index));
+        if (!log) {
+          fp.error = ErrorCode::kUnknownTopicOrPartition;
+          continue;
+        }
+        fp.log = *log;
+        if (std::find(logs.begin(), logs.end(), fp.log) == logs.end()) logs.push_back(fp.log);
+      }
+    }
+    const TimePoint deadline = lionet::now() + std::chrono::milliseconds(std::max(0, f.max_wait_ms));
+    const std::size_t min_bytes = static_cast<std::size_t>(std::max(1, f.min_bytes));
+    std::vector<int64_t> ends(logs.size());
+    for (;;) {
+      for (std::size_t k = 0; k < logs.size(); ++k) ends[k] = logs[k]->end_offset();  // before the reads
+      const std::size_t got = fetch_pass(f, parts);
+      if (got >= min_bytes || logs.empty() || stopping.load(std::memory_order_acquire) || lionet::now() >= deadline)
+        break;
+      bool grew = false;
+      while (!grew && !stopping.load(std::memory_order_acquire) && lionet::now() < deadline) {
+        if (logs.size() == 1) {
+          // In slices of at most a second: a stop() whose wake_waiters() ran between the check
+          // above and this park is noticed within one (LogWatchers has no such window).
+          logs[0]->wait_beyond(ends[0], std::min(deadline, lionet::now() + std::chrono::seconds(1)));
+        } else {
+          watchers.wait_any(logs, ends, deadline);
+        }
+        for (std::size_t k = 0; k < logs.size(); ++k) grew |= logs[k]->end_offset() != ends[k];
+      }
+      if (!grew) {  // the deadline (or stop): one last pass
+        fetch_pass(f, parts);
+        break;
+      }
+    }
+    i = 0;
+    std::string records;
+    std::vector<OutRecord> out;
+    w.array_count(static_cast<int32_t>(f.topics.size()));
+    for (const auto& t : f.topics) {
+      w.string(t.name);
+      w.array_count(static_cast<int32_t>(t.partitions.size()));
+      for (const auto& p : t.partitions) {
+        FetchPart& fp = parts[i++];
+        w.i32(p.index);
+        w.i16(code(fp.error));
+        const int64_t hw = fp.log ? fp.log->end_offset() : -1;
+        const int64_t ls = fp.log ? fp.log->start_offset() : -1;
+        w.i64(hw);
+        w.i64(hw);           // last_stable_offset: no transactions
+        if (v >= 5) w.i64(ls);
+        w.array_count(0);    // aborted_transactions
+        if (v >= 11) w.i32(-1);  // preferred_read_replica
+        records.clear();
+        if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
+          // Records whose headers are still being recorded wait for the next Fetch.
+          const int64_t visible = headers->visible_end(t.name, p.index);
+          out.clear();
+          for (const storage::RecordView& r : fp.rr.records())
+            if (r.offset < visible) out.push_back({r.offset, r.timestamp, r.key, r.value, {}});
+          if (!out.empty()) {
+            const auto heads = headers->lookup(t.name, p.index, out.front().offset, out.back().offset);
+            for (OutRecord& o : out)
+              if (auto h = heads.find(o.offset); h != heads.end()) o.headers = h->second;
+            encode_batch(out, records);
+            records_out.fetch_add(out.size(), std::memory_order_relaxed);
+          }
+        }
+        w.nullable_bytes(std::string_view(records));
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ ListOffsets
+  void list_offsets(const RequestHeader& h, const ListOffsetsRequest& l, Writer& w) {
+    const int16_t v = h.api_version;
+    if (v >= 2) w.i32(0);  // throttle_time_ms
+    w.array_count(static_cast<int32_t>(l.topics.size()));
+    storage::ReadResult rr;
+    for (const auto& t : l.topics) {
+      w.string(t.name);
+      w.array_count(static_cast<int32_t>(t.partitions.size()));
+      for (const auto& p : t.partitions) {
+        ErrorCode err = ErrorCode::kNone;
+        int64_t ts = -1, off = -1;
+        auto log = p.index < 0 ? Result<storage::Log*>(storage::Errc::kNotFound)
+                               : store.find(t.name, static_cast<uint32_t>(p.index));
+        if (!log) {
+          err = ErrorCode::kUnknownTopicOrPartition;
+        } else if (p.timestamp == -2) {
+          off = (*log)->start_offset();
+        } else if (p.timestamp == -1) {
+          off = (*log)->end_offset();
+        } else if (p.timestamp < 0) {
+          err = ErrorCode::kUnsupportedVersion;  // -3 (max timestamp) and others: newer versions
+        } else if (auto o = (*log)->offset_for_time(p.timestamp); !o) {
+          err = from_storage(o.error());
+        } else if (*o < (*log)->end_offset()) {
+          off = *o;
+          if ((*log)->read(off, 1, rr) && !rr.empty()) ts = rr[0].timestamp;
+        }
+        w.i32(p.index);
+        w.i16(code(err));
+        w.i64(ts);
+        w.i64(off);
+        if (v >= 4) w.i32(0);  // leader_epoch
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ InitProducerId
+  void init_producer_id(const InitProducerIdRequest& r, Writer& w) {
+    w.i32(0);  // throttle_time_ms
+    if (r.transactional_id) {  // transactions are not implemented: refused, fatal in clients
+      w.i16(code(ErrorCode::kTransactionalIdAuthorizationFailed));
+      w.i64(-1);
+      w.i16(-1);
+      return;
+    }
+    auto id = producers->allocate();
+    w.i16(code(id ? ErrorCode::kNone : ErrorCode::kKafkaStorageError));
+    w.i64(id ? *id : -1);
+    w.i16(id ? 0 : -1);
+  }
+};
+
+Broker::Broker(storage::Store& store, BrokerOptions options)
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {
+  auto p = ProducerState::open(store);
+  if (!p) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + p.error().message());
+  impl_->producers = std::move(*p);
+  auto h = HeaderStore::open(store);
+  if (!h) throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
+  impl_->headers = std::move(*h);
+}
+
+Broker::~Broker() { stop(); }
+
+Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
+  Impl& im = *impl_;
+  im.requests.fetch_add(1, std::memory_order_relaxed);
+  response.clear();
+  Writer w(response);
+  const std::size_t size_at = w.reserve_i32();
+  RequestHeader h;
+  if (DecodeError e = decode_header_prefix(frame, h)) {
+    im.malformed.fetch_add(1, std::memory_order_relaxed);
+    return {Outcome::kClose, e.why};
+  }
+  auto finish = [&] { w.patch_i32(size_at, static_cast<int32_t>(response.size() - 4)); };
+  if (!supported(h.api_key, h.api_version)) {
+    w.i32(h.correlation_id);
+    if (h.api_key == static_cast<int16_t>(ApiKey::kApiVersions)) {
+      im.api_versions(h, w, true);  // v0 layout, whatever version was asked (clients retry lower)
+    } else {
+      w.i16(code(ErrorCode::kUnsupportedVersion));  // a client that skipped ApiVersions
+    }
+    finish();
+    return {};
+  }
+  RequestBody body;
+  if (DecodeError e = decode_request(frame, h, body)) {
+    im.malformed.fetch_add(1, std::memory_order_relaxed);
+    return {Outcome::kClose, e.why};
+  }
+  w.i32(h.correlation_id);
+  Outcome out;
+  if (auto* p = std::get_if<ProduceRequest>(&body)) {
+    const char* why = nullptr;
+    if (!im.produce(h, *p, w, why)) {
+      im.malformed.fetch_add(1, std::memory_order_relaxed);
+      return {Outcome::kClose, why};
+    }
+    if (p->acks == 0) {
+      response.clear();
+      return {Outcome::kNoResponse};
+    }
+  } else if (std::get_if<ApiVersionsRequest>(&body)) {
+    im.api_versions(h, w, false);
+  } else if (auto* m = std::get_if<MetadataRequest>(&body)) {
+    im.metadata(h, *m, w);
+  } else if (auto* f = std::get_if<FetchRequest>(&body)) {
+    im.fetch(h, *f, w);
+  } else if (auto* l = std::get_if<ListOffsetsRequest>(&body)) {
+    im.list_offsets(h, *l, w);
+  } else if (auto* ip = std::get_if<InitProducerIdRequest>(&body)) {
+    im.init_producer_id(*ip, w);
+  }
+  finish();
+  return out;
+}
+
+void Broker::advertise(std::string host, int32_t port) {
+  impl_->opt.advertised_host = std::move(host);
+  impl_->opt.advertised_port = port;
+}
+
+void Broker::stop() {
+  Impl& im = *impl_;
+  if (im.stopping.exchange(true, std::memory_order_acq_rel)) return;
+  for (const std::string& t : im.store.list_topics()) {
+    for (uint32_t p = 0;; ++p) {
+      auto log = im.store.find(t, p);
+      if (!log) break;
+      (*log)->wake_waiters();
+    }
+  }
+  im.watchers.stop();  // the watcher fibers were woken above (or wake within a second)
+}
+
+BrokerStats Broker::stats() const noexcept {
+  const Impl& im = *impl_;
+  auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return {g(im.requests), g(im.records_in), g(im.records_out), g(im.duplicates), g(im.malformed)};
+}
+
+}  // namespace lionet::kafka

@@ -1,0 +1,95 @@
+// lionet/kafka/broker.h: lionet::kafka::Broker, the request handlers: one request frame in, its
+// response frame out, over a storage::Store. No sockets here (server.h reads and writes the
+// frames), so tests drive it directly.
+//
+//   lionet::kafka::Broker b(store, {.advertised_host = "127.0.0.1", .advertised_port = 9092});
+//   std::string resp;
+//   auto o = b.handle(frame, resp);   // frame: the bytes after the 4-byte size prefix
+//   if (o.kind == Broker::Outcome::kRespond) write(resp);   // resp has its size prefix
+//
+// Owns: ApiVersions, Metadata, Produce, Fetch, ListOffsets and InitProducerId (protocol.h has
+// the versions), the idempotent-producer state (producer_state.h), the record headers kept
+// beside the store's records (header_store.h), the mapping of Kafka's
+// model onto the store's. Must not: read configuration (BrokerOptions is data), keep
+// per-connection state (requests are independent, so a connection's fiber may call handle()
+// for each of its requests in order), or throw on a request path.
+//
+// Mapping onto the store:
+//  - A topic is a Store topic; a partition its Log; offsets are the store's. Metadata creates a
+//    missing topic (store's default_partitions) when the request allows it and the store's
+//    auto_create_topics is on; Produce never creates (Kafka's behaviour).
+//  - A produced record keeps its key, value and timestamp (CreateTime; -1: the append time).
+//    A null key and an empty key are one (the store has no null), so are a null value
+//    (tombstone) and an empty one. Headers, which the store's records cannot hold, are kept
+//    beside them (header_store.h) and returned by Fetch; the HTTP API does not see them.
+//    Compressed batches are refused (UNSUPPORTED_COMPRESSION_TYPE).
+//  - acks 1 and -1 (all) are one on a single node: the response is sent when append_batch has
+//    returned, i.e. when the topic's flush policy is met (every_batch: after fdatasync).
+//    acks 0: appended the same way, and no response is sent (Kafka's behaviour).
+//  - Fetch re-encodes the stored records as one RecordBatch per partition read (producer id
+//    -1, uncompressed). It parks in Log::wait_beyond until min_bytes arrive or max_wait_ms
+//    passes; over several partitions, on all of them at once (log_watchers.h).
+//  - Malformed requests (any DecodeError, or a Produce batch with a bad length, count, offset
+//    delta or CRC) give Outcome::kClose: the server closes that connection only.
+//
+// Concurrency: handle() may run on any number of fibers at once (one per connection).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lionet/kafka/producer_state.h"
+#include "lionet/kafka/requests.h"
+
+namespace lionet::storage {
+class Store;
+}
+
+namespace lionet::kafka {
+
+struct BrokerOptions {
+  std::string advertised_host = "127.0.0.1";  // what Metadata tells clients to connect to
+  int32_t advertised_port = 9092;
+  int32_t node_id = 1;                        // this broker's id in Metadata
+  std::string cluster_id = "lionet";
+};
+
+struct BrokerStats {
+  uint64_t requests = 0;
+  uint64_t records_in = 0;    // appended by Produce
+  uint64_t records_out = 0;   // returned by Fetch
+  uint64_t duplicates = 0;    // idempotent retries acknowledged without an append
+  uint64_t malformed = 0;     // requests that closed their connection
+};
+
+class Broker {
+ public:
+  // Opens the idempotent-producer state and the header index in `store` (internal topics
+  // __kafka_producers and __kafka_headers). Throws std::runtime_error if it cannot.
+  Broker(storage::Store& store, BrokerOptions options);
+  ~Broker();
+
+  struct Outcome {
+    enum Kind { kRespond, kNoResponse, kClose } kind = kRespond;
+    const char* why = "";  // kClose: what was malformed
+  };
+  // `response` is cleared, then (kRespond) holds the whole response frame, size prefix included.
+  Outcome handle(std::string_view frame, std::string& response);
+
+  // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
+  void advertise(std::string host, int32_t port);
+  // Wakes every Fetch parked in the store's logs (shutdown) and ends the watcher fibers;
+  // later Fetches do not wait. Idempotent; the destructor calls it.
+  void stop();
+  BrokerStats stats() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lionet::kafka

@@ -1,0 +1,122 @@
+// lionet/kafka/producer_state.cc: ProducerState (see producer_state.h).
+#include "lionet/kafka/producer_state.h"
+
+#include <functional>
+
+#include "lionet/kafka/codec.h"
+#include "lionet/storage/store.h"
+
+namespace lionet::kafka {
+namespace {
+constexpr int8_t kRecAlloc = 1;
+constexpr int8_t kRecBatch = 2;
+
+int32_t next_seq(int32_t s) noexcept { return s == INT32_MAX ? 0 : s + 1; }
+}  // namespace
+
+Result<std::unique_ptr<ProducerState>> ProducerState::open(storage::Store& store) {
+  storage::TopicOptions to;
+  to.name = std::string(kProducerStateTopic);
+  to.partitions = 1;
+  if (!store.find(kProducerStateTopic, 0)) {
+    if (auto r = store.create_topic(to); !r) return r.error();
+  }
+  auto log = store.find(kProducerStateTopic, 0);
+  if (!log) return log.error();
+  std::unique_ptr<ProducerState> s(new ProducerState(**log));
+  if (auto r = s->replay(); !r) return r.error();
+  return s;
+}
+
+Result<void> ProducerState::replay() {
+  storage::ReadResult rr;
+  for (int64_t off = log_.start_offset(); off < log_.end_offset();) {
+    if (auto r = log_.read(off, 1 << 20, rr); !r) return r.error();
+    if (rr.empty()) break;
+    for (const storage::RecordView& v : rr.records()) {
+      Reader in(v.value);
+      const int8_t type = in.i8();
+      const int64_t pid = in.i64();
+      const int16_t epoch = in.i16();
+      if (!in.ok()) continue;  // not ours: skipped
+      next_id_ = std::max(next_id_, pid + 1);
+      if (type != kRecBatch) continue;
+      const int32_t partition = in.i32();
+      const int32_t first = in.i32();
+      const int32_t last = in.i32();
+      const int64_t base = in.i64();
+      const std::string_view topic = in.string();
+      if (in.ok()) apply(pid, epoch, topic, partition, first, last, base);
+    }
+    off = rr.next_offset();
+  }
+  return {};
+}
+
+Result<int64_t> ProducerState::allocate() {
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    id = next_id_++;
+  }
+  std::string v;
+  Writer w(v);
+  w.i8(kRecAlloc);
+  w.i64(id);
+  w.i16(0);
+  if (auto r = log_.append(storage::Record{{}, v}); !r) return r.error();
+  return id;
+}
+
+lionet::Mutex& ProducerState::lock_for(std::string_view topic, int32_t partition) noexcept {
+  const std::size_t h = std::hash<std::string_view>{}(topic) * 31 + static_cast<std::size_t>(partition);
+  return stripes_[h % stripes_.size()];
+}
+
+ProducerState::Check ProducerState::check(std::string_view topic, int32_t partition, int64_t pid, int16_t epoch,
+                                          int32_t first_seq, int32_t last_seq) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (pid < 0 || pid >= next_id_) return {ErrorCode::kUnknownProducerId, {}};
+  const auto it = entries_.find(std::make_tuple(pid, topic, partition));
+  if (it == entries_.end() || epoch > it->second.epoch) {
+    if (first_seq == 0) return {};
+    return {ErrorCode::kOutOfOrderSequenceNumber, {}};
+  }
+  const Entry& e = it->second;
+  if (epoch < e.epoch) return {ErrorCode::kInvalidProducerEpoch, {}};
+  for (const Batch& b : e.batches)
+    if (b.first_seq == first_seq && b.last_seq == last_seq) return {ErrorCode::kNone, b.base_offset};
+  if (!e.batches.empty() && first_seq == next_seq(e.batches.back().last_seq)) return {};
+  return {ErrorCode::kOutOfOrderSequenceNumber, {}};
+}
+
+void ProducerState::apply(int64_t pid, int16_t epoch, std::string_view topic, int32_t partition, int32_t first_seq,
+                          int32_t last_seq, int64_t base_offset) {
+  Entry& e = entries_[std::make_tuple(pid, std::string(topic), partition)];
+  if (epoch != e.epoch) e.batches.clear();
+  e.epoch = epoch;
+  e.batches.push_back({first_seq, last_seq, base_offset});
+  if (e.batches.size() > kKeptBatches) e.batches.pop_front();
+}
+
+Result<void> ProducerState::record(std::string_view topic, int32_t partition, int64_t pid, int16_t epoch,
+                                   int32_t first_seq, int32_t last_seq, int64_t base_offset) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    apply(pid, epoch, topic, partition, first_seq, last_seq, base_offset);
+  }
+  std::string v;
+  Writer w(v);
+  w.i8(kRecBatch);
+  w.i64(pid);
+  w.i16(epoch);
+  w.i32(partition);
+  w.i32(first_seq);
+  w.i32(last_seq);
+  w.i64(base_offset);
+  w.string(topic);
+  if (auto r = log_.append(storage::Record{{}, v}); !r) return r.error();
+  return {};
+}
+
+}  // namespace lionet::kafka

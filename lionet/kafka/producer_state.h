@@ -1,0 +1,93 @@
+// lionet/kafka/producer_state.h: idempotent producers: producer ids handed out by
+// InitProducerId, and per (producer, topic, partition) the epoch and the sequence numbers of
+// the last five batches appended, so a retried batch is acknowledged again instead of appended
+// twice and a gap is refused (OUT_OF_ORDER_SEQUENCE_NUMBER), as Kafka's ProducerStateManager.
+//
+// Owns: the state, its persistence in the store's internal topic `__kafka_producers` (one
+// partition; one record per id handed out and per idempotent batch appended, replayed at
+// open, so ids never repeat and sequences survive a restart and kill -9), and the per-partition
+// locks that make check + append + record one step. Must not: append client records (the
+// broker does, between check() and record()).
+//
+// Crash window, stated plainly: the state record is appended after the batch it describes
+// (the batch's offset is only known then). A crash between the two appends forgets that
+// batch's sequence numbers, so the client's retry of it (it never got the acknowledgement)
+// is appended again: one duplicate at most per partition per crash. Kafka avoids this by
+// keeping producer ids inside the stored batches; the store's batch format does not carry
+// them yet. The topic grows by about 60 bytes per idempotent batch (retention applies to it
+// like to any topic; there is no compaction yet).
+//
+// Concurrency: every method may be called from any fiber. lock_for() returns a fiber Mutex
+// (one of 64 stripes by topic and partition) held by the caller across check(), the append and
+// record(); the tables are guarded by a std::mutex held for no IO and no parking.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "lionet/kafka/protocol.h"
+#include "lionet/net/result.h"
+#include "lionet/sync/mutex.h"
+
+namespace lionet::storage {
+class Store;
+class Log;
+}  // namespace lionet::storage
+
+namespace lionet::kafka {
+
+inline constexpr std::string_view kProducerStateTopic = "__kafka_producers";
+
+class ProducerState {
+ public:
+  // Opens (creating it if missing) and replays the state topic. Errors: the store's.
+  static Result<std::unique_ptr<ProducerState>> open(storage::Store& store);
+
+  // A new producer id (epoch 0), recorded before it is returned.
+  Result<int64_t> allocate();
+
+  struct Check {
+    ErrorCode error = ErrorCode::kNone;
+    std::optional<int64_t> duplicate_of;  // a retried batch: its base offset, nothing to append
+  };
+  lionet::Mutex& lock_for(std::string_view topic, int32_t partition) noexcept;
+  // Under lock_for(topic, partition): may a batch (first_seq..last_seq) of pid/epoch be appended?
+  Check check(std::string_view topic, int32_t partition, int64_t pid, int16_t epoch, int32_t first_seq,
+              int32_t last_seq);
+  // Under the same lock, after the append: remembers (and records) the batch at base_offset.
+  Result<void> record(std::string_view topic, int32_t partition, int64_t pid, int16_t epoch, int32_t first_seq,
+                      int32_t last_seq, int64_t base_offset);
+
+ private:
+  struct Batch {
+    int32_t first_seq, last_seq;
+    int64_t base_offset;
+  };
+  struct Entry {
+    int16_t epoch = 0;
+    std::deque<Batch> batches;  // the last kKeptBatches, oldest first
+  };
+  using Key = std::tuple<int64_t, std::string, int32_t>;
+  static constexpr std::size_t kKeptBatches = 5;  // Kafka's max.in.flight limit for idempotence
+
+  explicit ProducerState(storage::Log& log) : log_(log) {}
+  Result<void> replay();
+  void apply(int64_t pid, int16_t epoch, std::string_view topic, int32_t partition, int32_t first_seq,
+             int32_t last_seq, int64_t base_offset);
+
+  storage::Log& log_;
+  std::array<lionet::Mutex, 64> stripes_;
+  std::mutex mu_;  // guards next_id_ and entries_
+  int64_t next_id_ = 0;
+  std::map<Key, Entry, std::less<>> entries_;
+};
+
+}  // namespace lionet::kafka

@@ -1,0 +1,67 @@
+// lionet/kafka/protocol.h: the Kafka protocol's numbers this layer speaks: API keys, error
+// codes, and the version range of each API it implements (what ApiVersions advertises).
+//
+// Owns: ApiKey, ErrorCode, kSupportedApis and supported(). Must not: encode or decode anything
+// (codec.h, requests.h, record_batch.h do), or advertise a version that is not implemented.
+//
+// Versions: only non-flexible ones (request header v1, response header v0). The ranges reach
+// down to Produce 3 and Fetch 4 because librdkafka disables its v2 record format (MsgVer2)
+// unless both are advertised, and include ApiVersions 0 because librdkafka retries a refused
+// ApiVersions v3 with v0 (it cannot read the v0-format refusal as v3).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace lionet::kafka {
+
+enum class ApiKey : int16_t {
+  kProduce = 0,
+  kFetch = 1,
+  kListOffsets = 2,
+  kMetadata = 3,
+  kApiVersions = 18,
+  kInitProducerId = 22,
+};
+
+// Kafka's error codes (org.apache.kafka.common.protocol.Errors) that this layer returns.
+enum class ErrorCode : int16_t {
+  kUnknownServerError = -1,
+  kNone = 0,
+  kOffsetOutOfRange = 1,
+  kCorruptMessage = 2,
+  kUnknownTopicOrPartition = 3,
+  kMessageTooLarge = 10,
+  kInvalidTopic = 17,
+  kRecordListTooLarge = 18,
+  kInvalidRequiredAcks = 21,
+  kUnsupportedVersion = 35,
+  kInvalidRequest = 42,
+  kOutOfOrderSequenceNumber = 45,
+  kInvalidProducerEpoch = 47,
+  kTransactionalIdAuthorizationFailed = 53,
+  kKafkaStorageError = 56,
+  kUnknownProducerId = 59,
+  kFetchSessionIdNotFound = 70,
+  kUnsupportedCompressionType = 76,
+};
+
+struct ApiRange {
+  ApiKey key;
+  int16_t min;
+  int16_t max;
+};
+
+// Exactly what the request handlers implement (broker.h), in api-key order.
+inline constexpr ApiRange kSupportedApis[] = {
+    {ApiKey::kProduce, 3, 8},     {ApiKey::kFetch, 4, 11},      {ApiKey::kListOffsets, 1, 5},
+    {ApiKey::kMetadata, 1, 8},    {ApiKey::kApiVersions, 0, 2}, {ApiKey::kInitProducerId, 0, 1},
+};
+
+inline bool supported(int16_t api_key, int16_t version) noexcept {
+  for (const ApiRange& r : kSupportedApis)
+    if (static_cast<int16_t>(r.key) == api_key) return version >= r.min && version <= r.max;
+  return false;
+}
+
+}  // namespace lionet::kafka

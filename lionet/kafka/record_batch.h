@@ -1,0 +1,79 @@
+// lionet/kafka/record_batch.h: Kafka's RecordBatch (magic 2) as producers send it and as Fetch
+// returns it: decoding (every length, count and the CRC-32C checked) and encoding records read
+// from the store.
+//
+// Owns: DecodedBatch/DecodedRecord (views into the request frame), decode_batches(),
+// encode_batch(). Must not: touch the store, or accept a batch it cannot fully account for
+// (compressed batches are refused, not stored compressed: the store keeps plain records).
+//
+// Layout (big-endian; "varint" is zig-zag):
+//   base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 (=2) |
+//   crc u32 (CRC-32C of attributes..end) | attributes i16 | last_offset_delta i32 |
+//   base_timestamp i64 | max_timestamp i64 | producer_id i64 | producer_epoch i16 |
+//   base_sequence i32 | record count i32 | records
+//   record: length varint | attributes i8 | timestamp_delta varlong | offset_delta varint |
+//           key_length varint (-1 null) | key | value_length varint (-1 null) | value |
+//           header count varint | headers (key_length varint, key, value_length varint, value)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lionet/kafka/protocol.h"
+
+namespace lionet::kafka {
+
+inline constexpr std::size_t kBatchHeaderBytes = 61;  // base_offset .. record count
+
+struct DecodedRecord {
+  int64_t timestamp = -1;  // base_timestamp + delta (ms since the epoch)
+  std::optional<std::string_view> key;
+  std::optional<std::string_view> value;
+  std::string_view headers;  // the header section as sent (count varint + headers)
+  uint32_t header_count = 0;
+};
+
+struct DecodedBatch {
+  int64_t base_offset = 0;
+  int16_t attributes = 0;
+  int32_t last_offset_delta = 0;
+  int64_t base_timestamp = 0;
+  int64_t max_timestamp = 0;
+  int64_t producer_id = -1;
+  int16_t producer_epoch = -1;
+  int32_t base_sequence = -1;
+  std::vector<DecodedRecord> records;
+
+  int compression() const noexcept { return attributes & 0x7; }
+  bool transactional() const noexcept { return (attributes & 0x10) != 0; }
+  bool control() const noexcept { return (attributes & 0x20) != 0; }
+};
+
+struct BatchError {
+  ErrorCode code = ErrorCode::kNone;
+  const char* why = "";
+};
+
+// Decodes every batch of a Produce partition's `records` bytes. The views point into `bytes`.
+// Errors: kCorruptMessage (framing, lengths, counts, offsets, CRC, magic != 2),
+// kUnsupportedCompressionType (a compressed batch).
+BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out);
+
+// One record for encode_batch: what the store holds plus the header section.
+struct OutRecord {
+  int64_t offset = 0;
+  int64_t timestamp = 0;
+  std::string_view key;      // empty: encoded as a null key
+  std::string_view value;
+  std::string_view headers;  // a header section (count varint + headers); empty: no headers
+};
+
+// Appends one RecordBatch (producer -1, CreateTime, uncompressed) holding `records`, whose
+// offsets must be consecutive, to `out`.
+void encode_batch(std::span<const OutRecord> records, std::string& out);
+
+}  // namespace lionet::kafka

@@ -1,0 +1,100 @@
+// lionet/kafka/server.cc: Server (see server.h): the connection loop.
+#include "lionet/kafka/server.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <system_error>
+
+#include "lionet/base/log_limiter.h"
+#include "lionet/log/log.h"
+#include "lionet/net/stream.h"
+
+namespace lionet::kafka {
+namespace {
+const std::shared_ptr<spdlog::logger>& kafka_log() {
+  static const auto lg = log::get("kafka");
+  return lg;
+}
+LogLimiter g_malformed_log;
+
+void log_closed(const std::string& server, SocketStream& s, const char* why) {
+  uint64_t held = 0;
+  if (!g_malformed_log.admit(held)) return;
+  std::string peer = "?";
+  if (auto a = s.socket().peer_address()) peer = a->to_string();
+  LIONET_LOG_WARN(kafka_log(), "kafka '{}': {}: malformed request ({}): connection closed ({} more held back)", server,
+                  peer, why, held);
+}
+}  // namespace
+
+Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options)
+    : opt_(std::move(options)) {
+  broker_ = std::make_unique<Broker>(store, opt_.broker);
+  TcpServerOptions o;
+  o.max_connections = opt_.max_connections;
+  o.name = opt_.name;
+  tcp_ = std::make_unique<TcpServer>(sched, [this](SocketStream& s) { serve(s); }, o);
+}
+
+Server::~Server() { stop(Duration::zero()); }
+
+void Server::listen(const Address& local) {
+  try {
+    tcp_->listen(local);
+  } catch (const std::system_error& e) {
+    throw std::system_error(e.code(), "kafka " + local.to_string());
+  }
+}
+
+void Server::start() {
+  if (started_) return;
+  const auto bound = tcp_->addresses();
+  if (!bound.empty()) {
+    const std::string a = bound.front().to_string();  // "1.2.3.4:9092", "[::1]:9092"
+    std::string host = a.substr(0, a.rfind(':'));
+    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+    broker_->advertise(opt_.broker.advertised_host.empty() ? host : opt_.broker.advertised_host,
+                       opt_.broker.advertised_port == 0 ? bound.front().port() : opt_.broker.advertised_port);
+  }
+  tcp_->start();
+  started_ = true;
+}
+
+bool Server::stop(Duration drain) {
+  if (!started_ || stopped_) return true;
+  stopped_ = true;
+  broker_->stop();
+  return tcp_->stop(drain);
+}
+
+void Server::serve(SocketStream& s) {
+  s.set_timeouts(opt_.idle_timeout, opt_.idle_timeout);
+  std::string frame, response;
+  for (;;) {
+    char size_buf[4];
+    auto n = s.read_full(size_buf, 4);
+    if (!n || *n < 4) return;  // end of stream, idle timeout, shutdown
+    uint32_t be;
+    std::memcpy(&be, size_buf, 4);
+    const int64_t size = static_cast<int32_t>(ntohl(be));
+    if (size < 8 || static_cast<uint64_t>(size) > opt_.max_request_size) {
+      log_closed(opt_.name, s, size < 8 ? "a frame size below 8" : "a frame larger than max_request_size");
+      return;
+    }
+    frame.resize(static_cast<std::size_t>(size));
+    n = s.read_full(frame.data(), frame.size());
+    if (!n || *n < frame.size()) return;
+    const Broker::Outcome o = broker_->handle(frame, response);
+    if (o.kind == Broker::Outcome::kClose) {
+      log_closed(opt_.name, s, o.why);
+      return;
+    }
+    if (o.kind == Broker::Outcome::kRespond && !s.write(response.data(), response.size())) return;
+    if (frame.capacity() > (1u << 20)) std::string().swap(frame);  // one huge request keeps no memory
+    if (response.capacity() > (1u << 20)) std::string().swap(response);
+  }
+}
+
+}  // namespace lionet::kafka

@@ -1,0 +1,84 @@
+// libFuzzer target for lionet/kafka's request decoder: any bytes as one request frame (what
+// follows the size prefix). decode_header_prefix and decode_request must refuse or accept
+// without reading past the input; every view of an accepted request lies inside the input;
+// every Produce partition's records go through decode_batches, whose accepted records' views
+// lie inside them too and whose batches re-encode (encode_batch) to bytes that decode again to
+// the same keys, values and headers.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lionet/kafka/record_batch.h"
+#include "lionet/kafka/requests.h"
+
+namespace {
+using namespace lionet::kafka;
+
+void inside(std::string_view outer, std::string_view v) {
+  if (v.empty()) return;
+  if (v.data() < outer.data() || v.data() + v.size() > outer.data() + outer.size()) std::abort();
+}
+void inside(std::string_view outer, const std::optional<std::string_view>& v) {
+  if (v) inside(outer, *v);
+}
+
+void check_batches(std::string_view records) {
+  std::vector<DecodedBatch> batches;
+  if (decode_batches(records, batches).code != ErrorCode::kNone) return;
+  for (const DecodedBatch& b : batches) {
+    std::vector<OutRecord> out;
+    int64_t off = 0;
+    for (const DecodedRecord& r : b.records) {
+      inside(records, r.key);
+      inside(records, r.value);
+      inside(records, r.headers);
+      out.push_back({off++, r.timestamp, r.key.value_or(""), r.value.value_or(""), r.headers});
+    }
+    std::string again;
+    encode_batch(out, again);
+    std::vector<DecodedBatch> back;
+    if (decode_batches(again, back).code != ErrorCode::kNone || back.size() != 1) std::abort();
+    if (back[0].records.size() != b.records.size()) std::abort();
+    for (std::size_t i = 0; i < b.records.size(); ++i) {
+      const DecodedRecord& x = b.records[i];
+      const DecodedRecord& y = back[0].records[i];
+      if (x.key.value_or("") != y.key.value_or("") || x.value.value_or("") != y.value.value_or("") ||
+          x.headers != y.headers || x.timestamp != y.timestamp)
+        std::abort();
+    }
+  }
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  RequestHeader h;
+  RequestBody body;
+  (void)decode_header_prefix(in, h);
+  if (decode_request(in, h, body)) {
+    check_batches(in);  // the same bytes as a Produce partition's records
+    return 0;
+  }
+  inside(in, h.client_id);
+  if (auto* p = std::get_if<ProduceRequest>(&body)) {
+    inside(in, p->transactional_id);
+    for (const auto& t : p->topics) {
+      inside(in, t.name);
+      for (const auto& part : t.partitions) {
+        inside(in, part.records);
+        if (part.records) check_batches(*part.records);
+      }
+    }
+  } else if (auto* m = std::get_if<MetadataRequest>(&body)) {
+    if (m->topics)
+      for (auto t : *m->topics) inside(in, t);
+  } else if (auto* f = std::get_if<FetchRequest>(&body)) {
+    for (const auto& t : f->topics) inside(in, t.name);
+  } else if (auto* l = std::get_if<ListOffsetsRequest>(&body)) {
+    for (const auto& t : l->topics) inside(in, t.name);
+  }
+  return 0;
+}
