@@ -16,6 +16,7 @@ RUN_PACKAGES=(
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
   libnghttp2-dev         # http2/ (frames, HPACK, stream states)
   zlib1g-dev             # websocket/ permessage-deflate
+  libsystemd-dev         # app/: sd_notify readiness, watchdog, socket activation (LIONET_WITH_SYSTEMD)
 )
 
 # What building and running the tests needs besides (`make test`, the default).
@@ -37,6 +38,8 @@ TEST_PACKAGES=(
   golang-go                # builds h2spec (below) and the Go references in bench/reference
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
+  systemd                  # systemd-socket-activate: the socket-activation test (no systemd as PID 1 needed)
+  dpkg-dev fakeroot lintian  # make package (dpkg-shlibdeps, dpkg-deb) and its test, lintian on the .deb
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.
