@@ -1,6 +1,6 @@
 // tests/app/app_systemd_test.cc: the lionet binary under a service manager, without systemd as
 // PID 1: the notify protocol seen on a NOTIFY_SOCKET this test owns (READY=1, RELOADING=1 ...
-// READY=1 on SIGHUP, STOPPING=1 on SIGTERM, in that order), and socket activation by
+// READY=1 on SIGHUP, STOPPING=1 on SIGTERM, in that order; WATCHDOG=1 pings), and socket activation by
 // systemd-socket-activate (Debian's systemd package; scripts/install-deps.sh installs it):
 // requests are served through the passed socket, and a restart under it refuses nothing.
 #include <sys/socket.h>
@@ -55,11 +55,11 @@ class NotifySocket {
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
   }
-  // The next message that is not a STATUS= line (those come every few seconds, at any point).
+  // The next message that is not a STATUS= line or a watchdog ping (those come at any point).
   std::string next_state() {
     for (;;) {
       std::string m = next();
-      if (m.rfind("STATUS=", 0) != 0) return m;
+      if (m.rfind("STATUS=", 0) != 0 && m != "WATCHDOG=1") return m;
     }
   }
 
@@ -99,6 +99,34 @@ TEST(AppSystemd, NotifyReadyReloadingStopping) {
   EXPECT_LE(usec, now_usec) << reloading;
   EXPECT_EQ(ns.next_state(), "READY=1");
 
+  p.signal(SIGTERM);
+  EXPECT_EQ(ns.next_state(), "STOPPING=1");
+  EXPECT_EQ(p.wait(), 0) << p.output();
+#endif
+}
+
+// WatchdogSec=: systemd passes WATCHDOG_USEC (here 200 ms); the heartbeat fiber pings every
+// half of it while the scheduler runs.
+TEST(AppSystemd, WatchdogPingsEveryHalfInterval) {
+#if !LIONET_HAVE_SYSTEMD
+  FAIL() << "built with LIONET_WITH_SYSTEMD=OFF: this binary sends no notifications";
+#else
+  NotifySocket ns;
+  ASSERT_TRUE(ns.bound()) << ns.path();
+  TempConf conf;
+  conf.write("server.yml", http_conf("web", free_port(), conf.path() + "/data"));
+  Process p({"-c", conf.path()}, {"NOTIFY_SOCKET=" + ns.path(), "WATCHDOG_USEC=200000"});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(ns.next_state(), "READY=1");
+  int pings = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    const std::string m = ns.next(std::chrono::milliseconds(500));
+    ASSERT_FALSE(m.empty()) << "no message for 500 ms: the watchdog would have fired";
+    pings += m == "WATCHDOG=1";
+  }
+  EXPECT_GE(pings, 12) << "2 s at one ping per 100 ms";
+  EXPECT_LE(pings, 25);
   p.signal(SIGTERM);
   EXPECT_EQ(ns.next_state(), "STOPPING=1");
   EXPECT_EQ(p.wait(), 0) << p.output();
