@@ -19,8 +19,8 @@
 //     access logs (log changes apply at once; other changes are reported as needing a restart;
 //     a bad file is logged and ignored; systemd sees RELOADING=1 ... READY=1 around it); SIGUSR2
 //     starts the binary at this process's path and hands the listeners over (app/upgrade.h:
-//     exit 0 once it serves, or serve on if it failed); SIGQUIT writes the fiber dump of every scheduler to
-//     stderr and goes on; SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for
+//     exit 0 once it serves, after MAINPID=<its pid> to systemd; or serve on if it failed);
+//     SIGQUIT writes the fiber dump of every scheduler to stderr and goes on; SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for
 //     app.shutdown_timeout, flush storage, stop the pools) on another thread and exit 0 when it
 //     is done (STOPPING=1 to systemd first); a second SIGINT/SIGTERM meanwhile exits at once
 //     with status 1.
@@ -155,7 +155,11 @@ int upgrade_binary(lionet::app::Runtime& runtime, const lionet::app::AppConfig& 
       },
       drain + std::chrono::seconds(30));
   if (outcome == app::BinaryUpgrade::Outcome::kFailed) return -1;
-  return outcome == app::BinaryUpgrade::Outcome::kHandedOver ? 0 : 1;
+  if (outcome == app::BinaryUpgrade::Outcome::kHandedOver) {
+    sv.notify.main_pid(sv.upgrade.new_pid());  // systemd follows the new process (upgrade.h)
+    return 0;
+  }
+  return 1;
 }
 
 int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& registry, const lionet::app::AppConfig& cfg,
@@ -367,7 +371,7 @@ int main(int argc, char** argv) {
         })
         .join();
     app::ServiceNotify notify;
-    notify.ready();
+    if (!upgrade_channel.active()) notify.ready();  // else the old process passes MAINPID on
     upgrade_channel.ready();
     notify.start_heartbeat(main_pool, [&runtime, last = runtime.load(), at = std::chrono::steady_clock::now()]() mutable {
       const auto now = std::chrono::steady_clock::now();

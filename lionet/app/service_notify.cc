@@ -64,6 +64,8 @@ void ServiceNotify::stopping() { send("STOPPING=1"); }
 
 void ServiceNotify::status(const std::string& text) { send("STATUS=" + text); }
 
+void ServiceNotify::main_pid(int pid) { send("MAINPID=" + std::to_string(pid)); }
+
 void ServiceNotify::start_heartbeat(Scheduler& sched, std::function<std::string()> status_text,
                                     std::chrono::milliseconds status_every) {
   if (!enabled_ || heartbeat_) return;

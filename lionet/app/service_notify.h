@@ -44,6 +44,8 @@ class ServiceNotify {
   void reloading();  // RELOADING=1 + MONOTONIC_USEC (CLOCK_MONOTONIC, microseconds)
   void stopping();
   void status(const std::string& text);
+  // MAINPID=pid: the process systemd follows from now on (a binary upgrade's new process).
+  void main_pid(int pid);
 
   // The heartbeat fiber on `sched` (see above); `status_text` runs on it. Call once, after
   // ready(). Nothing happens when !enabled().

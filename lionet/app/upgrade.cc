@@ -118,6 +118,7 @@ BinaryUpgrade::Outcome BinaryUpgrade::run(const std::vector<Listener>& listeners
     LIONET_LOG_ERROR(lg, "upgrade: cannot start {}: {}; still serving", exe_, std::strerror(err));
     return Outcome::kFailed;
   }
+  new_pid_ = pid;
   LIONET_LOG_INFO(lg, "upgrade: started {} (pid {}) with {} listening socket(s)", exe_, pid, n);
 
   bool released = false;

@@ -21,6 +21,9 @@
 //   4. New: adopts the sockets (no bind), opens the store, starts serving, sends "READY".
 //   5. Old: on READY (if it had not handed over at 3, it does now: the two processes accepted
 //      side by side until this point) it exits 0. The new process is re-parented to init.
+// Under systemd (Type=notify, NotifyAccess=main) the old process, still the main PID, tells
+// systemd MAINPID=<new pid> before it exits, so the service goes on with the new process; the
+// new one sends no READY=1 of its own (systemd would drop it: not the main PID yet).
 // Failures: the new process exits or says nothing within the timeout before 3 -> the old one
 // logs why, reaps or kills it, and keeps serving. After 3 the old process no longer serves; if
 // the new one then fails, the old one exits 1 (the sockets close with it: a supervisor must
@@ -55,9 +58,12 @@ class BinaryUpgrade {
   Outcome run(const std::vector<Listener>& listeners, const std::function<void()>& hand_over,
               std::chrono::milliseconds timeout);
   const std::string& executable() const { return exe_; }
+  // The new process of the last run() (-1 before).
+  int new_pid() const { return new_pid_; }
 
  private:
   std::string exe_;
+  int new_pid_ = -1;
   std::vector<std::string> argv_;
 };
 

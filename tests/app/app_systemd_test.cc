@@ -133,6 +133,34 @@ TEST(AppSystemd, WatchdogPingsEveryHalfInterval) {
 #endif
 }
 
+// SIGUSR2 under systemd: the old process, the main PID systemd listens to, passes MAINPID=<new
+// pid> on before it exits; the new process is the one that then says STOPPING=1.
+TEST(AppSystemd, UpgradeHandsTheMainPidOver) {
+#if !LIONET_HAVE_SYSTEMD
+  FAIL() << "built with LIONET_WITH_SYSTEMD=OFF: this binary sends no notifications";
+#else
+  NotifySocket ns;
+  ASSERT_TRUE(ns.bound()) << ns.path();
+  TempConf conf;
+  const int port = free_port();
+  conf.write("server.yml", http_conf("web", port, conf.path() + "/data"));
+  Process p({"-c", conf.path()}, {"NOTIFY_SOCKET=" + ns.path()});
+  REQUIRE_BINARY(p);
+  EXPECT_EQ(ns.next_state(), "READY=1");
+  p.signal(SIGUSR2);
+  const std::string moved = ns.next_state();
+  ASSERT_EQ(moved.rfind("MAINPID=", 0), 0u) << moved << "\n" << p.output();
+  const pid_t next = std::atoi(moved.c_str() + 8);
+  EXPECT_NE(next, p.pid());
+  ASSERT_TRUE(p.wait_for("is serving")) << p.output();
+  EXPECT_NE(p.output().find("(pid " + std::to_string(next) + ")"), std::string::npos) << p.output();
+  EXPECT_EQ(curl("http://127.0.0.1:" + std::to_string(port) + "/healthz").status, 200);
+  ::kill(next, SIGTERM);
+  EXPECT_EQ(ns.next_state(), "STOPPING=1");
+  EXPECT_EQ(p.wait(), 0) << p.output();
+#endif
+}
+
 // systemd-socket-activate holds a listening socket and passes it (fd 3, LISTEN_FDNAMES=web) to
 // a shell that, like systemd with a .socket unit, keeps it open and runs lionet twice: the
 // first is stopped with SIGTERM in the middle of a request loop, the second takes the same
