@@ -107,6 +107,11 @@ BinaryUpgrade::Outcome BinaryUpgrade::run(const std::vector<Listener>& listeners
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   for (int i = 0; i <= n; ++i) posix_spawn_file_actions_adddup2(&fa, high[static_cast<std::size_t>(i)], kFirstFd + i);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Nothing else of this process reaches the new one (log files that spdlog opened without
+  // O_CLOEXEC would otherwise stay open there for good, rotated or not).
+  posix_spawn_file_actions_addclosefrom_np(&fa, kFirstFd + n + 1);
+#endif
   pid_t pid = -1;
   const int err = ::posix_spawn(&pid, exe_.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
