@@ -28,7 +28,7 @@ constexpr Option kOptions[] = {
     {"--print-reference", "print every configuration key as markdown (conf/REFERENCE.md) and exit"},
     {"--print-man", "print this manual page, lionet(8), in roff and exit"},
     {"-V, --version", "print the version and the build options and exit"},
-    {"-h, --help", "this text"},
+    {"-h, --help", "print the options and exit"},
 };
 
 struct Item {
