@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps deps-run build run test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
+.PHONY: deps deps-run build run package test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -22,6 +22,13 @@ run: deps-run
 	@cmake --preset app >/dev/null
 	@cmake --build --preset app -j $(JOBS)
 	./build/app/bin/lionet -c $(CONF)
+
+# The Debian packages lionet and lionet-dev (packaging/) into build/release/packages/, then lintian.
+package: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target lionet lionet_app lionet_package_files
+	cd build/release && cpack -G DEB
+	lintian --tag-display-limit 0 build/release/packages/*.deb
 
 test: test-release test-asan test-tsan test-fuzz test-soak test-abuse
 

@@ -16,6 +16,7 @@ RUN_PACKAGES=(
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
   libnghttp2-dev         # http2/ (frames, HPACK, stream states)
   zlib1g-dev             # websocket/ permessage-deflate
+  libsystemd-dev         # app/: sd_notify readiness, watchdog, socket activation (LIONET_WITH_SYSTEMD)
 )
 
 # What building and running the tests needs besides (`make test`, the default).
@@ -39,6 +40,8 @@ TEST_PACKAGES=(
   nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
   kcat                     # kafka/ interop tests: a librdkafka producer and consumer
+  systemd                  # systemd-socket-activate: the socket-activation test (no systemd as PID 1 needed)
+  dpkg-dev fakeroot lintian  # make package (dpkg-shlibdeps, dpkg-deb) and its test, lintian on the .deb
 )
 
 # Benchmark-only tools (references and load generators), installed with --bench.

@@ -1,24 +1,29 @@
 // lionet/app/main.cc: the lionet server binary.
 //
 //   lionet [-c <conf dir or file>] [--check] [--print-config]
-//   lionet --print-reference | --version | --help
+//   lionet --print-reference | --print-man | --version | --help   (texts: app/usage.h)
 //
 // Start-up order (each step only once the previous succeeded):
 //  1. parse the command line (unknown flag -> usage on stderr, exit 2);
-//  2. block SIGINT/SIGTERM/SIGHUP/SIGQUIT in this thread before any other thread exists, so
+//  2. block SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR2 in this thread before any other thread exists, so
 //     every thread inherits the mask and only sigtimedwait() below receives them;
 //  3. load and validate the whole configuration (every *.yml/*.yaml of the directory, then
 //     LIONET_* environment overrides); any error -> message on stderr, exit 1, nothing started;
 //     --print-config prints the effective config, --check says OK; both exit 0 here;
-//  4. configure logging, build the Runtime (pools, storage, servers: app/runtime.h); a start-up
-//     failure (port in use, bad certificate, unreadable root, storage) -> one line on stderr
-//     naming the server and the cause, exit 1;
+//  4. configure logging, build the Runtime (pools, storage, servers: app/runtime.h), adopting
+//     the listening sockets systemd or an upgrading lionet passed (app/inherited_listeners.h);
+//     a start-up failure (port in use, bad certificate, unreadable root, storage) -> one line on
+//     stderr naming the server and the cause, exit 1; once every server listens: READY=1 to
+//     systemd and READY to the process this one upgrades (app/service_notify.h, app/upgrade.h);
 //  5. wait for signals: SIGHUP reloads the configuration and reopens the log files and the
 //     access logs (log changes apply at once; other changes are reported as needing a restart;
-//     a bad file is logged and ignored); SIGQUIT writes the fiber dump of every scheduler to
-//     stderr and goes on; SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for
+//     a bad file is logged and ignored; systemd sees RELOADING=1 ... READY=1 around it); SIGUSR2
+//     starts the binary at this process's path and hands the listeners over (app/upgrade.h:
+//     exit 0 once it serves, after MAINPID=<its pid> to systemd; or serve on if it failed);
+//     SIGQUIT writes the fiber dump of every scheduler to stderr and goes on; SIGINT/SIGTERM run the Runtime's shutdown (stop accepting, drain for
 //     app.shutdown_timeout, flush storage, stop the pools) on another thread and exit 0 when it
-//     is done; a second SIGINT/SIGTERM meanwhile exits at once with status 1.
+//     is done (STOPPING=1 to systemd first); a second SIGINT/SIGTERM meanwhile exits at once
+//     with status 1.
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -32,9 +37,15 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "lionet/app/config_binding.h"
 #include "lionet/app/config_reference.h"
+#include "lionet/app/inherited_listeners.h"
 #include "lionet/app/runtime.h"
+#include "lionet/app/service_notify.h"
+#include "lionet/app/upgrade.h"
+#include "lionet/app/usage.h"
 #include "lionet/app/watch.h"
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
@@ -42,27 +53,16 @@
 #include "lionet/sched/scheduler.h"
 
 namespace {
-constexpr const char* kUsage =
-    "usage: lionet [-c <conf dir or file>] [--check] [--print-config]\n"
-    "  -c, --config PATH   configuration directory (every *.yml/*.yaml, in name order) or file;\n"
-    "                      default: ./conf/ if it exists, else the conf/ beside the binary's bin/,\n"
-    "                      else the conf/ of the source tree it was built from\n"
-    "  --check             validate the configuration and exit (0 valid, 1 invalid)\n"
-    "  --print-config      print the effective configuration (defaults filled in) and exit\n"
-    "  --print-reference   print every configuration key as markdown (conf/REFERENCE.md) and exit\n"
-    "  -V, --version       print the version and exit\n"
-    "  -h, --help          this text\n"
-    "Every key can be overridden by LIONET_<KEY> (dots become '_'), e.g. LIONET_FIBER_STACK_SIZE.\n";
-
 struct Args {
   std::string conf;
   bool check = false;
   bool print = false;
   bool reference = false;
+  bool man = false;
 };
 
 // Without -c: ./conf/ (make run, a checkout), else <dir of bin/>/conf (an installed tree),
-// else the source tree's conf/ this binary was built from.
+// else /etc/lionet/ (the Debian package), else the source tree's conf/ this binary was built from.
 std::string default_conf() {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -72,6 +72,7 @@ std::string default_conf() {
     const fs::path beside = exe.parent_path().parent_path() / "conf";
     if (fs::is_directory(beside, ec)) return beside.string() + "/";
   }
+  if (fs::is_directory("/etc/lionet", ec)) return "/etc/lionet/";
   return LIONET_DEFAULT_CONF;
 }
 
@@ -81,7 +82,7 @@ int parse_args(int argc, char** argv, Args& a) {
     std::string_view arg = argv[i];
     if (arg == "-c" || arg == "--config") {
       if (i + 1 == argc) {
-        std::fprintf(stderr, "lionet: %s needs a path\n%s", argv[i], kUsage);
+        std::fprintf(stderr, "lionet: %s needs a path\n%s", argv[i], lionet::app::usage_text().c_str());
         return 2;
       }
       a.conf = argv[++i];
@@ -93,18 +94,20 @@ int parse_args(int argc, char** argv, Args& a) {
       a.print = true;
     } else if (arg == "--print-reference") {
       a.reference = true;
+    } else if (arg == "--print-man") {
+      a.man = true;
     } else if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(lionet::app::usage_text().c_str(), stdout);
       return 0;
     } else if (arg == "-V" || arg == "--version") {
-      std::printf("lionet %s\n", LIONET_VERSION);
+      std::fputs(lionet::app::version_text().c_str(), stdout);
       return 0;
     } else {
-      std::fprintf(stderr, "lionet: unknown argument '%s'\n%s", argv[i], kUsage);
+      std::fprintf(stderr, "lionet: unknown argument '%s'\n%s", argv[i], lionet::app::usage_text().c_str());
       return 2;
     }
   }
-  if (a.conf.empty() && !a.reference) a.conf = default_conf();
+  if (a.conf.empty() && !a.reference && !a.man) a.conf = default_conf();
   return -1;
 }
 
@@ -128,8 +131,39 @@ void warn_needs_restart(lionet::config::ConfigVar<T>& var) {
 }
 
 // Step 5 of the start-up order. Returns the exit status.
+// What serve_signals needs besides the runtime and the configuration.
+struct Supervision {
+  lionet::app::ServiceNotify& notify;
+  lionet::app::BinaryUpgrade& upgrade;
+};
+
+// SIGUSR2 (app/upgrade.h). Returns -1 to go on serving, else the exit status.
+int upgrade_binary(lionet::app::Runtime& runtime, const lionet::app::AppConfig& cfg, Supervision& sv) {
+  using namespace lionet;
+  auto lg = log::get("app");
+  std::vector<app::BinaryUpgrade::Listener> listeners;
+  for (const auto& l : runtime.listening_sockets()) listeners.push_back({l.server, l.fd});
+  const auto drain = cfg.shutdown_timeout->value();
+  LIONET_LOG_INFO(lg, "SIGUSR2: upgrading to {}", sv.upgrade.executable());
+  const auto outcome = sv.upgrade.run(
+      listeners,
+      [&] {
+        runtime.stop_accepting_keep_sockets();
+        sv.notify.stop_heartbeat();
+        const bool drained = runtime.stop(drain);
+        LIONET_LOG_INFO(lg, "upgrade: this process stopped{}", drained ? "" : " (some connections were cut at the deadline)");
+      },
+      drain + std::chrono::seconds(30));
+  if (outcome == app::BinaryUpgrade::Outcome::kFailed) return -1;
+  if (outcome == app::BinaryUpgrade::Outcome::kHandedOver) {
+    sv.notify.main_pid(sv.upgrade.new_pid());  // systemd follows the new process (upgrade.h)
+    return 0;
+  }
+  return 1;
+}
+
 int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& registry, const lionet::app::AppConfig& cfg,
-                  const std::string& conf, const sigset_t& signals) {
+                  const std::string& conf, const sigset_t& signals, Supervision& sv) {
   using namespace lionet;
   auto lg = log::get("app");
   std::atomic<bool> stopped{false};
@@ -144,7 +178,14 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
       const std::string dump = dump_fibers(app::fiber_dump_options(cfg));
       std::fprintf(stderr, "lionet: SIGQUIT: fiber dump\n%s", dump.c_str());
       std::fflush(stderr);
+    } else if (sig == SIGUSR2) {
+      if (stopper.joinable()) continue;  // already stopping
+      if (const int rc = upgrade_binary(runtime, cfg, sv); rc >= 0) {
+        if (stopper.joinable()) stopper.join();
+        return rc;
+      }
     } else if (sig == SIGHUP) {
+      sv.notify.reloading();
       LIONET_LOG_INFO(lg, "SIGHUP: reloading {}", conf);
       try {
         auto r = registry.load_path(conf);
@@ -162,6 +203,7 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
       if (const std::size_t n = runtime.reopen_access_logs(); n > 0) {
         LIONET_LOG_INFO(lg, "SIGHUP: reopening {} access log file(s)", n);
       }
+      sv.notify.ready();
     } else if (stopper.joinable()) {
       LIONET_LOG_WARN(lg, "{} again during shutdown: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");
       log::shutdown();
@@ -170,7 +212,12 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
       const auto drain = cfg.shutdown_timeout->value();
       LIONET_LOG_INFO(lg, "{}: stopping (in-flight requests get {} ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
                       drain.count());
-      stopper = std::thread([&runtime, &stopped, drain, lg] {
+      sv.notify.stopping();
+      stopper = std::thread([&runtime, &stopped, &sv, drain, lg] {
+        sv.notify.stop_heartbeat();  // its fiber runs on a pool that stop() waits for
+        // Close our listening fds without shutting the sockets down: one systemd (or any parent)
+        // passed is still held there, and connections queued meanwhile wait for the next process.
+        runtime.stop_accepting_keep_sockets();
         const bool drained = runtime.stop(drain);
         LIONET_LOG_INFO(lg, "stopped{}", drained ? "" : " (some connections were cut at the deadline)");
         stopped.store(true, std::memory_order_release);
@@ -193,6 +240,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
   sigaddset(&signals, SIGQUIT);
+  sigaddset(&signals, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A file over RLIMIT_FSIZE must fail the write with EFBIG (answered 507), not kill the
   // server; a peer gone mid-write must be an EPIPE, not a death.
@@ -206,10 +254,19 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
 
+  // Before anything opens a file: fds 3.. may be listening sockets handed to this process.
+  app::InheritedListeners inherited = app::InheritedListeners::from_environment();
+  app::UpgradeChannel upgrade_channel = app::UpgradeChannel::from_environment();
+  app::BinaryUpgrade upgrade(argc, argv);
+
   config::Registry& registry = config::Registry::global();
   app::AppConfig cfg = app::define_config(registry);
   if (args.reference) {
     std::fputs(app::config_reference(registry).c_str(), stdout);
+    return 0;
+  }
+  if (args.man) {
+    std::fputs(app::man_page(registry).c_str(), stdout);
     return 0;
   }
   const bool offline = args.check || args.print;
@@ -290,7 +347,16 @@ int main(int argc, char** argv) {
                     "local_queue_capacity={} stack_protection={} max_stack_memory={}",
                     so.name, so.threads, so.stack_size, so.stack_cache_per_worker, so.local_queue_capacity,
                     to_string(so.stack_protection), so.max_stack_memory);
-    app::Runtime runtime(cfg);
+    app::RuntimeHooks hooks{.inherited = &inherited};
+    if (upgrade_channel.active()) {
+      hooks.before_store = [&] { upgrade_channel.release_store(cfg.shutdown_timeout->value() + std::chrono::seconds(30)); };
+    }
+    app::Runtime runtime(cfg, std::move(hooks));
+    if (!inherited.empty()) {
+      LIONET_LOG_INFO(lg, "{}: {} listening socket(s) handed to this process", inherited.source(), inherited.fds().size());
+      for (const auto& line : inherited.close_unclaimed())
+        LIONET_LOG_WARN(lg, "{}: no server listens on {}: closed it", inherited.source(), line);
+    }
     runtime.start();
     for (const auto& line : runtime.describe()) LIONET_LOG_INFO(lg, "server {}", line);
     std::unique_ptr<app::Watch> watch;  // after runtime: stopped before it goes
@@ -304,7 +370,20 @@ int main(int argc, char** argv) {
                           so.name, main_pool.threads(), runtime.main_io_backend(), args.conf);
         })
         .join();
-    rc = serve_signals(runtime, registry, cfg, args.conf, signals);
+    app::ServiceNotify notify;
+    if (!upgrade_channel.active()) notify.ready();  // else the old process passes MAINPID on
+    upgrade_channel.ready();
+    notify.start_heartbeat(main_pool, [&runtime, last = runtime.load(), at = std::chrono::steady_clock::now()]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      const auto l = runtime.load();
+      const double secs = std::chrono::duration<double>(now - at).count();
+      const double rate = secs > 0 ? static_cast<double>(l.requests - last.requests) / secs : 0.0;
+      last = l;
+      at = now;
+      return fmt::format("{} connection(s), {:.1f} requests/s", l.connections, rate);
+    });
+    Supervision sv{notify, upgrade};
+    rc = serve_signals(runtime, registry, cfg, args.conf, signals, sv);
   } catch (const app::StartupError& e) {
     LIONET_LOG_CRITICAL(lg, "cannot start: {}", e.what());
     std::fprintf(stderr, "lionet: cannot start: %s\n", e.what());

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "lionet/app/detail/running.h"
+#include "lionet/app/inherited_listeners.h"
 #include "lionet/app/self_signed.h"
 #include "lionet/http2/server.h"
 #include "lionet/log/log.h"
@@ -106,7 +107,7 @@ TcpServer::Handler echo_handler(ServerMetrics& m, Duration idle) {
 }
 }  // namespace
 
-Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)) {
+Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_unique<Impl>(config)) {
   Impl& im = *impl_;
   im.pool("main");
   const auto servers = config.servers->value();
@@ -114,7 +115,20 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
   for (const auto& s : servers)
     for (const auto& r : s.routes) want_store |= r.type == "storage";
   for (const auto& s : servers) want_store |= s.type == "syslog" || s.type == "kafka";
-  if (want_store) im.open_store();
+  if (want_store) {
+    if (hooks.before_store) {
+      try {
+        hooks.before_store();
+      } catch (const std::exception& e) {
+        fail(std::string("storage: ") + e.what());
+      }
+    }
+    im.open_store();
+  }
+  // The listener of server `name` on `a`: a socket handed to this process, else -1 (bind).
+  auto inherited = [&hooks](const std::string& name, const Address& a) {
+    return hooks.inherited ? hooks.inherited->take(name, a) : -1;
+  };
   for (std::size_t i = 0; i < servers.size(); ++i) {
     auto run = std::make_unique<Running>();
     run->cfg = servers[i];
@@ -141,6 +155,8 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
           const Address a = resolve_listen(sc.name, std::string(split->second));
           if (split->first == "udp")
             run->syslog->listen_udp(a);
+          else if (const int fd = inherited(sc.name, a); fd >= 0)
+            run->syslog->adopt_tcp(fd);
           else
             run->syslog->listen_tcp(a);
         }
@@ -185,7 +201,10 @@ Runtime::Runtime(const AppConfig& config) : impl_(std::make_unique<Impl>(config)
     for (const auto& l : sc.listen) {
       Address a = resolve_listen(sc.name, l);
       try {
-        run->listener().listen(a);
+        if (const int fd = inherited(sc.name, a); fd >= 0)
+          run->listener().adopt(fd);
+        else
+          run->listener().listen(a);
       } catch (const std::exception& e) {
         fail("server '" + sc.name + "': " + e.what());
       }
@@ -223,6 +242,36 @@ std::size_t Runtime::reopen_access_logs() {
   std::lock_guard<std::mutex> lk(impl_->access_logs_mu);
   for (auto& [path, log] : impl_->access_logs) log->reopen();  // returns at once: the writer reopens
   return impl_->access_logs.size();
+}
+
+std::vector<Runtime::ListeningSocket> Runtime::listening_sockets() const {
+  std::vector<ListeningSocket> out;
+  for (const auto& s : impl_->servers) {
+    std::vector<TcpServer*> tcp;
+    if (s->has_listener()) tcp.push_back(&s->listener());
+    if (s->syslog) tcp = s->syslog->tcp_servers();
+    for (TcpServer* t : tcp)
+      for (int fd : t->listening_fds()) out.push_back({s->cfg.name, fd});
+  }
+  return out;
+}
+
+void Runtime::stop_accepting_keep_sockets() {
+  for (const auto& s : impl_->servers) {
+    if (!s->started) continue;
+    if (s->has_listener()) s->listener().stop_accepting_keep_sockets();
+    if (s->syslog)
+      for (TcpServer* t : s->syslog->tcp_servers()) t->stop_accepting_keep_sockets();
+  }
+}
+
+Runtime::Load Runtime::load() const {
+  Load l;
+  for (const auto& s : impl_->servers) {
+    if (s->has_listener()) l.connections += s->listener().connections();
+    for (const auto& c : s->m.status) l.requests += c.value();
+  }
+  return l;
 }
 
 Scheduler& Runtime::main_scheduler() const { return *impl_->pool("main").sched; }

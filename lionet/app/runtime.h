@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,11 +46,23 @@ class StartupError : public std::runtime_error {
   using runtime_error::runtime_error;
 };
 
+class InheritedListeners;
+
+// What the process was handed at start (main.cc fills it).
+struct RuntimeHooks {
+  // Listening sockets passed by systemd or by the process this one upgrades: a listener that
+  // matches one (app/inherited_listeners.h) adopts it instead of binding.
+  InheritedListeners* inherited = nullptr;
+  // Runs just before the store opens, only if there is one (a binary upgrade waits there for
+  // the old process to release it: app/upgrade.h). May throw (a StartupError results).
+  std::function<void()> before_store;
+};
+
 class Runtime {
  public:
   // Builds the pools every server needs ("main" always), opens the Store when a storage route
-  // exists, builds and binds every server. Throws StartupError (see above).
-  explicit Runtime(const AppConfig& config);
+  // exists, builds and binds (or adopts) every server. Throws StartupError (see above).
+  explicit Runtime(const AppConfig& config, RuntimeHooks hooks = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -58,6 +71,24 @@ class Runtime {
   void start();
   // The shutdown protocol above; true if every connection ended within drain. Idempotent.
   bool stop(std::chrono::milliseconds drain);
+
+  // A binary upgrade (app/upgrade.h): every TCP listening socket with its server's name, and
+  // stopping the acceptors without shutting those sockets down (the new process accepts on
+  // them); stop() then drains as usual. Signal thread only.
+  struct ListeningSocket {
+    std::string server;
+    int fd = -1;  // owned by the runtime
+  };
+  std::vector<ListeningSocket> listening_sockets() const;
+  void stop_accepting_keep_sockets();
+
+  // For the service manager's STATUS= line: connections open and requests answered so far,
+  // over every server. Any thread.
+  struct Load {
+    std::size_t connections = 0;
+    uint64_t requests = 0;
+  };
+  Load load() const;
 
   // The Prometheus text of /metrics (any thread).
   std::string metrics_text() const;

@@ -149,6 +149,11 @@ void Socket::close() noexcept {
   leave();  // the last slot to leave (ours or a call's) closes the fd
 }
 
+void Socket::cancel_waits() noexcept {
+  Op op(this);  // holds fd_ still for the cancel (see close())
+  if (op) cancel_waiters();
+}
+
 int Socket::release() noexcept {
   if (fd_ >= 0) cancel_waiters();  // the IOManager must not keep a registration we no longer own
   int fd = std::exchange(fd_, -1);

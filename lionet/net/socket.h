@@ -125,6 +125,12 @@ class Socket {
   Result<void> shutdown(int how = SHUT_WR) noexcept;
   // Idempotent; safe while other fibers are inside calls on this socket (see the top).
   void close() noexcept;
+  // Wakes the fibers waiting on this socket with ECANCELED, touching neither the fd nor the
+  // kernel socket (close() shuts a socket with calls in flight down, and on a listening socket
+  // that another process shares, e.g. after a binary upgrade, shutdown stops its listening
+  // too). A call that registers its wait after this one is not woken: callers repeat it until
+  // the calls they wanted out have left. Any thread.
+  void cancel_waits() noexcept;
 
   void set_read_timeout(std::optional<Duration> t) noexcept { read_timeout_ = t; }
   void set_write_timeout(std::optional<Duration> t) noexcept { write_timeout_ = t; }

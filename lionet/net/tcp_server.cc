@@ -1,6 +1,11 @@
 // lionet/net/tcp_server.cc: TcpServer (the shutdown protocol is written in tcp_server.h).
 #include "lionet/net/tcp_server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <thread>
+
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -47,6 +52,41 @@ void TcpServer::listen(const Address& local) {
   }
 }
 
+void TcpServer::adopt(int fd) {
+  if (started_.load()) throw std::logic_error("lionet::TcpServer::adopt after start()");
+  int type = 0, listening = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+      (len = sizeof listening, ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len)) < 0 || !listening)
+    throw std::system_error(errno ? errno : EINVAL, std::generic_category(),
+                            "lionet: inherited fd " + std::to_string(fd) + " is not a listening stream socket");
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // handed on explicitly by an upgrade, never by accident
+  auto l = std::make_unique<Listener>();
+  l->socket = Socket(fd);
+  l->address = l->socket.local_address().value();
+  addresses_.push_back(l->address);
+  listeners_.push_back(std::move(l));
+}
+
+std::vector<int> TcpServer::listening_fds() const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < listeners_.size(); ++i)
+    if (i == 0 || listeners_[i]->worker <= 0) out.push_back(listeners_[i]->socket.fd());
+  return out;
+}
+
+void TcpServer::stop_accepting_keep_sockets() {
+  stopping_.store(true, std::memory_order_release);
+  // An acceptor between its EAGAIN and its wait misses one cancel; the next one catches it.
+  while (acceptors_running_.load(std::memory_order_acquire) > 0) {
+    for (auto& l : listeners_) l->socket.cancel_waits();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto& h : acceptors_) h.join();
+  acceptors_.clear();
+  for (auto& l : listeners_) l->socket.close();  // no call in flight: a plain close(2)
+}
+
 void TcpServer::start() {
   if (listeners_.empty()) throw std::logic_error("lionet::TcpServer::start without listen()");
   if (started_.exchange(true)) throw std::logic_error("lionet::TcpServer::start called twice");
@@ -55,6 +95,7 @@ void TcpServer::start() {
     so.name = options_.name;
     so.pin_worker = l->worker;
     Listener* raw = l.get();
+    acceptors_running_.fetch_add(1, std::memory_order_relaxed);
     acceptors_.push_back(sched_.spawn([this, raw] { accept_loop(raw); }, so));
   }
 }
@@ -86,6 +127,7 @@ void TcpServer::accept_loop(Listener* l) noexcept {
     // spin. Sleep instead; stop() waits at most this long for the acceptor.
     this_fiber::sleep_for(options_.accept_backoff);
   }
+  acceptors_running_.fetch_sub(1, std::memory_order_release);
 }
 
 void TcpServer::log_accept_error(int err) noexcept {

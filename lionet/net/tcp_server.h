@@ -103,6 +103,19 @@ class TcpServer {
   // Binds and listens (port 0: an ephemeral port, see addresses()). Throws std::system_error
   // naming the address on failure. Call before start(); may be called for several addresses.
   void listen(const Address& local);
+  // Serves on a socket that is already bound and listening, handed to this process (systemd
+  // socket activation, a binary upgrade: app/inherited_listeners.h). Takes fd over (it becomes
+  // non-blocking and close-on-exec). Throws std::system_error if fd is not a listening stream
+  // socket. Call before start().
+  void adopt(int fd);
+  // Stops accepting without shutting the listening sockets down, for when another process
+  // holds them too and goes on accepting (a binary upgrade): acceptors are woken by cancelling
+  // their waits (repeated until each has left), then this process's fds close. Connections
+  // accepted so far are untouched: stop() drains them as usual. Any thread but an acceptor.
+  void stop_accepting_keep_sockets();
+  // The listening fds, one per listen()/adopt() (the first when reuse_port_per_worker made
+  // several), matching addresses(). Owned by this server.
+  std::vector<int> listening_fds() const;
   // Spawns the acceptor fibers. Throws std::logic_error without listen() or if called twice.
   void start();
   // The shutdown protocol above. Returns true if all connections ended within drain.
@@ -154,6 +167,7 @@ class TcpServer {
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<bool> stopping_{false};  // release by stop(), acquire by acceptors and handlers
+  std::atomic<int> acceptors_running_{0};  // +1 by start() per acceptor, -1 as each ends
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   // One log line per second at most for each; the events held back are counted into the next.

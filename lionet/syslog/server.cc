@@ -297,6 +297,22 @@ void Server::listen_tcp(const Address& local) {
   im.tcp.push_back(std::move(t));
 }
 
+void Server::adopt_tcp(int fd) {
+  Impl& im = *impl_;
+  TcpServerOptions o;
+  o.max_connections = im.opt.max_connections;
+  o.name = im.opt.name;
+  auto t = std::make_unique<TcpServer>(im.sched, [&im](SocketStream& s) { im.tcp_conn(s); }, o);
+  t->adopt(fd);
+  im.tcp.push_back(std::move(t));
+}
+
+std::vector<TcpServer*> Server::tcp_servers() const {
+  std::vector<TcpServer*> out;
+  for (const auto& t : impl_->tcp) out.push_back(t.get());
+  return out;
+}
+
 void Server::start() {
   Impl& im = *impl_;
   if (im.started) return;

@@ -82,6 +82,11 @@ class Server {
   // Address already in use").
   void listen_udp(const Address& local);
   void listen_tcp(const Address& local);
+  // A TCP listener handed to this process (socket activation, a binary upgrade): see
+  // TcpServer::adopt.
+  void adopt_tcp(int fd);
+  // The TCP listeners' servers (for handing their sockets on, TcpServer::listening_fds).
+  std::vector<TcpServer*> tcp_servers() const;
   // Creates the topic if missing (std::runtime_error when the store refuses), starts the readers.
   void start();
   // Stops reading: UDP readers end (what they hold is appended first), TCP connections get

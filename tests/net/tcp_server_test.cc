@@ -1,6 +1,7 @@
 // Tests of lionet/net/tcp_server.h, once per IO backend: echo service, connection limit,
 // graceful stop (drain, then cancel), EMFILE back-off, an acceptor that shares its worker
-// during a connection flood.
+// during a connection flood, a listening socket handed over to another server (adopt,
+// stop_accepting_keep_sockets).
 #include "lionet/net/tcp_server.h"
 
 #include <fcntl.h>
@@ -338,6 +339,58 @@ TEST_P(TcpServerTest, ClosesConnectionsItHasNoFiberForAndKeepsServingOthers) {
     server.stop(1s);
     sched.stop();
   }
+}
+}  // namespace
+}  // namespace lionet
+
+namespace lionet {
+namespace {
+// A listening socket handed to another server (another process in a binary upgrade, or
+// systemd's copy: here a dup in the same process) keeps listening after the first server stops
+// with stop_accepting_keep_sockets(): the acceptor parked in its wait is woken without
+// shutdown(2), which would have stopped the socket for both (a plain stop() here fails the
+// second server's connects: checked when this test was written).
+TEST_P(TcpServerTest, AHandedOverListenerKeepsAcceptingAfterTheFirstServerStops) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  TcpServer first(rt.io(), echo_handler);
+  first.listen(Address::ipv4_loopback(0));
+  first.start();
+  const Address addr = first.addresses()[0];
+  ASSERT_EQ(first.listening_fds().size(), 1u);
+  const int copy = ::fcntl(first.listening_fds()[0], F_DUPFD_CLOEXEC, 0);
+  ASSERT_GE(copy, 0);
+  TcpServer second(rt.io(), echo_handler);
+  second.adopt(copy);
+  EXPECT_EQ(second.addresses()[0].to_string(), addr.to_string());
+  rt.run([&] {
+    auto c = Socket::connect_to(addr, Deadline::after(5s));
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(echo_once(*c, "served by the first"));
+  });
+  first.stop_accepting_keep_sockets();  // its acceptor was parked in accept's wait
+  EXPECT_TRUE(first.stop(5s));
+  EXPECT_EQ(first.accepted(), 1u);
+  second.start();
+  const int kClients = 20;
+  rt.run([&] {
+    for (int i = 0; i < kClients; ++i) {
+      auto c = Socket::connect_to(addr, Deadline::after(5s));
+      ASSERT_TRUE(c) << i;
+      EXPECT_TRUE(echo_once(*c, "served by the second")) << i;
+    }
+  });
+  EXPECT_TRUE(second.stop(5s));
+  EXPECT_EQ(second.accepted(), static_cast<uint64_t>(kClients));
+}
+
+TEST_P(TcpServerTest, AdoptRejectsAnFdThatIsNotAListeningSocket) {
+  Runtime rt(1, GetParam());
+  require_backend(rt);
+  TcpServer server(rt.io(), echo_handler);
+  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // not listening
+  EXPECT_THROW(server.adopt(s), std::system_error);
+  ::close(s);
 }
 }  // namespace
 }  // namespace lionet
