@@ -77,7 +77,7 @@ ProducerState::Check ProducerState::check(std::string_view topic, int32_t partit
                                           int32_t first_seq, int32_t last_seq) {
   std::lock_guard<std::mutex> lk(mu_);
   if (pid < 0 || pid >= next_id_) return {ErrorCode::kUnknownProducerId, {}};
-  const auto it = entries_.find(std::make_tuple(pid, topic, partition));
+  const auto it = entries_.find(KeyView(pid, topic, partition));
   if (it == entries_.end() || epoch > it->second.epoch) {
     if (first_seq == 0) return {};
     return {ErrorCode::kOutOfOrderSequenceNumber, {}};
