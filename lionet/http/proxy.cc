@@ -357,7 +357,11 @@ struct Proxy::Exchange {
     return r;
   }
   std::string_view pending() const { return {conn->buf.get() + off, end - off}; }
+  // The upstream failed after its head was relayed (mid-body): counted against its health.
+  void failed();
 };
+
+void Proxy::Exchange::failed() { mark_failure(*up, proxy->options_, proxy->upstreams_.size()); }
 
 namespace {
 
@@ -839,7 +843,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
             if (s.consumed == 0) break;
           }
           if (d.failed()) {
-            mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+            ex->failed();
             return errno_error(EPROTO);
           }
           if (d.done()) {
@@ -848,7 +852,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
           }
           auto r = ex->fill();
           if (!r || *r == 0) {
-            mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+            ex->failed();
             return r ? errno_error(EPIPE) : r.error();
           }
         }
@@ -882,7 +886,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
             ex->off = ex->end = 0;
             auto r = ex->conn->stream->read(ex->conn->buf.get(), std::min<uint64_t>(left, ex->conn->cap));
             if (!r || *r == 0) {
-              mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+              ex->failed();
               return r ? errno_error(EPIPE) : r.error();
             }
             ex->end = *r;
@@ -901,7 +905,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
       ex->off = ex->end = 0;
       auto r = ex->fill();
       if (!r) {
-        mark_failure(*ex->up, ex->proxy->options_, ex->proxy->upstreams_.size());
+        ex->failed();
         return r.error();
       }
       if (*r == 0) return {};  // closed: the body's end (the connection is not reused)

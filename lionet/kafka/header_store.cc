@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lionet/kafka/codec.h"
+#include "lionet/kafka/detail/internal_topic.h"
 #include "lionet/storage/store.h"
 
 namespace lionet::kafka {
@@ -26,13 +27,7 @@ bool parse(std::string_view v, SideRecord& s) {
 }  // namespace
 
 Result<std::unique_ptr<HeaderStore>> HeaderStore::open(storage::Store& store) {
-  if (!store.find(kHeaderTopic, 0)) {
-    storage::TopicOptions to;
-    to.name = std::string(kHeaderTopic);
-    to.partitions = 1;
-    if (auto r = store.create_topic(to); !r) return r.error();
-  }
-  auto log = store.find(kHeaderTopic, 0);
+  auto log = detail::open_internal_log(store, kHeaderTopic);
   if (!log) return log.error();
   std::unique_ptr<HeaderStore> h(new HeaderStore(**log));
   if (auto r = h->replay(); !r) return r.error();

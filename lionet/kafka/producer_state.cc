@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "lionet/kafka/codec.h"
+#include "lionet/kafka/detail/internal_topic.h"
 #include "lionet/storage/store.h"
 
 namespace lionet::kafka {
@@ -15,13 +16,7 @@ int32_t next_seq(int32_t s) noexcept { return s == INT32_MAX ? 0 : s + 1; }
 }  // namespace
 
 Result<std::unique_ptr<ProducerState>> ProducerState::open(storage::Store& store) {
-  storage::TopicOptions to;
-  to.name = std::string(kProducerStateTopic);
-  to.partitions = 1;
-  if (!store.find(kProducerStateTopic, 0)) {
-    if (auto r = store.create_topic(to); !r) return r.error();
-  }
-  auto log = store.find(kProducerStateTopic, 0);
+  auto log = detail::open_internal_log(store, kProducerStateTopic);
   if (!log) return log.error();
   std::unique_ptr<ProducerState> s(new ProducerState(**log));
   if (auto r = s->replay(); !r) return r.error();
