@@ -40,6 +40,7 @@ TEST_PACKAGES=(
   nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
   kcat                     # kafka/ interop tests: a librdkafka producer and consumer
+  librdkafka-dev           # kafka/ consumer-group test and bench/kafka (librdkafka's C and C++ API)
   systemd                  # systemd-socket-activate: the socket-activation test (no systemd as PID 1 needed)
   dpkg-dev fakeroot lintian  # make package (dpkg-shlibdeps, dpkg-deb) and its test, lintian on the .deb
 )
@@ -49,6 +50,7 @@ BENCH_PACKAGES=(
   fio                   # file IO reference (nginx, the HTTP reference, is a test package)
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
   gnuplot-nox           # benchmark report charts
+  openjdk-17-jre-headless maven  # scripts/bench-kafka.sh --with-kafka: the Apache Kafka reference broker
 )
 PACKAGES=("${RUN_PACKAGES[@]}")
 case "${1:-}" in
