@@ -245,7 +245,7 @@ TEST(AppE2E, SigtermDuringLoadExitsZeroAndLosesNoAcknowledgedRecord) {
     REQUIRE_BINARY(p);
     ASSERT_TRUE(p.wait_for(kReady)) << p.output();
     const std::string wrk_out = (site.root() / "wrk.txt").string();
-    std::thread wrk([&] { sh("wrk -t1 -c16 -d4s --timeout 2s " + site.url("/healthz") + " > " + wrk_out + " 2>&1"); });
+    std::thread wrk([&] { sh("wrk -t1 -c16 -d6s --timeout 2s " + site.url("/healthz") + " > " + wrk_out + " 2>&1"); });
     std::atomic<bool> server_gone{false};
     std::thread appenders([&] {
       Scheduler sched({.threads = 1});
@@ -273,7 +273,19 @@ TEST(AppE2E, SigtermDuringLoadExitsZeroAndLosesNoAcknowledgedRecord) {
       for (auto& h : hs) h.join();
       sched.stop();
     });
-    std::this_thread::sleep_for(1500ms);
+    // SIGTERM once the load is under way: at least 1.5 s in and 25 acknowledgements (a sanitizer
+    // build is many times slower, so time alone does not say the appenders got anywhere), or 30 s.
+    const auto load_start = std::chrono::steady_clock::now();
+    for (;;) {
+      std::this_thread::sleep_for(50ms);
+      const auto in = std::chrono::steady_clock::now() - load_start;
+      std::size_t n;
+      {
+        std::lock_guard lk(acked_mu);
+        n = acked.size();
+      }
+      if ((in >= 1500ms && n >= 25) || in >= 30s) break;
+    }
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait(20s), 0) << p.output();
     server_gone = true;
