@@ -1,7 +1,12 @@
 // lionet/storage/store.cc: topics and partitions over Logs.
 #include "lionet/storage/store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <mutex>
 #include <shared_mutex>
 
@@ -34,13 +39,32 @@ std::string Store::partition_dir(std::string_view topic, uint32_t p) const {
   return opt_.data_dir + "/" + std::string(topic) + "-" + std::to_string(p);
 }
 
-Store::~Store() = default;
+Store::~Store() {
+  // The logs close first (members are destroyed after this body: release the lock by hand
+  // only once they are gone).
+  topics_.clear();
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // drops the flock
+}
+
+Result<void> Store::lock_data_dir() {
+  lock_fd_ = ::open(opt_.data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0) return std::error_code(errno, std::system_category());
+  // flock, not fcntl locks: held per open file description, so a second Store in the same
+  // process is refused too, and the lock goes with the descriptor (a crash releases it).
+  while (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    const int e = errno == EWOULDBLOCK ? EBUSY : errno;
+    return std::error_code(e, std::system_category());
+  }
+  return {};
+}
 
 Result<std::unique_ptr<Store>> Store::open(const StoreOptions& options) {
   if (options.data_dir.empty() || options.default_partitions == 0) return make_error_code(Errc::kInvalidArgument);
   std::unique_ptr<Store> store(new Store(options));
   FileSystem& fs = options.log.fs ? *options.log.fs : default_file_system();
   if (auto r = fs.create_dirs(options.data_dir); !r) return r.error();
+  if (auto r = store->lock_data_dir(); !r) return r.error();
   // Topics on disk: "<topic>-<n>" directories; the partition count is the largest n + 1.
   std::map<std::string, uint32_t> found;
   auto names = fs.list(options.data_dir);

@@ -76,7 +76,9 @@ class Store {
  public:
   // Creates data_dir, opens every topic found there (<topic>-<n> directories) and every topic
   // of options.topics (configured partition counts and overrides win; partitions are never
-  // removed). Errors: bad options or names (kInvalidArgument), IO errors, recovery errors.
+  // removed). Errors: bad options or names (kInvalidArgument), IO errors, recovery errors,
+  // EBUSY when another Store (in this or another process) has data_dir open: a Store holds an
+  // exclusive flock(2) on the directory until it is destroyed, so two writers never share one.
   static Result<std::unique_ptr<Store>> open(const StoreOptions& options);
   ~Store();
 
@@ -105,12 +107,15 @@ class Store {
     std::vector<std::unique_ptr<Log>> partitions;
   };
   explicit Store(const StoreOptions& options) : opt_(options) {}
+  // Takes the directory's lock (see open()); EBUSY if held elsewhere.
+  Result<void> lock_data_dir();
   Result<void> create_locked(const TopicOptions& options);
   std::string partition_dir(std::string_view topic, uint32_t p) const;
 
   const StoreOptions opt_;
   mutable lionet::SharedMutex mu_;  // guards topics_ (the map and each topic's partition vector)
   std::map<std::string, std::unique_ptr<Topic>, std::less<>> topics_;
+  int lock_fd_ = -1;  // data_dir opened O_DIRECTORY, flock(LOCK_EX) held while the Store lives
 };
 
 // Topic names: 1..200 of [A-Za-z0-9._-], not "." or "..".

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tests/storage/storage_test_util.h"
@@ -78,6 +80,29 @@ TEST(StorageStore, OnDemandTopicsAndReopen) {
   EXPECT_EQ(test::verify_range(*l, 0, 10), 10);
   EXPECT_EQ(store->log("unknown", 0).error(), Errc::kNotFound);
   EXPECT_TRUE(store->enforce_retention().ok());
+}
+
+// A data directory has one Store at a time: a second open (here, or in another process) is
+// EBUSY while the first lives, and works once it is gone (a crash releases the lock too: it is
+// a flock on the directory's descriptor). Two writers on one directory would interleave
+// appends to the same segment files.
+TEST(StorageStore, ASecondStoreOnTheSameDirectoryIsRefusedWhileTheFirstLives) {
+  TempDir d;
+  StoreOptions o = options(d.path());
+  {
+    auto first = Store::open(o).value();
+    test::append_n(*first->log("orders", 0).value(), 5, 1);
+    auto second = Store::open(o);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.error(), std::error_code(EBUSY, std::system_category()));
+    EXPECT_EQ(first->log("orders", 0).value()->end_offset(), 5);  // the first is unharmed
+    // Another process is refused as well (flock(1) asks for the same lock without waiting).
+    const std::string cmd = "flock -n -x " + o.data_dir + " true";
+    EXPECT_NE(std::system(cmd.c_str()), 0);
+  }
+  auto again = Store::open(o);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again.value()->log("orders", 0).value()->end_offset(), 5);
 }
 
 // find() is the lookup of readers: it never creates, whatever auto_create_topics says.
