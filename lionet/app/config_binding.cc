@@ -106,7 +106,7 @@ AppConfig define_config(config::Registry& r) {
                     "'main' is the scheduler.* pool; give other pools other names"));
   c.servers = r.define<std::vector<ServerConfig>>(
       "servers", {},
-      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, workers, limits, timeouts, tls, "
+      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, timeouts, tls, "
       "access_log, routes (each a path and/or a name, a type and its keys: static's root, mode, try_files, ...; "
       "proxy's upstreams, timeouts, ...); syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size.");

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -45,6 +46,7 @@ http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) 
   o.header_timeout = c.header_timeout;
   o.body_timeout = c.body_timeout;
   o.tcp.max_connections = c.max_connections;
+  o.tcp.reuse_port = c.reuse_port;
   o.tcp.name = c.name;
   if (c.http2) {
     http2::Options h2;
@@ -184,6 +186,7 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
     } else if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
+      o.reuse_port = sc.reuse_port;
       o.name = sc.name;
       run->tcp = std::make_unique<TcpServer>(io, echo_handler(run->m, sc.idle_timeout), o);
     } else {
@@ -455,6 +458,9 @@ std::shared_ptr<http::AccessLog> Runtime::Impl::access_log(const ServerConfig& c
 void Runtime::Impl::open_store() {
   const storage::StoreOptions o = store_options(config.storage);
   auto r = storage::Store::open(o);
+  if (!r && r.error() == std::error_code(EBUSY, std::system_category()))
+    fail("storage: data_dir '" + o.data_dir + "' is in use by another process (its lock is held); "
+         "give each lionet process its own data_dir");
   if (!r) fail("storage: cannot open data_dir '" + o.data_dir + "': " + r.error().message());
   store = std::move(r.value());
 }

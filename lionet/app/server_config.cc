@@ -393,7 +393,7 @@ YAML::Node ConfigTraits<AccessLogConfig>::to_yaml(const AccessLogConfig& a) {
 }
 
 ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "idle_timeout", "header_timeout",
+  expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "reuse_port", "idle_timeout", "header_timeout",
                   "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
                   "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
@@ -410,6 +410,12 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.listen.empty()) field_error(n, "listen", "needs at least one host:port");
   read_field(n, "workers", s.workers);
   read_field(n, "max_connections", s.max_connections);
+  read_field(n, "reuse_port", s.reuse_port);
+  // kafka and syslog write to this process's store: two processes behind one port would each
+  // hold half of a topic (and a Kafka client would see one broker's data change under it).
+  if (s.reuse_port && s.type != "http" && s.type != "https" && s.type != "echo")
+    field_error(n, "reuse_port", "applies to http, https and echo servers only (a " + s.type +
+                                     " server writes to this process's own store)");
   read_field(n, "idle_timeout", s.idle_timeout);
   read_field(n, "header_timeout", s.header_timeout);
   read_field(n, "body_timeout", s.body_timeout);
@@ -483,6 +489,7 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["listen"] = encode(s.listen);
   n["workers"] = s.workers;
   n["max_connections"] = s.max_connections;
+  n["reuse_port"] = s.reuse_port;
   n["idle_timeout"] = encode(s.idle_timeout);
   n["header_timeout"] = encode(s.header_timeout);
   n["body_timeout"] = encode(s.body_timeout);

@@ -112,6 +112,7 @@ struct ServerConfig {
   std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
   std::string workers = "main";         // worker pool (see `workers:`)
   std::size_t max_connections = 10000;  // beyond it new connections are closed at once
+  bool reuse_port = false;  // SO_REUSEPORT on its TCP listeners: several processes share a port
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive / echo idle
   std::chrono::milliseconds header_timeout{10000};  // whole request head
   std::chrono::milliseconds body_timeout{30000};    // whole request body

@@ -37,7 +37,7 @@ void TcpServer::listen(const Address& local) {
   ListenOptions lo;
   lo.backlog = options_.backlog;
   int per_worker = options_.reuse_port_per_worker && local.is_ip() ? sched_.threads() : 0;
-  lo.reuse_port = per_worker > 0;
+  lo.reuse_port = per_worker > 0 || options_.reuse_port;
   Address addr = local;
   for (int i = 0; i < std::max(per_worker, 1); ++i) {
     auto l = std::make_unique<Listener>();

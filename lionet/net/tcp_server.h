@@ -62,6 +62,11 @@ struct TcpServerOptions {
   // worker: the kernel spreads connections over workers and accept never contends. Costs one
   // fd per worker per address.
   bool reuse_port_per_worker = false;
+  // SO_REUSEPORT on every listener, so that other processes (another `lionet`, the same
+  // program started twice) may listen on the same address: the kernel spreads new
+  // connections over all of them by a hash of the peer. Off: a second bind fails EADDRINUSE.
+  // (reuse_port_per_worker implies it.)
+  bool reuse_port = false;
   int backlog = SOMAXCONN;
   // Applied to each accepted connection's stream (nullopt = no limit).
   std::optional<Duration> read_timeout;
