@@ -10,6 +10,7 @@
 # 3. For bench_server with the epoll backend and with io_uring: LioNet vs the epoll reference vs
 #    Go, 256 B, 100 and 1000 connections, 1 worker, server on CPU 0, the reference echo_client on
 #    CPU 1, RUNS interleaved runs of SECS s (needs Go; without it io_uring runs in step 4).
+#    Beside the io_uring backend, the completion-based io_uring reference (uring_echo_server).
 # 4. Runs Boost.Asio interleaved with the epoll reference and LioNet (same shape).
 # 5. Checks the clients: bench_client and the reference echo_client against the epoll
 #    reference, interleaved, 100 connections; their ratio should be ~1 (within noise).
@@ -21,7 +22,7 @@
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), REF_DIR
 #   (bench/reference), REF_OUT (/tmp/lionet-ref).
-# Last line: RESULT c100_ratio=.. c1000_ratio=.. uring_c100_ratio=.. ... errors=N
+# Last line: RESULT c100_ratio=.. c1000_ratio=.. uring_c100_ratio=.. uring_ref_c100_ratio=.. ... errors=N
 BENCH="echo"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
@@ -44,6 +45,7 @@ server=$(bench_bin bench_server)
 client=$(bench_bin bench_client)
 cli=$(ref echo_client)
 epoll_ref=$(ref epoll_echo_server)
+uring_ref=$(ref uring_echo_server)
 asio=$(ref asio_echo_server)
 gosrv=""
 [ "$have_go" = 1 ] && gosrv=$(ref go_echo_server)
@@ -70,15 +72,18 @@ for backend in epoll io_uring; do
   [ "$have_go" = 1 ] || continue
   echo "== LioNet backend $backend vs the epoll reference and Go =="
   for conns in 100 1000; do
-    m=(); r=(); g=()
+    m=(); r=(); g=(); q=()
     for _ in $(seq "$RUNS"); do
       r+=("$(one "$epoll_ref -p {port}" "$conns")")
       m+=("$(one "$server {port} --threads 1 --backend $backend" "$conns")")
       g+=("$(one "$gosrv 127.0.0.1:{port}" "$conns")")
+      # Beside the io_uring backend: what io_uring gives here with no runtime in the way.
+      [ "$backend" = io_uring ] && q+=("$(one "$uring_ref -p {port}" "$conns")")
     done
-    mm=$(med "${m[@]}") rr=$(med "${r[@]}") gg=$(med "${g[@]}")
-    printf 'conns=%-5s yours=%-8s epoll_ref=%-8s go=%-8s yours/ref=%s yours/go=%s  (runs: %s | %s | %s)\n' \
-      "$conns" "$mm" "$rr" "$gg" "$(ratio "$mm" "$rr")" "$(ratio "$mm" "$gg")" "${m[*]}" "${r[*]}" "${g[*]}"
+    mm=$(med "${m[@]}") rr=$(med "${r[@]}") gg=$(med "${g[@]}") qq=-
+    [ ${#q[@]} -eq 0 ] || qq=$(med "${q[@]}")
+    printf 'conns=%-5s yours=%-8s epoll_ref=%-8s go=%-8s uring_ref=%-8s yours/ref=%s yours/go=%s  (runs: %s | %s | %s | %s)\n' \
+      "$conns" "$mm" "$rr" "$gg" "$qq" "$(ratio "$mm" "$rr")" "$(ratio "$mm" "$gg")" "${m[*]}" "${r[*]}" "${g[*]}" "${q[*]:-}"
   done | tee "$tmp/cmp-$backend.txt"
 done
 
@@ -128,6 +133,10 @@ for backend in ("epoll", "io_uring"):
             rows.append((c, 0, "epoll reference (reference, 1 thread)", ref, runs_of(line, 1), ref))
             rows.append((c, 4, "Go net (reference, pinned to CPU 0)", go, runs_of(line, 2), ref))
         rows.append((c, 1 if backend == "epoll" else 2, f"LioNet bench_server, 1 worker, {backend}", ours, runs_of(line, 0), ref))
+        if d.get("uring_ref", "-") != "-":
+            q = float(d["uring_ref"])
+            rows.append((c, 3, "io_uring reference (reference, completion-based, 1 thread)", q, runs_of(line, 3), ref))
+            summary[f"uring_ref_c{c}_ratio"] = q / ref if ref else 0
         key = "" if backend == "epoll" else "uring_"
         summary[f"{key}c{c}_ratio"] = ours / ref if ref else 0
         summary[f"{key}c{c}_vs_go"] = ours / go if go else 0
@@ -162,7 +171,9 @@ out = [
     f"Produced by `scripts/bench-echo.sh --write` at commit {commit} on {cpu}; load average before: {load}.",
     f"256-byte ping-pong, server pinned to CPU 0 with 1 worker, reference `echo_client` on CPU 1, {runs} interleaved",
     f"runs of {secs} s per row, medians. Ratio = QPS / epoll reference QPS measured in the same comparison",
-    "(0.9-1.1 reads as equal). The \"rerun beside Asio\" row is LioNet again in the Asio comparison.",
+    "(0.9-1.1 reads as equal). The \"rerun beside Asio\" row is LioNet again in the Asio comparison. The io_uring",
+    "reference (bench/reference/echo/uring_echo_server.c: recv and send SQEs, multishot accept, one",
+    "io_uring_enter per loop, SINGLE_ISSUER + DEFER_TASKRUN) runs in the io_uring backend's comparison.",
     "",
     "| Server | Connections | QPS (median) | Runs | vs epoll ref |",
     "|---|---:|---:|---|---:|",
