@@ -365,6 +365,25 @@ void Proxy::Exchange::failed() { mark_failure(*up, proxy->options_, proxy->upstr
 
 namespace {
 
+Duration sweep_period(const ProxyOptions& o) { return std::max<Duration>(o.idle_timeout / 2, std::chrono::milliseconds(10)); }
+
+// Moves u's idle connections older than idle_timeout into `expired` if the sweep is due (every
+// sweep_period; whoever wins the CAS sweeps). A shard is a stack (pushed with `since` = now):
+// its oldest are at the front.
+void sweep_if_due(Proxy::Upstream& u, const ProxyOptions& o, TimePoint t, std::vector<std::unique_ptr<UpConn>>& expired) {
+  int64_t due = u.next_sweep.load(std::memory_order_relaxed);
+  if (ticks(t) < due || !u.next_sweep.compare_exchange_strong(due, ticks(t + sweep_period(o)), std::memory_order_relaxed))
+    return;
+  for (auto& sh : u.shards) {
+    std::lock_guard<std::mutex> lk(sh.mu);
+    auto fresh = std::find_if(sh.idle.begin(), sh.idle.end(),
+                              [&](const std::unique_ptr<UpConn>& x) { return t - x->since < o.idle_timeout; });
+    u.idle_count.fetch_sub(static_cast<size_t>(fresh - sh.idle.begin()), std::memory_order_relaxed);
+    std::move(sh.idle.begin(), fresh, std::back_inserter(expired));
+    sh.idle.erase(sh.idle.begin(), fresh);
+  }
+}
+
 std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
   if (u.idle_count.load(std::memory_order_relaxed) == 0) return nullptr;
   std::vector<std::unique_ptr<UpConn>> expired;
@@ -380,23 +399,11 @@ std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
       else expired.push_back(std::move(x));
     }
   };
-  // A shard is a stack (pushed with `since` = now): its oldest are at the front. Steady light
-  // traffic reuses the tops only, so those under them (and in shards of workers that take none)
-  // are swept here every half idle_timeout (one request does it: a CAS), or they would stay
-  // open past idle_timeout for as long as that traffic lasts.
-  int64_t due = u.next_sweep.load(std::memory_order_relaxed);
-  if (ticks(t) >= due &&
-      u.next_sweep.compare_exchange_strong(due, ticks(t + std::max<Duration>(o.idle_timeout / 2, std::chrono::milliseconds(10))),
-                                           std::memory_order_relaxed)) {
-    for (auto& sh : u.shards) {
-      std::lock_guard<std::mutex> lk(sh.mu);
-      auto fresh = std::find_if(sh.idle.begin(), sh.idle.end(),
-                                [&](const std::unique_ptr<UpConn>& x) { return t - x->since < o.idle_timeout; });
-      u.idle_count.fetch_sub(static_cast<size_t>(fresh - sh.idle.begin()), std::memory_order_relaxed);
-      std::move(sh.idle.begin(), fresh, std::back_inserter(expired));
-      sh.idle.erase(sh.idle.begin(), fresh);
-    }
-  }
+  // Steady light traffic reuses the tops of the shards only, so those under them (and in shards
+  // of workers that take none) are swept here every half idle_timeout (one request does it),
+  // or they would stay open past idle_timeout for as long as that traffic lasts. With no
+  // traffic at all the reaper fiber (start_health_checks) sweeps.
+  sweep_if_due(u, o, t, expired);
   const size_t own = shard_index();
   {
     std::lock_guard<std::mutex> lk(u.shards[own].mu);
@@ -915,10 +922,26 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
 }
 
 void Proxy::start_health_checks(Scheduler& sched) {
+  health_->fibers.push_back(sched.spawn([this] { reap_loop(); }, {.name = "proxy-reaper"}));
   if (!options_.health_check) return;
   for (auto& u : upstreams_) {
     Upstream* up = u.get();
     health_->fibers.push_back(sched.spawn([this, up] { health_loop(*up); }));
+  }
+}
+
+// Every sweep period: the idle connections past idle_timeout of every upstream are closed, also
+// of an upstream no request has used since (take_idle sweeps only when a request comes).
+void Proxy::reap_loop() {
+  for (;;) {
+    {
+      std::unique_lock<Mutex> lk(health_->mu);
+      if (health_->cv.wait_for(lk, sweep_period(options_), [&] { return health_->stop; })) return;
+    }
+    std::vector<std::unique_ptr<UpConn>> expired;
+    const TimePoint t = now();
+    for (auto& u : upstreams_) sweep_if_due(*u, options_, t, expired);
+    for (auto& e : expired) e->stream->close();
   }
 }
 

@@ -7,7 +7,7 @@
 //   o.strip_prefix = "/app";                                        // "/app/x" -> "/x"
 //   auto proxy = std::make_shared<http::Proxy>(o);
 //   router.prefix("*", "/app", proxy->handler());
-//   proxy->start_health_checks(sched);                              // if o.health_check is set
+//   proxy->start_health_checks(sched);    // the idle-connection reaper, health checks if set
 //
 // Owns: one pool of idle upstream connections per upstream, sharded by worker (a worker pushes
 // to and pops from its own shard under that shard's lock, held for a vector push/pop only, and
@@ -167,7 +167,9 @@ class Proxy {
     return [this](Request& q, Response& s) { handle(q, s); };
   }
 
-  // Starts the health-check fibers on sched (no-op without options().health_check).
+  // Starts the background fibers on sched: the reaper, which closes pooled connections idle
+  // past idle_timeout also while no request comes (without it they are swept only by the next
+  // request to their upstream), and a health-check fiber per upstream if options().health_check.
   void start_health_checks(Scheduler& sched);
   // Stops them and waits for them to end; closes the idle connections. Idempotent.
   void stop();
@@ -185,6 +187,7 @@ class Proxy {
   bool relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const detail::ResponseHead& rh,
              bool upgrade);
   void health_loop(Upstream& u);
+  void reap_loop();
 
   const ProxyOptions options_;
   std::vector<std::unique_ptr<Upstream>> upstreams_;

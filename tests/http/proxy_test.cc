@@ -650,6 +650,25 @@ TEST(ProxyPool, AnIdleConnectionOlderThanIdleTimeoutIsNotReusedAndIsClosed) {
       << up.server->tcp().connections();
 }
 
+// With no request after it, a pooled connection is still closed once idle_timeout passes: the
+// reaper fiber sweeps (otherwise it would stay open until the next request to its upstream).
+TEST(ProxyPool, AnIdleConnectionIsClosedAfterIdleTimeoutWithNoFurtherTraffic) {
+  ProxyHarness h;
+  auto& up = h.mirror_upstream("a");
+  ProxyOptions o = to({up.address()});
+  o.idle_timeout = 150ms;
+  Proxy& p = h.front(o);
+  p.start_health_checks(h.sched());
+  Client c;
+  ASSERT_TRUE(c.get(h.url("/")));
+  c.close_idle();
+  EXPECT_EQ(p.stats()[0].idle, 1u);
+  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() == 0; }, 2s))
+      << up.server->tcp().connections() << " upstream connection(s) still open";
+  EXPECT_EQ(p.stats()[0].idle, 0u);
+  p.stop();
+}
+
 // After a burst fills the pool, steady light traffic keeps reusing the newest connections: the
 // ones under them pass idle_timeout and must be closed too, not kept open for ever.
 TEST(ProxyPool, IdleTimeoutClosesThePooledConnectionsUnderTheOneInUse) {
