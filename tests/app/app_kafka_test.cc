@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "../kafka/kafka_test_util.h"
 #include "../kafka/rdkafka_util.h"
 #include "app_process.h"
 
@@ -117,6 +118,53 @@ TEST(AppKafka, CommittedOffsetsSurviveAKill9) {
   EXPECT_EQ(p->wait(), 0) << p->output();
 }
 
+// The group keys reach the server: with group_min_session_timeout 1000ms a JoinGroup asking
+// for 1500 ms is accepted, one asking for 900 ms gets INVALID_SESSION_TIMEOUT (26); and
+// --print-config shows them.
+TEST(AppKafka, GroupSessionTimeoutKeysReachTheCoordinator) {
+  TempConf conf;
+  const int port = free_port();
+  conf.write("server.yml", "scheduler: {threads: 2}\n"
+                           "storage: {data_dir: " + conf.path() + "/data}\n"
+                           "servers:\n"
+                           "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
+                           "    group_min_session_timeout: 1000ms\n    group_max_session_timeout: 2000ms\n"
+                           "    offset_metadata_max_bytes: 10\n");
+  {
+    Process pc({"--print-config", "-c", conf.path()});
+    REQUIRE_BINARY(pc);
+    EXPECT_EQ(pc.wait(), 0) << pc.output();
+    EXPECT_NE(pc.output().find("group_min_session_timeout: 1000ms"), std::string::npos) << pc.output();
+    EXPECT_NE(pc.output().find("offset_metadata_max_bytes: 10\n"), std::string::npos) << pc.output();
+  }
+  Process p({"-c", conf.path()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  auto join_error = [&](int32_t session_ms) {
+    lionet::kafka::testing::RawClient c(port);
+    const int32_t corr = c.send(11, 2, [&](lionet::kafka::Writer& w) {
+      w.string("g");
+      w.i32(session_ms);
+      w.i32(session_ms);
+      w.string("");
+      w.string("consumer");
+      w.array_count(1);
+      w.string("range");
+      w.bytes("");
+    });
+    const std::string resp = c.recv();
+    lionet::kafka::Reader r(resp);
+    EXPECT_EQ(r.i32(), corr);
+    r.i32();  // throttle_time_ms (v2+)
+    return r.i16();
+  };
+  EXPECT_EQ(join_error(1500), 0);
+  EXPECT_EQ(join_error(900), 26);
+  EXPECT_EQ(join_error(2001), 26);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
 TEST(AppKafka, BadKafkaConfigurationsAreRefusedNamingTheKey) {
   struct Case {
     std::string server, expect;
@@ -125,6 +173,11 @@ TEST(AppKafka, BadKafkaConfigurationsAreRefusedNamingTheKey) {
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], max_request_size: 10}", "max_request_size"},
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], advertised_port: 70000}", "advertised_port"},
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], routes: [{path: /, type: health}]}", "no routes"},
+           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], group_min_session_timeout: 0ms}", "group_min_session_timeout"},
+           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], group_min_session_timeout: 10000ms, "
+            "group_max_session_timeout: 9000ms}",
+            "must be at least group_min_session_timeout"},
+           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], offset_metadata_max_bytes: 40000}", "offset_metadata_max_bytes"},
        }) {
     TempConf conf;
     conf.write("server.yml", "servers:\n  - " + c.server + "\n");
