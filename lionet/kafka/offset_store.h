@@ -9,8 +9,8 @@
 // records are appended (the store's flush policy applies: every_batch = after the fdatasync).
 //
 // Growth, stated plainly (the topic is not compacted):
-//  - A commit appends one record per partition (about 30 bytes plus the group, topic and
-//    metadata), as one batch per request, except for a partition whose offset and metadata are
+//  - A commit appends one record per partition (about 43 bytes in the store plus the group,
+//    topic and metadata), as one batch per request, except for a partition whose offset and metadata are
 //    unchanged and whose latest record is still in the topic's active segment: that one is not
 //    written again. So a consumer that re-commits unchanged offsets every few seconds (the Java
 //    client's auto-commit does) costs one record per partition per segment roll, not per commit.

@@ -56,6 +56,8 @@ TEST(AppKafka, KcatAndTheHttpStorageApiSeeEachOthersRecords) {
   const Curl m = curl("http://127.0.0.1:" + std::to_string(http) + "/metrics");
   EXPECT_NE(m.body.find("lionet_kafka_records_in_total{server=\"kafka\"} 2"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("lionet_kafka_records_out_total{server=\"kafka\"} "), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("lionet_kafka_offset_commits_total{server=\"kafka\"} 0"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("lionet_kafka_group_rebalances_total{server=\"kafka\"} 0"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("lionet_connections_accepted_total{server=\"kafka\",type=\"kafka\"}"), std::string::npos) << m.body;
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
