@@ -4,8 +4,6 @@
 #include <sys/random.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <stdexcept>
 
 #include "lionet/sched/scheduler.h"
 #include "lionet/storage/store.h"
