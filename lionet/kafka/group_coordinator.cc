@@ -460,6 +460,7 @@ GroupCoordinator::JoinResult GroupCoordinator::join(const JoinGroupRequest& r, s
 
 GroupCoordinator::SyncResult GroupCoordinator::sync(const SyncGroupRequest& r) {
   if (r.group_id.empty()) return {ErrorCode::kInvalidGroupId, {}};
+  if (r.group_instance_id) return {ErrorCode::kUnsupportedVersion, {}};  // G8
   if (stopping_.load(std::memory_order_acquire)) return {ErrorCode::kCoordinatorNotAvailable, {}};
   std::shared_ptr<Group> g = find(r.group_id, false);
   if (!g) return {ErrorCode::kUnknownMemberId, {}};
@@ -500,6 +501,7 @@ GroupCoordinator::SyncResult GroupCoordinator::sync(const SyncGroupRequest& r) {
 
 ErrorCode GroupCoordinator::heartbeat(const HeartbeatRequest& r) {
   if (r.group_id.empty()) return ErrorCode::kInvalidGroupId;
+  if (r.group_instance_id) return ErrorCode::kUnsupportedVersion;  // G8
   if (stopping_.load(std::memory_order_acquire)) return ErrorCode::kCoordinatorNotAvailable;
   std::shared_ptr<Group> g = find(r.group_id, false);
   if (!g) return ErrorCode::kUnknownMemberId;
@@ -556,6 +558,7 @@ GroupCoordinator::CommitResult GroupCoordinator::commit_offsets(const OffsetComm
     for (auto& t : res) std::fill(t.begin(), t.end(), e);
     return res;
   };
+  if (r.group_instance_id) return fail_all(ErrorCode::kUnsupportedVersion);  // G8
   if (stopping_.load(std::memory_order_acquire)) return fail_all(ErrorCode::kCoordinatorNotAvailable);
   // G7. An unknown group is created for a standalone commit only.
   std::shared_ptr<Group> g = find(r.group_id, r.generation_id < 0);

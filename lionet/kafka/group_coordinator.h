@@ -47,10 +47,10 @@
 //     An unknown group with a generation >= 0: ILLEGAL_GENERATION. Per partition: metadata
 //     longer than offset_metadata_max_bytes OFFSET_METADATA_TOO_LARGE (12), a topic or
 //     partition the store does not have UNKNOWN_TOPIC_OR_PARTITION (3).
-//  G8 Static membership (group.instance.id, JoinGroup v5) is refused: a JoinGroup carrying
-//     one gets UNSUPPORTED_VERSION (35), as Kafka answers when its inter-broker protocol
-//     predates static membership; no member ever has an instance id, so other requests that
-//     name one find no such member (UNKNOWN_MEMBER_ID).
+//  G8 Static membership (group.instance.id) is refused: a JoinGroup, SyncGroup, Heartbeat or
+//     OffsetCommit carrying one gets UNSUPPORTED_VERSION (35), as Kafka answers when its
+//     inter-broker protocol predates static membership. No member ever has an instance id, so
+//     a LeaveGroup v3 member naming one is UNKNOWN_MEMBER_ID.
 //
 // Timers: each group with members or pending ids has one fiber ("kafka-group") parked on a
 // CondVar until the group's earliest deadline (G3, G4, G6) or a change (a join, a rebalance);

@@ -398,8 +398,45 @@ TEST(KafkaGroups, JoinGroupChecksItsArguments) {
   EXPECT_EQ(join(c, 5, a).error, 26);
   a.session_ms = 10000;
   a.instance = "static-1";
-  EXPECT_EQ(join(c, 5, a).error, 35);  // G8: static membership refused
+  EXPECT_EQ(join(c, 5, a).error, 35);  // G8: static membership refused, in every request
   a.instance.reset();
+  {
+    const int32_t corr = c.send(12, 3, [](Writer& w) {
+      w.string("g");
+      w.i32(1);
+      w.string("m");
+      w.nullable_string(std::string_view("static-1"));
+    });
+    const std::string resp = c.recv();
+    Reader r(resp);
+    EXPECT_EQ(r.i32(), corr);
+    r.i32();
+    EXPECT_EQ(r.i16(), 35);
+  }
+  {
+    const int32_t corr = c.send(8, 7, [](Writer& w) {
+      w.string("g");
+      w.i32(-1);
+      w.string("");
+      w.nullable_string(std::string_view("static-1"));
+      w.array_count(1);
+      w.string("t");
+      w.array_count(1);
+      w.i32(0);
+      w.i64(1);
+      w.i32(-1);
+      w.nullable_string(std::nullopt);
+    });
+    const std::string resp = c.recv();
+    Reader r(resp);
+    EXPECT_EQ(r.i32(), corr);
+    r.i32();
+    EXPECT_EQ(r.array_count(), 1);
+    r.string();
+    EXPECT_EQ(r.array_count(), 1);
+    r.i32();
+    EXPECT_EQ(r.i16(), 35);
+  }
   a.protocols.clear();
   EXPECT_EQ(join(c, 5, a).error, 23);  // INCONSISTENT_GROUP_PROTOCOL: no protocol
   a.protocols = {{"range", ""}};
