@@ -316,6 +316,13 @@ std::string render_metrics(const Runtime::Impl& im) {
                [](const kafka::BrokerStats& b) { return b.duplicates; });
   kafka_family("lionet_kafka_malformed_total", "Malformed Kafka requests (each closed its connection).",
                [](const kafka::BrokerStats& b) { return b.malformed; });
+  kafka_family("lionet_kafka_group_rebalances_total", "Consumer-group join phases completed (generations made).",
+               [](const kafka::BrokerStats& b) { return b.groups.rebalances; });
+  kafka_family("lionet_kafka_group_expired_members_total",
+               "Consumer-group members removed for a missed session, rebalance or sync deadline.",
+               [](const kafka::BrokerStats& b) { return b.groups.expired_members; });
+  kafka_family("lionet_kafka_offset_commits_total", "Partitions committed by OffsetCommit requests.",
+               [](const kafka::BrokerStats& b) { return b.groups.offset_commits; });
   w.family("lionet_http_requests_total", "counter", "HTTP responses from handlers, by status class.");
   for (const auto& s : im.servers) {
     if (!s->http) continue;

@@ -176,6 +176,9 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       o.broker.advertised_host = sc.advertised_host;
       o.broker.advertised_port = static_cast<int32_t>(sc.advertised_port);
       o.max_request_size = sc.max_request_size;
+      o.broker.groups.min_session_timeout = sc.group_min_session_timeout;
+      o.broker.groups.max_session_timeout = sc.group_max_session_timeout;
+      o.broker.groups.offset_metadata_max_bytes = sc.offset_metadata_max_bytes;
       o.max_connections = sc.max_connections;
       o.idle_timeout = sc.idle_timeout;
       try {

@@ -399,7 +399,8 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
                   "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
                   "http2_max_outbound_ack", "topic", "key", "batch_max", "linger", "max_message_size", "recv_buffer",
-                  "advertised_host", "advertised_port", "max_request_size", "tls", "access_log", "routes"});
+                  "advertised_host", "advertised_port", "max_request_size", "group_min_session_timeout",
+                  "group_max_session_timeout", "offset_metadata_max_bytes", "tls", "access_log", "routes"});
   ServerConfig s;
   read_field(n, "name", s.name);
   s.type = required_field<std::string>(n, "type");
@@ -447,6 +448,17 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.advertised_port > 65535) field_error(n, "advertised_port", "must be in 0..65535 (0: the listen port)");
   if (s.max_request_size < 1024 || s.max_request_size > (std::size_t{1} << 30))
     field_error(n, "max_request_size", "must be in 1024..1073741824");
+  read_field(n, "group_min_session_timeout", s.group_min_session_timeout);
+  read_field(n, "group_max_session_timeout", s.group_max_session_timeout);
+  read_field(n, "offset_metadata_max_bytes", s.offset_metadata_max_bytes);
+  if (s.group_min_session_timeout.count() < 1 || s.group_min_session_timeout.count() > 3600000)
+    field_error(n, "group_min_session_timeout", "must be in 1ms..3600000ms");
+  if (s.group_max_session_timeout.count() < 1 || s.group_max_session_timeout.count() > 86400000)
+    field_error(n, "group_max_session_timeout", "must be in 1ms..86400000ms");
+  if (s.group_max_session_timeout < s.group_min_session_timeout)
+    field_error(n, "group_max_session_timeout", "must be at least group_min_session_timeout");
+  if (s.offset_metadata_max_bytes > 32767)
+    field_error(n, "offset_metadata_max_bytes", "must be in 0..32767 (a Kafka string's length)");
   read_field(n, "tls", s.tls);
   read_field(n, "access_log", s.access_log);
   read_field(n, "routes", s.routes);
@@ -520,6 +532,9 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
     n["advertised_host"] = s.advertised_host;
     n["advertised_port"] = s.advertised_port;
     n["max_request_size"] = s.max_request_size;
+    n["group_min_session_timeout"] = encode(s.group_min_session_timeout);
+    n["group_max_session_timeout"] = encode(s.group_max_session_timeout);
+    n["offset_metadata_max_bytes"] = s.offset_metadata_max_bytes;
   }
   if (s.tls) n["tls"] = encode(*s.tls);
   if (s.access_log) n["access_log"] = encode(*s.access_log);

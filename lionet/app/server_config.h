@@ -144,6 +144,11 @@ struct ServerConfig {
   std::string advertised_host;              // told to clients by Metadata; "" = the first listen host
   uint32_t advertised_port = 0;             // 0 = the first listen address's port
   std::size_t max_request_size = 100 << 20;  // one request frame at most (1024..1073741824)
+  // Consumer groups (lionet/kafka/group_coordinator.h GroupOptions): the session timeouts a
+  // JoinGroup may ask for, and the longest metadata string of a committed offset.
+  std::chrono::milliseconds group_min_session_timeout{6000};      // 1ms..3600000ms
+  std::chrono::milliseconds group_max_session_timeout{1800000};   // 1ms..86400000ms, >= the min
+  std::size_t offset_metadata_max_bytes = 4096;                   // 0..32767
   std::optional<TlsConfig> tls;         // required for https
   std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
   std::vector<RouteConfig> routes;      // http(s) only

@@ -41,6 +41,7 @@ struct Broker::Impl {
   BrokerOptions opt;  // advertise() writes it before serving
   std::unique_ptr<ProducerState> producers;
   std::unique_ptr<HeaderStore> headers;
+  std::unique_ptr<GroupCoordinator> groups;
   LogWatchers watchers;  // Fetches over several partitions wait here
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> requests{0}, records_in{0}, records_out{0}, duplicates{0}, malformed{0};
@@ -405,6 +406,113 @@ struct Broker::Impl {
     w.i64(id ? *id : -1);
     w.i16(id ? 0 : -1);
   }
+
+  // ------------------------------------------------------------------ FindCoordinator
+  void find_coordinator(const RequestHeader& h, const FindCoordinatorRequest& f, Writer& w) {
+    const int16_t v = h.api_version;
+    // Key type 0: a group, coordinated here. 1: a transactional id (transactions are refused
+    // everywhere with this code, fatal in clients). Anything else is not a key type.
+    const ErrorCode err = f.key_type == 0   ? ErrorCode::kNone
+                          : f.key_type == 1 ? ErrorCode::kTransactionalIdAuthorizationFailed
+                                            : ErrorCode::kInvalidRequest;
+    if (v >= 1) w.i32(0);  // throttle_time_ms
+    w.i16(code(err));
+    if (v >= 1) {
+      if (err == ErrorCode::kNone) {
+        w.nullable_string(std::nullopt);
+      } else {
+        w.nullable_string(err == ErrorCode::kInvalidRequest ? "unknown key type" : "transactions are not supported");
+      }
+    }
+    const bool ok = err == ErrorCode::kNone;
+    w.i32(ok ? opt.node_id : -1);
+    w.string(ok ? std::string_view(opt.advertised_host) : std::string_view());
+    w.i32(ok ? opt.advertised_port : -1);
+  }
+
+  // ------------------------------------------------------------------ JoinGroup, SyncGroup, ...
+  void join_group(const RequestHeader& h, const JoinGroupRequest& r, Writer& w) {
+    const int16_t v = h.api_version;
+    const GroupCoordinator::JoinResult res = groups->join(r, h.client_id.value_or(""), v >= 4);
+    if (v >= 2) w.i32(0);  // throttle_time_ms
+    w.i16(code(res.error));
+    w.i32(res.generation_id);
+    w.string(res.protocol_name);
+    w.string(res.leader_id);
+    w.string(res.member_id);
+    w.array_count(static_cast<int32_t>(res.members.size()));
+    for (const auto& m : res.members) {
+      w.string(m.member_id);
+      if (v >= 5) w.nullable_string(std::nullopt);  // group_instance_id: no static members
+      w.bytes(m.metadata);
+    }
+  }
+
+  void sync_group(const RequestHeader& h, const SyncGroupRequest& r, Writer& w) {
+    const GroupCoordinator::SyncResult res = groups->sync(r);
+    if (h.api_version >= 1) w.i32(0);  // throttle_time_ms
+    w.i16(code(res.error));
+    w.bytes(res.assignment);
+  }
+
+  void heartbeat(const RequestHeader& h, const HeartbeatRequest& r, Writer& w) {
+    const ErrorCode err = groups->heartbeat(r);
+    if (h.api_version >= 1) w.i32(0);  // throttle_time_ms
+    w.i16(code(err));
+  }
+
+  void leave_group(const RequestHeader& h, const LeaveGroupRequest& r, Writer& w) {
+    const int16_t v = h.api_version;
+    const GroupCoordinator::LeaveResult res = groups->leave(r);
+    if (v >= 1) w.i32(0);  // throttle_time_ms
+    if (v <= 2) {  // one member: its error is the request's (Kafka's LeaveGroupResponse)
+      ErrorCode e = res.error;
+      if (e == ErrorCode::kNone && !res.members.empty()) e = res.members.front();
+      w.i16(code(e));
+      return;
+    }
+    w.i16(code(res.error));
+    w.array_count(static_cast<int32_t>(res.members.size()));
+    for (std::size_t i = 0; i < res.members.size(); ++i) {
+      w.string(r.members[i].member_id);
+      w.nullable_string(r.members[i].group_instance_id);
+      w.i16(code(res.members[i]));
+    }
+  }
+
+  void offset_commit(const RequestHeader& h, const OffsetCommitRequest& r, Writer& w) {
+    const GroupCoordinator::CommitResult res = groups->commit_offsets(r);
+    if (h.api_version >= 3) w.i32(0);  // throttle_time_ms
+    w.array_count(static_cast<int32_t>(r.topics.size()));
+    for (std::size_t t = 0; t < r.topics.size(); ++t) {
+      w.string(r.topics[t].name);
+      w.array_count(static_cast<int32_t>(r.topics[t].partitions.size()));
+      for (std::size_t p = 0; p < r.topics[t].partitions.size(); ++p) {
+        w.i32(r.topics[t].partitions[p].index);
+        w.i16(code(res[t][p]));
+      }
+    }
+  }
+
+  void offset_fetch(const RequestHeader& h, const OffsetFetchRequest& r, Writer& w) {
+    const int16_t v = h.api_version;
+    const GroupCoordinator::FetchResult res = groups->fetch_offsets(r);
+    if (v >= 3) w.i32(0);  // throttle_time_ms
+    w.array_count(static_cast<int32_t>(res.topics.size()));
+    for (const auto& [topic, parts] : res.topics) {
+      w.string(topic);
+      w.array_count(static_cast<int32_t>(parts.size()));
+      for (const auto& p : parts) {
+        w.i32(p.partition);
+        w.i64(p.offset);
+        if (v >= 5) w.i32(p.leader_epoch);
+        w.nullable_string(p.metadata);
+        // v1 has no request-level error: it goes on every partition.
+        w.i16(code(v >= 2 ? ErrorCode::kNone : res.error));
+      }
+    }
+    if (v >= 2) w.i16(code(res.error));
+  }
 };
 
 Broker::Broker(storage::Store& store, BrokerOptions options)
@@ -415,6 +523,9 @@ Broker::Broker(storage::Store& store, BrokerOptions options)
   auto h = HeaderStore::open(store);
   if (!h) throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
   impl_->headers = std::move(*h);
+  auto g = GroupCoordinator::open(store, impl_->opt.groups);
+  if (!g) throw std::runtime_error("kafka: committed offsets (topic " + std::string(kOffsetsTopic) + "): " + g.error().message());
+  impl_->groups = std::move(*g);
 }
 
 Broker::~Broker() { stop(); }
@@ -468,6 +579,20 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
     im.list_offsets(h, *l, w);
   } else if (auto* ip = std::get_if<InitProducerIdRequest>(&body)) {
     im.init_producer_id(*ip, w);
+  } else if (auto* fc = std::get_if<FindCoordinatorRequest>(&body)) {
+    im.find_coordinator(h, *fc, w);
+  } else if (auto* jg = std::get_if<JoinGroupRequest>(&body)) {
+    im.join_group(h, *jg, w);
+  } else if (auto* sg = std::get_if<SyncGroupRequest>(&body)) {
+    im.sync_group(h, *sg, w);
+  } else if (auto* hb = std::get_if<HeartbeatRequest>(&body)) {
+    im.heartbeat(h, *hb, w);
+  } else if (auto* lg = std::get_if<LeaveGroupRequest>(&body)) {
+    im.leave_group(h, *lg, w);
+  } else if (auto* oc = std::get_if<OffsetCommitRequest>(&body)) {
+    im.offset_commit(h, *oc, w);
+  } else if (auto* of = std::get_if<OffsetFetchRequest>(&body)) {
+    im.offset_fetch(h, *of, w);
   }
   finish();
   return out;
@@ -489,12 +614,13 @@ void Broker::stop() {
     }
   }
   im.watchers.stop();  // the watcher fibers were woken above (or wake within a second)
+  im.groups->stop();
 }
 
 BrokerStats Broker::stats() const noexcept {
   const Impl& im = *impl_;
   auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {g(im.requests), g(im.records_in), g(im.records_out), g(im.duplicates), g(im.malformed)};
+  return {g(im.requests), g(im.records_in), g(im.records_out), g(im.duplicates), g(im.malformed), im.groups->stats()};
 }
 
 }  // namespace lionet::kafka

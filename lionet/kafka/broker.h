@@ -7,10 +7,11 @@
 //   auto o = b.handle(frame, resp);   // frame: the bytes after the 4-byte size prefix
 //   if (o.kind == Broker::Outcome::kRespond) write(resp);   // resp has its size prefix
 //
-// Owns: ApiVersions, Metadata, Produce, Fetch, ListOffsets and InitProducerId (protocol.h has
-// the versions), the idempotent-producer state (producer_state.h), the record headers kept
-// beside the store's records (header_store.h), the mapping of Kafka's
-// model onto the store's. Must not: read configuration (BrokerOptions is data), keep
+// Owns: ApiVersions, Metadata, Produce, Fetch, ListOffsets, InitProducerId, FindCoordinator
+// and the wire side of the group APIs (protocol.h has the versions), the idempotent-producer
+// state (producer_state.h), the record headers kept beside the store's records
+// (header_store.h), the group coordinator (group_coordinator.h: groups and committed offsets),
+// the mapping of Kafka's model onto the store's. Must not: read configuration (BrokerOptions is data), keep
 // per-connection state (requests are independent, so a connection's fiber may call handle()
 // for each of its requests in order), or throw on a request path.
 //
@@ -29,6 +30,10 @@
 //  - Fetch re-encodes the stored records as one RecordBatch per partition read (producer id
 //    -1, uncompressed). It parks in Log::wait_beyond until min_bytes arrive or max_wait_ms
 //    passes; over several partitions, on all of them at once (log_watchers.h).
+//  - Consumer groups: FindCoordinator names this broker (node_id, the advertised address) for
+//    any group; JoinGroup and SyncGroup park the request's fiber until the rebalance answers
+//    them (group_coordinator.h), which holds up that connection only: clients talk to the
+//    coordinator on a connection of its own. Committed offsets are kept in __kafka_offsets.
 //  - Malformed requests (any DecodeError, or a Produce batch with a bad length, count, offset
 //    delta or CRC) give Outcome::kClose: the server closes that connection only.
 //
@@ -41,6 +46,7 @@
 #include <string>
 #include <string_view>
 
+#include "lionet/kafka/group_coordinator.h"
 #include "lionet/kafka/producer_state.h"
 #include "lionet/kafka/requests.h"
 
@@ -53,8 +59,9 @@ namespace lionet::kafka {
 struct BrokerOptions {
   std::string advertised_host = "127.0.0.1";  // what Metadata tells clients to connect to
   int32_t advertised_port = 9092;
-  int32_t node_id = 1;                        // this broker's id in Metadata
+  int32_t node_id = 1;                        // this broker's id in Metadata and FindCoordinator
   std::string cluster_id = "lionet";
+  GroupOptions groups;                        // consumer groups (group_coordinator.h)
 };
 
 struct BrokerStats {
@@ -63,12 +70,14 @@ struct BrokerStats {
   uint64_t records_out = 0;   // returned by Fetch
   uint64_t duplicates = 0;    // idempotent retries acknowledged without an append
   uint64_t malformed = 0;     // requests that closed their connection
+  GroupStats groups;
 };
 
 class Broker {
  public:
-  // Opens the idempotent-producer state and the header index in `store` (internal topics
-  // __kafka_producers and __kafka_headers). Throws std::runtime_error if it cannot.
+  // Opens the idempotent-producer state, the header index and the committed offsets in
+  // `store` (internal topics __kafka_producers, __kafka_headers and __kafka_offsets). Throws
+  // std::runtime_error if it cannot.
   Broker(storage::Store& store, BrokerOptions options);
   ~Broker();
 
@@ -82,7 +91,8 @@ class Broker {
   // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
   void advertise(std::string host, int32_t port);
   // Wakes every Fetch parked in the store's logs (shutdown) and ends the watcher fibers;
-  // later Fetches do not wait. Idempotent; the destructor calls it.
+  // later Fetches do not wait. Answers parked JoinGroup/SyncGroup requests (COORDINATOR_NOT_
+  // AVAILABLE) and ends the groups' timer fibers. Idempotent; the destructor calls it.
   void stop();
   BrokerStats stats() const noexcept;
 

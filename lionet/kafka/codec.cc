@@ -103,6 +103,14 @@ std::optional<std::string_view> Reader::nullable_bytes() noexcept {
   }
   return raw(static_cast<std::size_t>(n));
 }
+std::string_view Reader::bytes() noexcept {
+  const int32_t n = i32();
+  if (n < 0) {
+    fail("a negative bytes length");
+    return {};
+  }
+  return raw(static_cast<std::size_t>(n));
+}
 int32_t Reader::array_count(bool allow_null, std::size_t min_element_bytes) noexcept {
   const int32_t n = i32();
   if (!ok()) return 0;

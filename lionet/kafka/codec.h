@@ -49,6 +49,8 @@ class Reader {
   std::optional<std::string_view> nullable_string() noexcept;
   // NULLABLE_BYTES: int32 length, -1 = null.
   std::optional<std::string_view> nullable_bytes() noexcept;
+  // BYTES: int32 length (negative, null included: error).
+  std::string_view bytes() noexcept;
   // ARRAY count: int32; -1 (null) only when allow_null (then -1 is returned); checked against
   // remaining() times min_element_bytes.
   int32_t array_count(bool allow_null = false, std::size_t min_element_bytes = 1) noexcept;
@@ -78,6 +80,7 @@ class Writer {
   void string(std::string_view s);
   void nullable_string(std::optional<std::string_view> s);
   void nullable_bytes(std::optional<std::string_view> s);
+  void bytes(std::string_view s) { nullable_bytes(s); }
   void array_count(int32_t n) { i32(n); }
 
   // A 4-byte slot filled in later (sizes, CRCs): returns its position in the buffer.

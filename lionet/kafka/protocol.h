@@ -7,7 +7,9 @@
 // Versions: only non-flexible ones (request header v1, response header v0). The ranges reach
 // down to Produce 3 and Fetch 4 because librdkafka disables its v2 record format (MsgVer2)
 // unless both are advertised, and include ApiVersions 0 because librdkafka retries a refused
-// ApiVersions v3 with v0 (it cannot read the v0-format refusal as v3).
+// ApiVersions v3 with v0 (it cannot read the v0-format refusal as v3). The group APIs
+// (group_coordinator.h) reach down to 0 (OffsetCommit 2, OffsetFetch 1) and up to the last
+// non-flexible version of each.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,13 @@ enum class ApiKey : int16_t {
   kFetch = 1,
   kListOffsets = 2,
   kMetadata = 3,
+  kOffsetCommit = 8,
+  kOffsetFetch = 9,
+  kFindCoordinator = 10,
+  kJoinGroup = 11,
+  kHeartbeat = 12,
+  kLeaveGroup = 13,
+  kSyncGroup = 14,
   kApiVersions = 18,
   kInitProducerId = 22,
 };
@@ -32,9 +41,17 @@ enum class ErrorCode : int16_t {
   kCorruptMessage = 2,
   kUnknownTopicOrPartition = 3,
   kMessageTooLarge = 10,
+  kOffsetMetadataTooLarge = 12,
+  kCoordinatorNotAvailable = 15,
   kInvalidTopic = 17,
   kRecordListTooLarge = 18,
   kInvalidRequiredAcks = 21,
+  kIllegalGeneration = 22,
+  kInconsistentGroupProtocol = 23,
+  kInvalidGroupId = 24,
+  kUnknownMemberId = 25,
+  kInvalidSessionTimeout = 26,
+  kRebalanceInProgress = 27,
   kUnsupportedVersion = 35,
   kInvalidRequest = 42,
   kOutOfOrderSequenceNumber = 45,
@@ -44,6 +61,7 @@ enum class ErrorCode : int16_t {
   kUnknownProducerId = 59,
   kFetchSessionIdNotFound = 70,
   kUnsupportedCompressionType = 76,
+  kMemberIdRequired = 79,
 };
 
 struct ApiRange {
@@ -54,8 +72,11 @@ struct ApiRange {
 
 // Exactly what the request handlers implement (broker.h), in api-key order.
 inline constexpr ApiRange kSupportedApis[] = {
-    {ApiKey::kProduce, 3, 8},     {ApiKey::kFetch, 4, 11},      {ApiKey::kListOffsets, 1, 5},
-    {ApiKey::kMetadata, 1, 8},    {ApiKey::kApiVersions, 0, 2}, {ApiKey::kInitProducerId, 0, 1},
+    {ApiKey::kProduce, 3, 8},         {ApiKey::kFetch, 4, 11},       {ApiKey::kListOffsets, 1, 5},
+    {ApiKey::kMetadata, 1, 8},        {ApiKey::kOffsetCommit, 2, 7}, {ApiKey::kOffsetFetch, 1, 5},
+    {ApiKey::kFindCoordinator, 0, 2}, {ApiKey::kJoinGroup, 0, 5},    {ApiKey::kHeartbeat, 0, 3},
+    {ApiKey::kLeaveGroup, 0, 3},      {ApiKey::kSyncGroup, 0, 3},    {ApiKey::kApiVersions, 0, 2},
+    {ApiKey::kInitProducerId, 0, 1},
 };
 
 inline bool supported(int16_t api_key, int16_t version) noexcept {

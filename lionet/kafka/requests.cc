@@ -105,6 +105,114 @@ ListOffsetsRequest list_offsets(Reader& r, int16_t v) {
   return l;
 }
 
+FindCoordinatorRequest find_coordinator(Reader& r, int16_t v) {
+  FindCoordinatorRequest f;
+  f.key = r.string();
+  if (v >= 1) f.key_type = r.i8();
+  return f;
+}
+
+JoinGroupRequest join_group(Reader& r, int16_t v) {
+  JoinGroupRequest j;
+  j.group_id = r.string();
+  j.session_timeout_ms = r.i32();
+  j.rebalance_timeout_ms = v >= 1 ? r.i32() : j.session_timeout_ms;
+  j.member_id = r.string();
+  if (v >= 5) j.group_instance_id = r.nullable_string();
+  j.protocol_type = r.string();
+  const int32_t n = r.array_count(false, 6);
+  for (int32_t i = 0; i < n && r.ok(); ++i) {
+    JoinGroupRequest::Protocol p;
+    p.name = r.string();
+    p.metadata = r.bytes();
+    j.protocols.push_back(p);
+  }
+  return j;
+}
+
+SyncGroupRequest sync_group(Reader& r, int16_t v) {
+  SyncGroupRequest s;
+  s.group_id = r.string();
+  s.generation_id = r.i32();
+  s.member_id = r.string();
+  if (v >= 3) s.group_instance_id = r.nullable_string();
+  const int32_t n = r.array_count(false, 6);
+  for (int32_t i = 0; i < n && r.ok(); ++i) {
+    SyncGroupRequest::Assignment a;
+    a.member_id = r.string();
+    a.assignment = r.bytes();
+    s.assignments.push_back(a);
+  }
+  return s;
+}
+
+HeartbeatRequest heartbeat(Reader& r, int16_t v) {
+  HeartbeatRequest h;
+  h.group_id = r.string();
+  h.generation_id = r.i32();
+  h.member_id = r.string();
+  if (v >= 3) h.group_instance_id = r.nullable_string();
+  return h;
+}
+
+LeaveGroupRequest leave_group(Reader& r, int16_t v) {
+  LeaveGroupRequest l;
+  l.group_id = r.string();
+  if (v <= 2) {
+    l.members.push_back({r.string(), std::nullopt});
+    return l;
+  }
+  const int32_t n = r.array_count(false, 4);
+  for (int32_t i = 0; i < n && r.ok(); ++i) {
+    LeaveGroupRequest::Member m;
+    m.member_id = r.string();
+    m.group_instance_id = r.nullable_string();
+    l.members.push_back(m);
+  }
+  return l;
+}
+
+OffsetCommitRequest offset_commit(Reader& r, int16_t v) {
+  OffsetCommitRequest c;
+  c.group_id = r.string();
+  c.generation_id = r.i32();  // v1+ (v2 is the lowest implemented)
+  c.member_id = r.string();
+  if (v >= 7) c.group_instance_id = r.nullable_string();
+  if (v <= 4) r.i64();  // retention_time_ms (v2-4): offsets follow the store's retention
+  const int32_t nt = r.array_count(false, 6);
+  for (int32_t i = 0; i < nt && r.ok(); ++i) {
+    OffsetCommitRequest::Topic t;
+    t.name = r.string();
+    const int32_t np = r.array_count(false, 14);
+    for (int32_t j = 0; j < np && r.ok(); ++j) {
+      OffsetCommitRequest::Partition p;
+      p.index = r.i32();
+      p.offset = r.i64();
+      if (v >= 6) p.leader_epoch = r.i32();
+      p.metadata = r.nullable_string();
+      t.partitions.push_back(p);
+    }
+    c.topics.push_back(std::move(t));
+  }
+  return c;
+}
+
+OffsetFetchRequest offset_fetch(Reader& r, int16_t v) {
+  OffsetFetchRequest f;
+  f.group_id = r.string();
+  const int32_t nt = r.array_count(v >= 2, 6);
+  if (nt < 0) return f;  // null (v2+): every partition the group committed
+  f.topics.emplace();
+  for (int32_t i = 0; i < nt && r.ok(); ++i) {
+    OffsetFetchRequest::Topic t;
+    t.name = r.string();
+    const int32_t np = r.array_count(false, 4);
+    for (int32_t j = 0; j < np && r.ok(); ++j) t.partitions.push_back(r.i32());
+    f.topics->push_back(std::move(t));
+  }
+  return f;
+}
+
 }  // namespace
 
 DecodeError decode_header_prefix(std::string_view frame, RequestHeader& h) {
@@ -138,6 +246,13 @@ DecodeError decode_request(std::string_view frame, RequestHeader& h, RequestBody
       body = ip;
       break;
     }
+    case ApiKey::kFindCoordinator: body = find_coordinator(r, v); break;
+    case ApiKey::kJoinGroup: body = join_group(r, v); break;
+    case ApiKey::kSyncGroup: body = sync_group(r, v); break;
+    case ApiKey::kHeartbeat: body = heartbeat(r, v); break;
+    case ApiKey::kLeaveGroup: body = leave_group(r, v); break;
+    case ApiKey::kOffsetCommit: body = offset_commit(r, v); break;
+    case ApiKey::kOffsetFetch: body = offset_fetch(r, v); break;
   }
   if (!r.ok()) return {r.error()};
   if (!r.at_end()) return {"bytes after the request's last field"};

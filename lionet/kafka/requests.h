@@ -85,8 +85,87 @@ struct InitProducerIdRequest {
   int32_t transaction_timeout_ms = 0;
 };
 
+// ---- Consumer groups (group_coordinator.h acts on them). group_instance_id is read where the
+// version has it (JoinGroup 5, SyncGroup 3, Heartbeat 3, OffsetCommit 7, LeaveGroup 3's members).
+
+struct FindCoordinatorRequest {
+  std::string_view key;  // the group id (key_type 0) or a transactional id (1)
+  int8_t key_type = 0;   // v1+
+};
+
+struct JoinGroupRequest {
+  std::string_view group_id;
+  int32_t session_timeout_ms = 0;
+  int32_t rebalance_timeout_ms = -1;  // v1+; v0: the session timeout
+  std::string_view member_id;         // "" on a first join
+  std::optional<std::string_view> group_instance_id;  // v5+
+  std::string_view protocol_type;     // "consumer" for consumers
+  struct Protocol {
+    std::string_view name;            // the assignor: "range", "roundrobin", ...
+    std::string_view metadata;
+  };
+  std::vector<Protocol> protocols;    // the member's preference order
+};
+
+struct SyncGroupRequest {
+  std::string_view group_id;
+  int32_t generation_id = -1;
+  std::string_view member_id;
+  std::optional<std::string_view> group_instance_id;  // v3+
+  struct Assignment {
+    std::string_view member_id;
+    std::string_view assignment;
+  };
+  std::vector<Assignment> assignments;  // the leader's; empty from followers
+};
+
+struct HeartbeatRequest {
+  std::string_view group_id;
+  int32_t generation_id = -1;
+  std::string_view member_id;
+  std::optional<std::string_view> group_instance_id;  // v3+
+};
+
+struct LeaveGroupRequest {
+  std::string_view group_id;
+  struct Member {
+    std::string_view member_id;
+    std::optional<std::string_view> group_instance_id;
+  };
+  std::vector<Member> members;  // v0-2: the one member_id of the request; v3: a batch
+};
+
+struct OffsetCommitRequest {
+  std::string_view group_id;
+  int32_t generation_id = -1;  // -1: a commit outside group management (a standalone consumer)
+  std::string_view member_id;
+  std::optional<std::string_view> group_instance_id;  // v7+
+  struct Partition {
+    int32_t index = 0;
+    int64_t offset = 0;
+    int32_t leader_epoch = -1;  // v6+
+    std::optional<std::string_view> metadata;
+  };
+  struct Topic {
+    std::string_view name;
+    std::vector<Partition> partitions;
+  };
+  std::vector<Topic> topics;
+};
+
+struct OffsetFetchRequest {
+  std::string_view group_id;
+  struct Topic {
+    std::string_view name;
+    std::vector<int32_t> partitions;
+  };
+  std::optional<std::vector<Topic>> topics;  // nullopt (v2+): every committed partition
+};
+
 using RequestBody = std::variant<ApiVersionsRequest, MetadataRequest, ProduceRequest, FetchRequest,
-                                 ListOffsetsRequest, InitProducerIdRequest>;
+                                 ListOffsetsRequest, InitProducerIdRequest, FindCoordinatorRequest,
+                                 JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
+                                 OffsetCommitRequest, OffsetFetchRequest>;
 
 struct DecodeError {
   const char* why = nullptr;  // nullptr: no error

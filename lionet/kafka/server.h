@@ -60,7 +60,8 @@ class Server {
   void listen(const Address& local);
   // Settles the advertised address (see ServerOptions::broker) and starts accepting.
   void start();
-  // Stops accepting, wakes parked Fetches, gives connections until `drain`, then closes them.
+  // Stops accepting, wakes parked Fetches and answers parked JoinGroup/SyncGroup requests
+  // (COORDINATOR_NOT_AVAILABLE), gives connections until `drain`, then closes them.
   bool stop(Duration drain);
 
   std::vector<Address> addresses() const { return tcp_->addresses(); }

@@ -1,6 +1,8 @@
 // libFuzzer target for lionet/kafka's request decoder: any bytes as one request frame (what
 // follows the size prefix). decode_header_prefix and decode_request must refuse or accept
-// without reading past the input; every view of an accepted request lies inside the input;
+// without reading past the input; every view of an accepted request lies inside the input
+// (the group APIs' too: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, whose version-dependent shapes are checked as well);
 // every Produce partition's records go through decode_batches, whose accepted records' views
 // lie inside them too and whose batches re-encode (encode_batch) to bytes that decode again to
 // the same keys, values and headers.
@@ -79,6 +81,52 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& t : f->topics) inside(in, t.name);
   } else if (auto* l = std::get_if<ListOffsetsRequest>(&body)) {
     for (const auto& t : l->topics) inside(in, t.name);
+  } else if (auto* fc = std::get_if<FindCoordinatorRequest>(&body)) {
+    inside(in, fc->key);
+    if (h.api_version == 0 && fc->key_type != 0) std::abort();
+  } else if (auto* j = std::get_if<JoinGroupRequest>(&body)) {
+    inside(in, j->group_id);
+    inside(in, j->member_id);
+    inside(in, j->group_instance_id);
+    inside(in, j->protocol_type);
+    for (const auto& p : j->protocols) {
+      inside(in, p.name);
+      inside(in, p.metadata);
+    }
+    if (h.api_version == 0 && j->rebalance_timeout_ms != j->session_timeout_ms) std::abort();
+    if (h.api_version < 5 && j->group_instance_id) std::abort();
+  } else if (auto* sg = std::get_if<SyncGroupRequest>(&body)) {
+    inside(in, sg->group_id);
+    inside(in, sg->member_id);
+    inside(in, sg->group_instance_id);
+    for (const auto& a : sg->assignments) {
+      inside(in, a.member_id);
+      inside(in, a.assignment);
+    }
+  } else if (auto* hb = std::get_if<HeartbeatRequest>(&body)) {
+    inside(in, hb->group_id);
+    inside(in, hb->member_id);
+    inside(in, hb->group_instance_id);
+  } else if (auto* lg = std::get_if<LeaveGroupRequest>(&body)) {
+    inside(in, lg->group_id);
+    for (const auto& m : lg->members) {
+      inside(in, m.member_id);
+      inside(in, m.group_instance_id);
+    }
+    if (h.api_version <= 2 && lg->members.size() != 1) std::abort();  // v0-2: one member_id
+  } else if (auto* oc = std::get_if<OffsetCommitRequest>(&body)) {
+    inside(in, oc->group_id);
+    inside(in, oc->member_id);
+    inside(in, oc->group_instance_id);
+    for (const auto& t : oc->topics) {
+      inside(in, t.name);
+      for (const auto& p : t.partitions) inside(in, p.metadata);
+    }
+  } else if (auto* of = std::get_if<OffsetFetchRequest>(&body)) {
+    inside(in, of->group_id);
+    if (!of->topics && h.api_version < 2) std::abort();  // null: v2+ only
+    if (of->topics)
+      for (const auto& t : *of->topics) inside(in, t.name);
   }
   return 0;
 }

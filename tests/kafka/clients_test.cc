@@ -1,14 +1,18 @@
 // Real Kafka clients against lionet::kafka::Server on 127.0.0.1: kcat (Debian's, librdkafka
 // 2.0.2) producing keyed records with headers and consuming them (keys, values, offsets and
-// headers) with -o beginning and -o end,
-// and kafka-python (pinned in scripts/install-deps.sh) producing with its default settings
-// (idempotence on) and consuming. A missing client fails the test, naming the script that
+// headers) with -o beginning and -o end, and in a consumer group (-G) that resumes after its
+// commit; kafka-python (pinned in scripts/install-deps.sh) producing with its default settings
+// (idempotence on) and consuming, alone and in a group that resumes after its commit. A missing client fails the test, naming the script that
 // installs it (never a silent skip).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../app/app_process.h"
 #include "kafka_test_util.h"
@@ -82,6 +86,83 @@ TEST(KafkaClients, KafkaPythonDefaultProducerAndConsumer) {
   EXPECT_EQ(rr.size(), 200u);
   // Idempotence was on: an id was handed out and its batches' sequences recorded.
   EXPECT_GE(fx.store().find("__kafka_producers", 0).value()->end_offset(), 2);
+}
+
+// kcat's balanced consumer (-G, librdkafka's KafkaConsumer: FindCoordinator, JoinGroup with
+// MEMBER_ID_REQUIRED, SyncGroup running the range assignor, OffsetFetch, auto-commit on
+// close): a first run takes 12 of 30 records and commits, a second run in the same group
+// resumes after them: together every record once.
+TEST(KafkaClients, KcatGroupConsumerCommitsAndASecondRunResumes) {
+  ASSERT_TRUE(have("kcat -V")) << "kcat is missing: run scripts/install-deps.sh";
+  KafkaFixture fx;
+  storage::TopicOptions to;
+  to.name = "kg";
+  to.partitions = 3;
+  ASSERT_TRUE(fx.store().create_topic(to));
+  const std::string b = "-b 127.0.0.1:" + std::to_string(fx.port());
+  int rc = -1;
+  sh("seq 1 30 | sed 's/.*/k&:v&/' | timeout 30 kcat " + b + " -t kg -P -K: 2>&1", &rc);
+  ASSERT_EQ(rc, 0);
+  const std::string consume = "timeout 60 kcat " + b + " -q -G grp -X auto.offset.reset=earliest -f '%p:%o:%s\\n' ";
+  const std::string first = sh(consume + "-c 12 kg 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << first;
+  const std::string second = sh(consume + "-e kg 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << second;
+  auto lines = [](const std::string& out) {
+    std::vector<std::string> v;
+    std::size_t at = 0;
+    for (std::size_t nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) v.push_back(out.substr(at, nl - at));
+    return v;
+  };
+  const auto a = lines(first), c = lines(second);
+  EXPECT_EQ(a.size(), 12u) << first;
+  EXPECT_EQ(c.size(), 18u) << second;
+  std::map<std::string, int> seen;  // "partition:offset" -> times consumed
+  std::set<std::string> values;
+  for (const auto* run : {&a, &c}) {
+    for (const std::string& l : *run) {
+      const std::size_t colon = l.rfind(':');
+      ++seen[l.substr(0, colon)];
+      values.insert(l.substr(colon + 1));
+    }
+  }
+  EXPECT_EQ(seen.size(), 30u);
+  for (const auto& [po, n] : seen) EXPECT_EQ(n, 1) << po << " consumed " << n << " times";
+  EXPECT_EQ(values.size(), 30u);
+  // The second run's first record of each partition is where the first run's commit left it.
+  for (uint32_t p = 0; p < 3; ++p) {
+    int64_t first_max = -1, second_min = INT64_MAX;
+    for (const std::string& l : a)
+      if (std::stoi(l) == static_cast<int>(p)) first_max = std::max<int64_t>(first_max, std::stoll(l.substr(l.find(':') + 1)));
+    for (const std::string& l : c)
+      if (std::stoi(l) == static_cast<int>(p)) second_min = std::min<int64_t>(second_min, std::stoll(l.substr(l.find(':') + 1)));
+    if (second_min != INT64_MAX) {
+      EXPECT_EQ(second_min, first_max + 1) << "partition " << p;
+    }
+  }
+}
+
+// kafka-python's group consumer (group_id, enable_auto_commit=False, commit()): a first
+// consumer reads 120 of 300 records and commits; a new consumer in the group reads the rest.
+TEST(KafkaClients, KafkaPythonGroupConsumerCommitsAndANewConsumerResumes) {
+  const std::string py = LIONET_TEST_PYTHON;
+  ASSERT_TRUE(have(py + " -c 'import kafka'")) << py << " has no kafka-python: run scripts/install-deps.sh";
+  KafkaFixture fx;
+  storage::TopicOptions to;
+  to.name = "kpg";
+  to.partitions = 3;
+  ASSERT_TRUE(fx.store().create_topic(to));
+  int rc = -1;
+  const std::string out = sh("timeout 120 " + py + " " + LIONET_SOURCE_DIR + "/tests/kafka/kafka_python_group_check.py 127.0.0.1:" +
+                                 std::to_string(fx.port()) + " kpg 300 120 2>&1",
+                             &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "OK 120 180\n") << out;
+  // The first consumer's commit went through this coordinator (a partition or more), and each
+  // consumer made a generation of the group.
+  const GroupStats g = fx.server().broker().stats().groups;
+  EXPECT_GE(g.offset_commits, 1u);
+  EXPECT_GE(g.rebalances, 2u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -232,6 +233,194 @@ TEST(KafkaRequests, DecodesEachApiAndRefusesEveryTruncation) {
   EXPECT_FALSE(supported(0, 2));
   EXPECT_FALSE(supported(1, 12));
   EXPECT_TRUE(supported(18, 0));
+}
+
+
+// The group APIs at the lowest and highest version implemented: each field read where its
+// version has it (Kafka's *Request.json), every truncation and a trailing byte refused.
+TEST(KafkaRequests, DecodesTheGroupApisAtEachVersionBoundary) {
+  struct Case {
+    int16_t api, version;
+    std::string body;
+    std::function<void(const RequestBody&)> check;
+  };
+  std::vector<Case> cases;
+  auto body = [](const std::function<void(Writer&)>& f) {
+    std::string b;
+    Writer w(b);
+    f(w);
+    return b;
+  };
+  cases.push_back({10, 0, body([](Writer& w) { w.string("g"); }), [](const RequestBody& b) {
+                     EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key, "g");
+                     EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key_type, 0);
+                   }});
+  cases.push_back({10, 2, body([](Writer& w) { w.string("tx"); w.i8(1); }),
+                   [](const RequestBody& b) { EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key_type, 1); }});
+  for (int16_t v : {0, 5}) {
+    cases.push_back({11, v, body([v](Writer& w) {
+                       w.string("grp");
+                       w.i32(10000);
+                       if (v >= 1) w.i32(30000);
+                       w.string("m-1");
+                       if (v >= 5) w.nullable_string(std::string_view("inst"));
+                       w.string("consumer");
+                       w.array_count(2);
+                       w.string("range");
+                       w.bytes("md-r");
+                       w.string("roundrobin");
+                       w.bytes("");
+                     }),
+                     [v](const RequestBody& b) {
+                       const auto& j = std::get<JoinGroupRequest>(b);
+                       EXPECT_EQ(j.group_id, "grp");
+                       EXPECT_EQ(j.session_timeout_ms, 10000);
+                       EXPECT_EQ(j.rebalance_timeout_ms, v >= 1 ? 30000 : 10000);  // v0: the session timeout
+                       EXPECT_EQ(j.member_id, "m-1");
+                       EXPECT_EQ(j.group_instance_id.value_or("<null>"), v >= 5 ? "inst" : "<null>");
+                       EXPECT_EQ(j.protocol_type, "consumer");
+                       ASSERT_EQ(j.protocols.size(), 2u);
+                       EXPECT_EQ(j.protocols[0].metadata, "md-r");
+                       EXPECT_EQ(j.protocols[1].name, "roundrobin");
+                     }});
+  }
+  for (int16_t v : {0, 3}) {
+    cases.push_back({14, v, body([v](Writer& w) {
+                       w.string("grp");
+                       w.i32(4);
+                       w.string("m-1");
+                       if (v >= 3) w.nullable_string(std::nullopt);
+                       w.array_count(1);
+                       w.string("m-2");
+                       w.bytes("assign");
+                     }),
+                     [](const RequestBody& b) {
+                       const auto& s = std::get<SyncGroupRequest>(b);
+                       EXPECT_EQ(s.generation_id, 4);
+                       ASSERT_EQ(s.assignments.size(), 1u);
+                       EXPECT_EQ(s.assignments[0].member_id, "m-2");
+                       EXPECT_EQ(s.assignments[0].assignment, "assign");
+                     }});
+  }
+  for (int16_t v : {0, 3}) {
+    cases.push_back({12, v, body([v](Writer& w) {
+                       w.string("grp");
+                       w.i32(7);
+                       w.string("m-1");
+                       if (v >= 3) w.nullable_string(std::nullopt);
+                     }),
+                     [](const RequestBody& b) { EXPECT_EQ(std::get<HeartbeatRequest>(b).generation_id, 7); }});
+  }
+  cases.push_back({13, 0, body([](Writer& w) {
+                     w.string("grp");
+                     w.string("m-1");
+                   }),
+                   [](const RequestBody& b) {
+                     const auto& l = std::get<LeaveGroupRequest>(b);
+                     ASSERT_EQ(l.members.size(), 1u);
+                     EXPECT_EQ(l.members[0].member_id, "m-1");
+                   }});
+  cases.push_back({13, 3, body([](Writer& w) {
+                     w.string("grp");
+                     w.array_count(2);
+                     w.string("m-1");
+                     w.nullable_string(std::nullopt);
+                     w.string("m-2");
+                     w.nullable_string(std::string_view("i"));
+                   }),
+                   [](const RequestBody& b) {
+                     const auto& l = std::get<LeaveGroupRequest>(b);
+                     ASSERT_EQ(l.members.size(), 2u);
+                     EXPECT_EQ(l.members[1].group_instance_id.value_or(""), "i");
+                   }});
+  for (int16_t v : {2, 7}) {
+    cases.push_back({8, v, body([v](Writer& w) {
+                       w.string("grp");
+                       w.i32(-1);
+                       w.string("");
+                       if (v >= 7) w.nullable_string(std::nullopt);
+                       if (v <= 4) w.i64(-1);  // retention_time_ms
+                       w.array_count(1);
+                       w.string("t");
+                       w.array_count(1);
+                       w.i32(3);
+                       w.i64(42);
+                       if (v >= 6) w.i32(5);
+                       w.nullable_string(std::string_view("meta"));
+                     }),
+                     [v](const RequestBody& b) {
+                       const auto& c = std::get<OffsetCommitRequest>(b);
+                       EXPECT_EQ(c.generation_id, -1);
+                       ASSERT_EQ(c.topics.size(), 1u);
+                       ASSERT_EQ(c.topics[0].partitions.size(), 1u);
+                       EXPECT_EQ(c.topics[0].partitions[0].index, 3);
+                       EXPECT_EQ(c.topics[0].partitions[0].offset, 42);
+                       EXPECT_EQ(c.topics[0].partitions[0].leader_epoch, v >= 6 ? 5 : -1);
+                       EXPECT_EQ(c.topics[0].partitions[0].metadata.value_or(""), "meta");
+                     }});
+  }
+  for (int16_t v : {1, 5}) {
+    cases.push_back({9, v, body([](Writer& w) {
+                       w.string("grp");
+                       w.array_count(1);
+                       w.string("t");
+                       w.array_count(2);
+                       w.i32(0);
+                       w.i32(2);
+                     }),
+                     [](const RequestBody& b) {
+                       const auto& f = std::get<OffsetFetchRequest>(b);
+                       ASSERT_TRUE(f.topics);
+                       EXPECT_EQ((*f.topics)[0].partitions, (std::vector<int32_t>{0, 2}));
+                     }});
+  }
+  cases.push_back({9, 2, body([](Writer& w) {
+                     w.string("grp");
+                     w.array_count(-1);  // every committed partition (v2+)
+                   }),
+                   [](const RequestBody& b) { EXPECT_FALSE(std::get<OffsetFetchRequest>(b).topics); }});
+  RequestHeader h;
+  RequestBody b;
+  for (const Case& c : cases) {
+    const std::string f = frame(c.api, c.version, 9, c.body);
+    ASSERT_FALSE(decode_request(f, h, b)) << c.api << " v" << c.version;
+    c.check(b);
+    for (std::size_t n = 0; n < f.size(); ++n) EXPECT_TRUE(decode_request(f.substr(0, n), h, b)) << c.api << " " << n;
+    EXPECT_TRUE(decode_request(f + "x", h, b)) << c.api;
+  }
+  // A null topic list before v2, a null protocol metadata and a null assignment are malformed.
+  std::string nul;
+  Writer(nul).string("grp");
+  Writer(nul).array_count(-1);
+  EXPECT_TRUE(decode_request(frame(9, 1, 1, nul), h, b));
+  const std::string join_null = body([](Writer& w) {
+    w.string("grp");
+    w.i32(10000);
+    w.i32(10000);
+    w.string("");
+    w.string("consumer");
+    w.array_count(1);
+    w.string("range");
+    w.i32(-1);
+  });
+  EXPECT_TRUE(decode_request(frame(11, 1, 1, join_null), h, b));
+  const std::string sync_null = body([](Writer& w) {
+    w.string("grp");
+    w.i32(1);
+    w.string("m");
+    w.array_count(1);
+    w.string("m");
+    w.i32(-1);
+  });
+  EXPECT_TRUE(decode_request(frame(14, 2, 1, sync_null), h, b));
+  // The versions advertised and no others: flexible ones are refused.
+  EXPECT_TRUE(supported(11, 5));
+  EXPECT_FALSE(supported(11, 6));
+  EXPECT_FALSE(supported(8, 1));
+  EXPECT_FALSE(supported(8, 8));
+  EXPECT_FALSE(supported(9, 0));
+  EXPECT_FALSE(supported(9, 6));
+  EXPECT_FALSE(supported(10, 3));
 }
 
 }  // namespace

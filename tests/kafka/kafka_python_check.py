@@ -3,7 +3,7 @@
 Usage: kafka_python_check.py BOOTSTRAP TOPIC COUNT
 A producer with kafka-python's default settings (idempotence on: InitProducerId, sequence
 numbers) sends COUNT keyed records with a header; a consumer subscribed to the topic with its
-default settings (no group_id: consumer groups are not served yet) reads them back from the
+default settings (no group_id; kafka_python_group_check.py covers groups) reads them back from the
 beginning. Prints
 "OK <count>" or raises.
 """

@@ -24,7 +24,8 @@ namespace lionet::kafka::testing {
 
 class KafkaFixture {
  public:
-  explicit KafkaFixture(storage::FlushPolicy policy = storage::FlushPolicy::kNone) : policy_(policy) {
+  explicit KafkaFixture(storage::FlushPolicy policy = storage::FlushPolicy::kNone, ServerOptions options = {})
+      : policy_(policy), options_(std::move(options)) {
     char tmpl[] = "/var/tmp/lionet-kafka-test-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
     dir_ = tmpl;
@@ -44,7 +45,9 @@ class KafkaFixture {
     server_.reset();
     store_.reset();
   }
-  void open(ServerOptions o = {}) {
+  // With the constructor's ServerOptions.
+  void open() { open(options_); }
+  void open(ServerOptions o) {
     storage::StoreOptions so;
     so.data_dir = dir_ + "/data";
     so.log.flush_policy = policy_;
@@ -61,6 +64,7 @@ class KafkaFixture {
 
  private:
   storage::FlushPolicy policy_;
+  ServerOptions options_;
   std::string dir_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<storage::Store> store_;
