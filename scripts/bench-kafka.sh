@@ -8,7 +8,8 @@
 # median and p99 at most half of Kafka's; zero errors.
 #
 # Each broker is started fresh (data in the scratch directory, wiped per start) and pinned to
-# CPU 0; kafka_bench runs on CPU 1. Two configurations per broker:
+# CPU 0, all its threads (lionet: 1 worker, the offload pool; Kafka: the JVM's network, request,
+# log and GC threads); kafka_bench runs on CPU 1, one process per mode. Two configurations:
 #   default  lionet storage flush `none` / Kafka's defaults (no fsync on the produce path):
 #            produce acks=1 (COUNT records of 1 KiB, linger.ms=5, batch.size=65536), consume
 #            the same records from offset 0 (every record checked), latency (linger.ms=0,
@@ -61,8 +62,8 @@ if [ "$with_kafka" = 1 ]; then
   if [ ! -f "$jars_dir/.complete" ]; then
     echo "bench-$BENCH: fetching the Apache Kafka jars into $jars_dir (Maven Central)"
     rm -rf "$jars_dir" && mkdir -p "$jars_dir"
-    mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$jars_dir/lib" ||
-      bench_die "mvn could not fetch the Kafka jars (bench/reference/kafka/pom.xml)"
+    mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$jars_dir/lib" >"$jars_dir/mvn.log" 2>&1 ||
+      { cat "$jars_dir/mvn.log" >&2; bench_die "mvn could not fetch the Kafka jars (bench/reference/kafka/pom.xml)"; }
     touch "$jars_dir/.complete"
   fi
   kafka_jars=$jars_dir/lib
@@ -213,20 +214,22 @@ bench_run() {
     errors=$((errors + 1))
     return
   fi
+  # One client process per mode, as separate producer and consumer applications would be.
   local -a common=(-b "127.0.0.1:$port" -t "$topic" -n "$COUNT" -N "$SAMPLES" -w "$WARMUP")
-  if [ "$cfg" = default ]; then
-    out=$(taskset -c 1 timeout 600 "$client" "${common[@]}" -m produce,consume,latency -a 1 2>&1) || rc=$?
-  else
-    out=$(taskset -c 1 timeout 600 "$client" "${common[@]}" -m produce,latency -a all 2>&1) || rc=$?
-  fi
+  local acks=1 modes="produce consume latency" m res="" r e
+  [ "$cfg" = default ] || { acks=all; modes="produce latency"; }
+  for m in $modes; do
+    rc=0
+    out=$(taskset -c 1 timeout 600 "$client" "${common[@]}" -m "$m" -a "$acks" 2>&1) || rc=$?
+    grep -v '^RESULT' <<<"$out" | sed 's/^/  /' >&2
+    r=$(grep '^RESULT' <<<"$out" | tail -1)
+    e=$(field errors <<<"$r")
+    [ -n "$r" ] || echo "bench-$BENCH: kafka_bench -m $m ended with status $rc and no RESULT line" >&2
+    [ -n "$e" ] || e=1
+    errors=$((errors + e))
+    res+=" ${r#RESULT}"
+  done
   stop_broker
-  grep -v '^RESULT' <<<"$out" | sed 's/^/  /' >&2
-  local res e
-  res=$(grep '^RESULT' <<<"$out" | tail -1)
-  e=$(field errors <<<"$res")
-  [ -n "$res" ] || echo "bench-$BENCH: kafka_bench ended with status $rc and no RESULT line" >&2
-  [ -n "$e" ] || e=1
-  errors=$((errors + e))
   [ "$counted" = 1 ] || return 0
   if [ "$cfg" = default ]; then
     fig[$sys.produce_acks1_mbps]+="$(field produce_mbps <<<"$res") "
@@ -299,7 +302,7 @@ cpu=$(bench_cpu)
     echo "The reference (Apache Kafka) was not run (\`--with-kafka\`): lionet's figures only."
   fi
   echo "Each broker fresh per run, pinned to CPU 0; the client (bench/kafka/kafka_bench, Debian librdkafka $(pkg-config --modversion rdkafka 2>/dev/null || echo '?'))"
-  echo "on CPU 1. 1 partition, 1 KiB values, $COUNT records, linger.ms=5, batch.size=65536, no compression; the clock stops at the"
+  echo "on CPU 1, one process per mode. 1 partition, 1 KiB values, $COUNT records, linger.ms=5, batch.size=65536, no compression; the clock stops at the"
   echo "last delivery report; consume reads them back from offset 0 (simple consumer), every record checked; latency:"
   echo "linger.ms=0, produce + flush, $SAMPLES records after $WARMUP. Default: lionet storage flush \`none\`, Kafka's defaults;"
   echo "flushed: lionet \`every_batch\` (fdatasync before the answer), Kafka \`log.flush.interval.messages=1\`."
