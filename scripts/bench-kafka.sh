@@ -8,8 +8,9 @@
 # median and p99 at most half of Kafka's; zero errors.
 #
 # Each broker is started fresh (data in the scratch directory, wiped per start) and pinned to
-# CPU 0, all its threads (lionet: 1 worker, the offload pool; Kafka: the JVM's network, request,
-# log and GC threads); kafka_bench runs on CPU 1, one process per mode. Two configurations:
+# CPU 0 (BROKER_CPUS), all its threads (lionet: 1 worker, the offload pool; Kafka: the JVM's
+# network, request, log and GC threads); kafka_bench runs on CPU 1 (CLIENT_CPUS), one process
+# per mode. Two configurations:
 #   default  lionet storage flush `none` / Kafka's defaults (no fsync on the produce path):
 #            produce acks=1 (COUNT records of 1 KiB, linger.ms=5, batch.size=65536), consume
 #            the same records from offset 0 (every record checked), latency (linger.ms=0,
@@ -29,7 +30,8 @@
 #   --quick: RUNS=1, COUNT=100000, SAMPLES=500 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), COUNT (500000), SAMPLES (2000),
 #   WARMUP (200), QUIET_BUSY (25), QUIET_WAIT (60), KAFKA_CACHE (build/kafka-reference),
-#   KAFKA_HEAP (1g), REF_DIR (bench/reference).
+#   KAFKA_HEAP (1g), BROKER_CPUS (0) and CLIENT_CPUS (1) (taskset lists: BROKER_CPUS=0,1
+#   CLIENT_CPUS=0,1 lets both brokers use both CPUs, shared with the client), REF_DIR.
 # Last line: RESULT produce_acks1_mbps=.. [kafka_produce_acks1_mbps=.. ratio_produce_acks1=..]
 #   produce_acksall_mbps=.. consume_mbps=.. lat_p50_us=.. lat_p99_us=.. lat_flush_p50_us=..
 #   lat_flush_p99_us=.. (each with its kafka_ and ratio_ keys with --with-kafka) errors=N
@@ -43,7 +45,7 @@ if [ "$quick" = 1 ]; then
   bench_defaults RUNS=1 COUNT=100000 SAMPLES=500
 fi
 bench_defaults RUNS=3 COUNT=500000 SAMPLES=2000 WARMUP=200 QUIET_BUSY=25 QUIET_WAIT=60 \
-  KAFKA_CACHE=build/kafka-reference KAFKA_HEAP=1g
+  KAFKA_CACHE=build/kafka-reference KAFKA_HEAP=1g BROKER_CPUS=0 CLIENT_CPUS=1
 bench_need taskset python3 timeout
 [ "$with_kafka" = 0 ] || bench_need java mvn
 bench_build kafka_bench lionet_app
@@ -141,7 +143,7 @@ servers:
     type: kafka
     listen: ["127.0.0.1:$port"]
 EOF
-  taskset -c 0 "$lionet" -c "$dir" >"$dir/out.log" 2>&1 &
+  taskset -c "$BROKER_CPUS" "$lionet" -c "$dir" >"$dir/out.log" 2>&1 &
   SERVER_PID=$!
   wait_listen "$port" 10
 }
@@ -181,7 +183,7 @@ print(s)')
   java -cp "$kafka_jars/*" -Dorg.slf4j.simpleLogger.defaultLogLevel=warn kafka.tools.StorageTool format \
     -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 || { echo "bench-$BENCH: kafka format failed" >&2; return 1; }
   # The JVM options of Kafka's own bin/kafka-server-start.sh (heap) and kafka-run-class.sh.
-  taskset -c 0 java "-Xmx$KAFKA_HEAP" "-Xms$KAFKA_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+  taskset -c "$BROKER_CPUS" java "-Xmx$KAFKA_HEAP" "-Xms$KAFKA_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 \
     -Djava.awt.headless=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp "$kafka_jars/*" kafka.Kafka "$dir/server.properties" >"$dir/broker.log" 2>&1 &
@@ -220,7 +222,7 @@ bench_run() {
   [ "$cfg" = default ] || { acks=all; modes="produce latency"; }
   for m in $modes; do
     rc=0
-    out=$(taskset -c 1 timeout 600 "$client" "${common[@]}" -m "$m" -a "$acks" 2>&1) || rc=$?
+    out=$(taskset -c "$CLIENT_CPUS" timeout 600 "$client" "${common[@]}" -m "$m" -a "$acks" 2>&1) || rc=$?
     grep -v '^RESULT' <<<"$out" | sed 's/^/  /' >&2
     r=$(grep '^RESULT' <<<"$out" | tail -1)
     e=$(field errors <<<"$r")
@@ -301,8 +303,8 @@ cpu=$(bench_cpu)
   else
     echo "The reference (Apache Kafka) was not run (\`--with-kafka\`): lionet's figures only."
   fi
-  echo "Each broker fresh per run, pinned to CPU 0; the client (bench/kafka/kafka_bench, Debian librdkafka $(pkg-config --modversion rdkafka 2>/dev/null || echo '?'))"
-  echo "on CPU 1, one process per mode. 1 partition, 1 KiB values, $COUNT records, linger.ms=5, batch.size=65536, no compression; the clock stops at the"
+  echo "Each broker fresh per run, on CPU(s) $BROKER_CPUS; the client (bench/kafka/kafka_bench, Debian librdkafka $(pkg-config --modversion rdkafka 2>/dev/null || echo '?'))"
+  echo "on CPU(s) $CLIENT_CPUS, one process per mode. 1 partition, 1 KiB values, $COUNT records, linger.ms=5, batch.size=65536, no compression; the clock stops at the"
   echo "last delivery report; consume reads them back from offset 0 (simple consumer), every record checked; latency:"
   echo "linger.ms=0, produce + flush, $SAMPLES records after $WARMUP. Default: lionet storage flush \`none\`, Kafka's defaults;"
   echo "flushed: lionet \`every_batch\` (fdatasync before the answer), Kafka \`log.flush.interval.messages=1\`."
