@@ -9,6 +9,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/kafka/codec.h"
+#include "lionet/kafka/detail/buffer_pool.h"
 #include "lionet/kafka/header_store.h"
 #include "lionet/kafka/log_watchers.h"
 #include "lionet/kafka/protocol.h"
@@ -290,6 +291,7 @@ struct Broker::Impl {
           continue;
         }
         fp.log = *log;
+        fp.rr = detail::take_read();  // buffers sized by an earlier Fetch, when one is kept
         if (std::find(logs.begin(), logs.end(), fp.log) == logs.end()) logs.push_back(fp.log);
       }
     }
@@ -318,7 +320,18 @@ struct Broker::Impl {
       }
     }
     i = 0;
-    std::string records;
+    // The response is sized once for the records read (a kept buffer when it is big: see
+    // detail/buffer_pool.h), so encoding them never reallocates it.
+    std::size_t payload = 0;
+    for (const FetchPart& fp : parts) payload += fp.read ? fp.rr.bytes() : 0;
+    const std::size_t need = w.size() + payload + 128 * (parts.size() + 1);
+    if (std::string& buf = w.buffer(); need > buf.capacity()) {
+      if (need >= detail::kPoolMinBytes) {
+        buf = detail::take_string(buf, need);
+      } else {
+        buf.reserve(need);
+      }
+    }
     std::vector<OutRecord> out;
     w.array_count(static_cast<int32_t>(f.topics.size()));
     for (const auto& t : f.topics) {
@@ -335,7 +348,9 @@ struct Broker::Impl {
         if (v >= 5) w.i64(ls);
         w.array_count(0);    // aborted_transactions
         if (v >= 11) w.i32(-1);  // preferred_read_replica
-        records.clear();
+        // The records' bytes (NULLABLE_BYTES), encoded in place: a length patched afterwards.
+        const std::size_t len_at = w.reserve_i32();
+        const std::size_t records_from = w.size();
         if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
           // Records whose headers are still being recorded wait for the next Fetch.
           const int64_t visible = headers->visible_end(t.name, p.index);
@@ -346,11 +361,18 @@ struct Broker::Impl {
             const auto heads = headers->lookup(t.name, p.index, out.front().offset, out.back().offset);
             for (OutRecord& o : out)
               if (auto h = heads.find(o.offset); h != heads.end()) o.headers = h->second;
-            encode_batch(out, records);
+            encode_batch(out, w.buffer());
             records_out.fetch_add(out.size(), std::memory_order_relaxed);
           }
         }
-        w.nullable_bytes(std::string_view(records));
+        w.patch_i32(len_at, static_cast<int32_t>(w.size() - records_from));
+      }
+    }
+    i = 0;
+    for (const auto& t : f.topics) {
+      for (const auto& p : t.partitions) {
+        FetchPart& fp = parts[i++];
+        detail::give_read(std::move(fp.rr), static_cast<std::size_t>(std::max(p.max_bytes, 1)));
       }
     }
   }

@@ -124,27 +124,32 @@ void encode_batch(std::span<const OutRecord> records, std::string& out) {
   w.i16(-1);  // producer epoch
   w.i32(-1);  // base sequence
   w.i32(static_cast<int32_t>(records.size()));
-  std::string body;
+  // Each record is written in place: its length first, computed from the fields' sizes, so no
+  // record is built aside and copied (the values are most of a Fetch response's bytes).
   for (const OutRecord& r : records) {
-    body.clear();
-    Writer b(body);
-    b.i8(0);
-    b.varlong(r.timestamp - base_ts);
-    b.varint(static_cast<int32_t>(r.offset - base));
+    const int64_t ts_delta = r.timestamp - base_ts;
+    const auto off_delta = static_cast<int32_t>(r.offset - base);
+    const auto klen = static_cast<int32_t>(r.key.size());
+    const auto vlen = static_cast<int32_t>(r.value.size());
+    const std::size_t body = 1 + varint_size(ts_delta) + varint_size(off_delta) +
+                             (r.key.empty() ? varint_size(-1) : varint_size(klen) + r.key.size()) +
+                             varint_size(vlen) + r.value.size() + (r.headers.empty() ? varint_size(0) : r.headers.size());
+    w.varint(static_cast<int32_t>(body));
+    w.i8(0);
+    w.varlong(ts_delta);
+    w.varint(off_delta);
     if (r.key.empty()) {
-      b.varint(-1);
+      w.varint(-1);
     } else {
-      b.varint(static_cast<int32_t>(r.key.size()));
-      b.raw(r.key);
+      w.varint(klen);
+      w.raw(r.key);
     }
-    b.varint(static_cast<int32_t>(r.value.size()));
-    b.raw(r.value);
+    w.varint(vlen);
+    w.raw(r.value);
     if (r.headers.empty())
-      b.varint(0);
+      w.varint(0);
     else
-      b.raw(r.headers);
-    w.varint(static_cast<int32_t>(body.size()));
-    w.raw(body);
+      w.raw(r.headers);
   }
   w.patch_i32(len_at, static_cast<int32_t>(out.size() - start - 12));
   w.patch_u32(crc_at, storage::crc32c(0, out.data() + crc_from, out.size() - crc_from));

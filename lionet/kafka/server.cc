@@ -5,8 +5,10 @@
 
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "lionet/base/log_limiter.h"
+#include "lionet/kafka/detail/buffer_pool.h"
 #include "lionet/log/log.h"
 #include "lionet/net/stream.h"
 
@@ -93,7 +95,8 @@ void Server::serve(SocketStream& s) {
     }
     if (o.kind == Broker::Outcome::kRespond && !s.write(response.data(), response.size())) return;
     if (frame.capacity() > (1u << 20)) std::string().swap(frame);  // one huge request keeps no memory
-    if (response.capacity() > (1u << 20)) std::string().swap(response);
+    // A big response (a consumer's Fetch) goes to the Fetch buffer pool, not to the allocator.
+    if (response.capacity() > (1u << 20)) detail::give_string(std::exchange(response, std::string()));
   }
 }
 
