@@ -98,6 +98,17 @@ AppConfig define_config(config::Registry& r) {
   c.offload_threads = r.define<int>("offload.threads", od.threads,
                                     "Threads of the blocking-call pool (lionet::offload, hooked getaddrinfo).",
                                     config::range(1, 1024));
+  const hook::RegularFileOptions hd;
+  c.hook_file_nowait_max = r.define<std::size_t>(
+      "hook.file_nowait_max", hd.nowait_max,
+      "Regular files in fibers (storage, static files): the largest buffered read or write the hooks try on the "
+      "worker with RWF_NOWAIT before sending it to the offload pool (bytes).",
+      config::range(std::size_t{0}, std::size_t{64} << 20));
+  c.hook_file_inline_write_max = r.define<std::size_t>(
+      "hook.file_inline_write_max", hd.inline_write_max,
+      "The largest buffered write done in place on the worker where the filesystem has no RWF_NOWAIT writes (ext4): "
+      "a page-cache copy; larger ones go to the offload pool. 0 offloads every such write (bytes).",
+      config::range(std::size_t{0}, std::size_t{64} << 20));
   c.workers = r.define<std::map<std::string, WorkerPoolConfig>>(
       "workers", {},
       "Named worker pools (schedulers) besides 'main': threads, stack_size, max_stack_memory, io_backend; "
@@ -180,6 +191,13 @@ IOManagerOptions io_options(const AppConfig& c) {
   o.backend = c.io_backend->value();
   o.uring_entries = c.io_uring_entries->value();
   o.max_events = c.io_max_events->value();
+  return o;
+}
+
+hook::RegularFileOptions regular_file_options(const AppConfig& c) {
+  hook::RegularFileOptions o;
+  o.nowait_max = c.hook_file_nowait_max->value();
+  o.inline_write_max = c.hook_file_inline_write_max->value();
   return o;
 }
 

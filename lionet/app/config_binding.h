@@ -21,6 +21,7 @@
 #include "lionet/app/server_config.h"
 #include "lionet/app/storage_binding.h"
 #include "lionet/config/registry.h"
+#include "lionet/hook/hook.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sync/offload.h"
 #include "lionet/log/log.h"
@@ -44,6 +45,8 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<unsigned>> io_uring_entries;
   std::shared_ptr<config::ConfigVar<int>> io_max_events;
   std::shared_ptr<config::ConfigVar<int>> offload_threads;
+  std::shared_ptr<config::ConfigVar<std::size_t>> hook_file_nowait_max;
+  std::shared_ptr<config::ConfigVar<std::size_t>> hook_file_inline_write_max;
   std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
   std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;
@@ -63,6 +66,7 @@ SchedulerOptions scheduler_options(const AppConfig& c);
 log::LogOptions log_options(const AppConfig& c);
 IOManagerOptions io_options(const AppConfig& c);
 OffloadOptions offload_options(const AppConfig& c);
+hook::RegularFileOptions regular_file_options(const AppConfig& c);
 FiberDumpOptions fiber_dump_options(const AppConfig& c);
 // The options of worker pool `name` ("main" = the scheduler.*/fiber.*/io.* keys; other pools
 // take those as defaults for the fields they leave out).

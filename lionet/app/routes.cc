@@ -10,6 +10,7 @@
 
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
+#include "lionet/hook/hook.h"
 #include "lionet/http/static_files.h"
 #include "lionet/websocket/server.h"
 #include "lionet/sched/fiber_dump.h"
@@ -229,6 +230,15 @@ std::string render_metrics(const Runtime::Impl& im) {
   w.family("lionet_memory_trims_total", "counter",
            "Times free allocator memory was returned to the system after connections dropped (memory.trim_*).");
   w.sample("lionet_memory_trims_total", {}, static_cast<double>(im.trims.load(std::memory_order_relaxed)));
+  {
+    const hook::RegularFileStats fs = hook::regular_file_stats();
+    w.family("lionet_hook_file_calls_total", "counter",
+             "Reads and writes of regular files from fibers, by where they ran: worker (RWF_NOWAIT hit), "
+             "inline (a write in place, hook.file_inline_write_max), offload (the offload pool, parked).");
+    w.sample("lionet_hook_file_calls_total", L{{"path", "worker"}}, static_cast<double>(fs.fast_path));
+    w.sample("lionet_hook_file_calls_total", L{{"path", "inline"}}, static_cast<double>(fs.inline_writes));
+    w.sample("lionet_hook_file_calls_total", L{{"path", "offload"}}, static_cast<double>(fs.offloaded));
+  }
 
   std::vector<std::pair<std::string, SchedulerStats>> pools;
   for (const auto& p : im.pools)

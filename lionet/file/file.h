@@ -48,10 +48,10 @@
 namespace lionet {
 
 struct FileOptions {
-  // "auto", "libaio", "io_uring" or "threadpool" (see ENGINE CHOICE above). YAML: file.engine.
+  // "auto", "libaio", "io_uring" or "threadpool" (see ENGINE CHOICE above). The lionet binary
+  // does not use File, so these have no YAML key there (README "Options").
   std::string engine = "auto";
-  // Per-worker queue depth and reap batch of the kernel engines. YAML: file.queue_depth,
-  // file.reap_batch.
+  // Per-worker queue depth and reap batch of the kernel engines.
   FileEngineOptions engine_options{};
 };
 

@@ -72,10 +72,9 @@ struct FileEngineStats {
 
 struct FileEngineOptions {
   // Requests in flight per worker context: io_setup(nr) for libaio, ring entries for io_uring
-  // (rounded up to a power of two). More requests than this simply wait for room. YAML:
-  // file.queue_depth.
+  // (rounded up to a power of two). More requests than this simply wait for room.
   unsigned queue_depth = 128;
-  // Most completions taken per io_getevents / CQ sweep. YAML: file.reap_batch.
+  // Most completions taken per io_getevents / CQ sweep.
   unsigned reap_batch = 64;
   // libaio: a submitting fiber yields once before io_submit so that requests of the fibers
   // that run meanwhile on its worker go to the kernel in the same call (fewer system calls and

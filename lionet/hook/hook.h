@@ -43,7 +43,7 @@
 //                     while the fiber parks (pinned, like every hooked wait). A partly cached
 //                     read is completed on the pool. Buffered writes on filesystems that cannot
 //                     do RWF_NOWAIT writes (ext4 answers EOPNOTSUPP; remembered per fd) of up
-//                     to inline_write_max (64 KiB) are written in place: a page-cache copy that
+//                     to inline_write_max (256 KiB) are written in place: a page-cache copy that
 //                     blocks only under dirty-page throttling. Why the fast paths: a 4 KiB
 //                     page-cache read costs ~1.7 us as a plain syscall but ~17 us through the
 //                     offload pool (figures in lionet/file/README.md); with them hooked cached
@@ -113,8 +113,11 @@ struct RegularFileOptions {
   // hooked call never copies more than this on a worker). YAML: hook.file_nowait_max.
   unsigned long nowait_max = 256 * 1024;
   // Largest buffered write done in place when the filesystem cannot do RWF_NOWAIT writes;
-  // 0 sends every such write to the offload pool. YAML: hook.file_inline_write_max.
-  unsigned long inline_write_max = 64 * 1024;
+  // 0 sends every such write to the offload pool. YAML: hook.file_inline_write_max. As
+  // nowait_max, so that no hooked call copies more than 256 KiB on a worker either way; at
+  // 64 KiB (the earlier default) a Kafka producer's 64 KiB batch, stored as 65,812 bytes, went
+  // to the pool and back on every append (bench-kafka: ~20% more CPU per record).
+  unsigned long inline_write_max = 256 * 1024;
 };
 void configure_regular_files(const RegularFileOptions& options) noexcept;
 RegularFileOptions regular_file_options() noexcept;

@@ -78,7 +78,7 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noe
 
 // Limits from lionet::hook::configure_regular_files() (hook.h): relaxed, read per call.
 std::atomic<size_t> g_nowait_max{256 * 1024};
-std::atomic<size_t> g_inline_write_max{64 * 1024};
+std::atomic<size_t> g_inline_write_max{256 * 1024};
 
 std::atomic<uint64_t> g_file_fast{0};     // served by the RWF_NOWAIT try
 std::atomic<uint64_t> g_file_offload{0};  // ran on the offload pool

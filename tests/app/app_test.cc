@@ -265,6 +265,48 @@ TEST(AppBinary, PrintConfigShowsEffectiveValuesWithDefaults) {
   EXPECT_NE(out.find("unknown config key(s) ignored: not_a_key (" + conf.path() + "/only.yml:2:1)"), std::string::npos) << out;
 }
 
+// hook.file_* are keys of the binary (they were documented before they were bound): shown by
+// --print-config, checked, and they decide where the store's appends run, which /metrics counts.
+TEST(AppBinary, HookFileLimitsAreKeysAndDecideWhereAppendsRun) {
+  TempConf conf;
+  conf.write("bad.yml", "hook: {file_inline_write_max: 100000000}\n");
+  Process bad({"-c", conf.path(), "--check"});
+  REQUIRE_BINARY(bad);
+  EXPECT_EQ(bad.wait(), 1);
+  EXPECT_NE(bad.output().find("key 'hook.file_inline_write_max': invalid value"), std::string::npos) << bad.output();
+
+  const int port = free_port();
+  conf.write("bad.yml", "hook: {file_inline_write_max: 0}\n");  // every append's write offloaded
+  conf.write("server.yml", "scheduler: {threads: 1}\n"
+                           "storage: {data_dir: " + conf.path() + "/data}\n"
+                           "servers:\n"
+                           "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
+                           "    routes:\n"
+                           "      - {path: /topics, type: storage}\n"
+                           "      - {path: /metrics, type: metrics}\n");
+  Process pc({"--print-config", "-c", conf.path()});
+  EXPECT_EQ(pc.wait(), 0);
+  EXPECT_NE(pc.output().find("  file_inline_write_max: 0\n"), std::string::npos) << pc.output();
+  EXPECT_NE(pc.output().find("  file_nowait_max: 262144\n"), std::string::npos) << pc.output();
+  EXPECT_EQ(pc.output().find("unknown config key"), std::string::npos) << pc.output();
+
+  Process p({"-c", conf.path()});
+  ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto offloaded = [&] {
+    const std::string m = curl(base + "/metrics").body;
+    const std::string key = "lionet_hook_file_calls_total{path=\"offload\"} ";
+    const auto at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::atof(m.c_str() + at + key.size());
+  };
+  const double before = offloaded();
+  ASSERT_GE(before, 0) << curl(base + "/metrics").body;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(curl("-X POST --data-binary rec " + base + "/topics/t/partitions/0/records").status, 201);
+  EXPECT_GE(offloaded(), before + 5) << "appends with file_inline_write_max 0 must run on the offload pool";
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
 TEST(AppBinary, UnknownFlagPrintsUsageAndExits2) {
   Process p({"-c", kConf.string(), "--frobnicate"});
   REQUIRE_BINARY(p);
