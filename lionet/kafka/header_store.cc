@@ -35,18 +35,11 @@ Result<std::unique_ptr<HeaderStore>> HeaderStore::open(storage::Store& store) {
 }
 
 Result<void> HeaderStore::replay() {
-  storage::ReadResult rr;
   std::lock_guard<std::mutex> lk(mu_);
-  for (int64_t off = log_.start_offset(); off < log_.end_offset();) {
-    if (auto r = log_.read(off, 1 << 20, rr); !r) return r.error();
-    if (rr.empty()) break;
-    for (const storage::RecordView& v : rr.records()) {
-      SideRecord s;
-      if (parse(v.value, s)) partition(s.topic, s.partition).index[s.offset] = v.offset;
-    }
-    off = rr.next_offset();
-  }
-  return {};
+  return detail::for_each_record(log_, [&](const storage::RecordView& v) {
+    SideRecord s;
+    if (parse(v.value, s)) partition(s.topic, s.partition).index[s.offset] = v.offset;
+  });
 }
 
 HeaderStore::Partition& HeaderStore::partition(std::string_view topic, int32_t p) {

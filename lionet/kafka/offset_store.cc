@@ -36,31 +36,24 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::open(storage::Store& store) {
 }
 
 Result<void> OffsetStore::replay() {
-  storage::ReadResult rr;
   std::lock_guard<std::mutex> lk(mu_);
-  for (int64_t off = log_.start_offset(); off < log_.end_offset();) {
-    if (auto r = log_.read(off, 1 << 20, rr); !r) return r.error();
-    if (rr.empty()) break;
-    for (const storage::RecordView& v : rr.records()) {
-      Reader k(v.key);
-      const std::string_view group = k.string();
-      const std::string_view topic = k.string();
-      const int32_t partition = k.i32();
-      Reader in(v.value);
-      const int8_t version = in.i8();
-      Committed c;
-      c.offset = in.i64();
-      c.leader_epoch = in.i32();
-      c.metadata = std::string(in.string());
-      if (!k.ok() || !k.at_end() || !in.ok() || version != kValueVersion) continue;  // not ours: skipped
-      ++replayed_;
-      Entry& e = entries_[Key(std::string(group), std::string(topic), partition)];
-      e.value = std::move(c);
-      e.record_offset = v.offset;
-    }
-    off = rr.next_offset();
-  }
-  return {};
+  return detail::for_each_record(log_, [&](const storage::RecordView& v) {
+    Reader k(v.key);
+    const std::string_view group = k.string();
+    const std::string_view topic = k.string();
+    const int32_t partition = k.i32();
+    Reader in(v.value);
+    const int8_t version = in.i8();
+    Committed c;
+    c.offset = in.i64();
+    c.leader_epoch = in.i32();
+    c.metadata = std::string(in.string());
+    if (!k.ok() || !k.at_end() || !in.ok() || version != kValueVersion) return;  // not ours: skipped
+    ++replayed_;
+    Entry& e = entries_[Key(std::string(group), std::string(topic), partition)];
+    e.value = std::move(c);
+    e.record_offset = v.offset;
+  });
 }
 
 Result<void> OffsetStore::commit(std::string_view group, std::span<const Commit> commits) {

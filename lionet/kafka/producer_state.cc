@@ -24,28 +24,21 @@ Result<std::unique_ptr<ProducerState>> ProducerState::open(storage::Store& store
 }
 
 Result<void> ProducerState::replay() {
-  storage::ReadResult rr;
-  for (int64_t off = log_.start_offset(); off < log_.end_offset();) {
-    if (auto r = log_.read(off, 1 << 20, rr); !r) return r.error();
-    if (rr.empty()) break;
-    for (const storage::RecordView& v : rr.records()) {
-      Reader in(v.value);
-      const int8_t type = in.i8();
-      const int64_t pid = in.i64();
-      const int16_t epoch = in.i16();
-      if (!in.ok()) continue;  // not ours: skipped
-      next_id_ = std::max(next_id_, pid + 1);
-      if (type != kRecBatch) continue;
-      const int32_t partition = in.i32();
-      const int32_t first = in.i32();
-      const int32_t last = in.i32();
-      const int64_t base = in.i64();
-      const std::string_view topic = in.string();
-      if (in.ok()) apply(pid, epoch, topic, partition, first, last, base);
-    }
-    off = rr.next_offset();
-  }
-  return {};
+  return detail::for_each_record(log_, [&](const storage::RecordView& v) {
+    Reader in(v.value);
+    const int8_t type = in.i8();
+    const int64_t pid = in.i64();
+    const int16_t epoch = in.i16();
+    if (!in.ok()) return;  // not ours: skipped
+    next_id_ = std::max(next_id_, pid + 1);
+    if (type != kRecBatch) return;
+    const int32_t partition = in.i32();
+    const int32_t first = in.i32();
+    const int32_t last = in.i32();
+    const int64_t base = in.i64();
+    const std::string_view topic = in.string();
+    if (in.ok()) apply(pid, epoch, topic, partition, first, last, base);
+  });
 }
 
 Result<int64_t> ProducerState::allocate() {

@@ -1,13 +1,16 @@
 // lionet/kafka/detail/internal_topic.h: the one-partition internal topics kafka/ keeps its own
-// state in (`__kafka_producers`, `__kafka_headers`).
+// state in (`__kafka_producers`, `__kafka_headers`, `__kafka_offsets`).
 //
-// Owns: nothing; opens (creating when missing) the topic's only log. Must not: be used for
-// client topics (their partitions and auto-creation follow the store's configuration).
+// Owns: nothing; opens (creating when missing) the topic's only log and reads it whole at
+// start. Must not: be used for client topics (their partitions and auto-creation follow the
+// store's configuration).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "lionet/net/result.h"
+#include "lionet/storage/log.h"
 
 namespace lionet::storage {
 class Store;
@@ -17,4 +20,18 @@ class Log;
 namespace lionet::kafka::detail {
 // Partition 0 of `topic`, created with one partition if the store has none. Errors: the store's.
 Result<storage::Log*> open_internal_log(storage::Store& store, std::string_view topic);
+
+// Calls fn(const storage::RecordView&) for every record of `log` from its start to its end, in
+// order, reading 1 MiB at a time (the replay of an internal topic at start). Errors: the log's.
+template <class Fn>
+Result<void> for_each_record(storage::Log& log, Fn&& fn) {
+  storage::ReadResult rr;
+  for (int64_t off = log.start_offset(); off < log.end_offset();) {
+    if (auto r = log.read(off, 1 << 20, rr); !r) return r.error();
+    if (rr.empty()) break;
+    for (const storage::RecordView& v : rr.records()) fn(v);
+    off = rr.next_offset();
+  }
+  return {};
+}
 }  // namespace lionet::kafka::detail
