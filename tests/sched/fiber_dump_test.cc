@@ -495,12 +495,18 @@ TEST(FiberDump, FibersFinishingOnAnotherWorkerAreUnlistedByTheirOwn) {
          for (auto& h : done) sum += h.join();
          EXPECT_EQ(sum, static_cast<long>(kFibers) * (kFibers - 1) / 2);
          while (parked.load() < 3) lionet::this_fiber::yield();
-         for (int i = 0; i < 100; ++i) lionet::this_fiber::yield();  // let the waiters park
-         const std::vector<lionet::FiberInfo> w = lionet::snapshot_fibers(*lionet::Scheduler::current());
+         // Let the waiters finish parking: a waiter counted in `parked` may still be on its way
+         // into gate.wait() on worker 1 (a fixed number of yields here was not enough under
+         // TSan on a loaded machine). Bounded: 10 s.
          int quick = 0, waiters = 0;
-         for (const auto& f : w) {
-           quick += std::string(f.name) == "quick";
-           waiters += std::string(f.name) == "waiter" && f.state == lionet::FiberState::kParked && f.worker == 1;
+         for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);;) {
+           quick = waiters = 0;
+           for (const auto& f : lionet::snapshot_fibers(*lionet::Scheduler::current())) {
+             quick += std::string(f.name) == "quick";
+             waiters += std::string(f.name) == "waiter" && f.state == lionet::FiberState::kParked && f.worker == 1;
+           }
+           if (waiters == 3 || std::chrono::steady_clock::now() > until) break;
+           lionet::this_fiber::sleep_for(std::chrono::milliseconds(1));
          }
          EXPECT_EQ(quick, 0) << lionet::dump_fibers(*lionet::Scheduler::current());
          EXPECT_EQ(waiters, 3) << lionet::dump_fibers(*lionet::Scheduler::current());
