@@ -109,6 +109,11 @@ AppConfig define_config(config::Registry& r) {
       "The largest buffered write done in place on the worker where the filesystem has no RWF_NOWAIT writes (ext4): "
       "a page-cache copy; larger ones go to the offload pool. 0 offloads every such write (bytes).",
       config::range(std::size_t{0}, std::size_t{64} << 20));
+  c.hook_file_sync_offload = r.define<bool>(
+      "hook.file_sync_offload", hd.offload_sync,
+      "fsync/fdatasync of regular files from fibers (the store's every_batch syncs) run on the offload pool, so "
+      "the worker serves other connections meanwhile and appenders share syncs; false keeps them on the worker "
+      "(a lone writer's latency without the pool hand-off).");
   c.workers = r.define<std::map<std::string, WorkerPoolConfig>>(
       "workers", {},
       "Named worker pools (schedulers) besides 'main': threads, stack_size, max_stack_memory, io_backend; "
@@ -198,6 +203,7 @@ hook::RegularFileOptions regular_file_options(const AppConfig& c) {
   hook::RegularFileOptions o;
   o.nowait_max = c.hook_file_nowait_max->value();
   o.inline_write_max = c.hook_file_inline_write_max->value();
+  o.offload_sync = c.hook_file_sync_offload->value();
   return o;
 }
 

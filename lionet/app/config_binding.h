@@ -47,6 +47,7 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<int>> offload_threads;
   std::shared_ptr<config::ConfigVar<std::size_t>> hook_file_nowait_max;
   std::shared_ptr<config::ConfigVar<std::size_t>> hook_file_inline_write_max;
+  std::shared_ptr<config::ConfigVar<bool>> hook_file_sync_offload;
   std::shared_ptr<config::ConfigVar<std::map<std::string, WorkerPoolConfig>>> workers;
   std::shared_ptr<config::ConfigVar<std::vector<ServerConfig>>> servers;
   std::shared_ptr<config::ConfigVar<std::chrono::milliseconds>> shutdown_timeout;

@@ -313,12 +313,13 @@ int main(int argc, char** argv) {
   };
   cfg.log_loggers->add_listener(reconfigure_log);
   cfg.log_async_queue_size->add_listener(reconfigure_log);
-  // The regular-file limits are two relaxed atomics read per call: they apply on reload.
+  // The regular-file options are relaxed atomics read per call: they apply on reload.
   auto reconfigure_files = [&cfg](auto&&, auto&&) {
     lionet::hook::configure_regular_files(lionet::app::regular_file_options(cfg));
   };
   cfg.hook_file_nowait_max->add_listener(reconfigure_files);
   cfg.hook_file_inline_write_max->add_listener(reconfigure_files);
+  cfg.hook_file_sync_offload->add_listener(reconfigure_files);
   // The pools, servers and store are built once at start; app.shutdown_timeout and the log
   // apply on reload.
   warn_needs_restart(*cfg.scheduler_threads);

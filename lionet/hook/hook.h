@@ -50,6 +50,9 @@
 //                     reads cost ~1.03-1.14x the plain call. Needs no IOManager. Limits:
 //                     configure_regular_files(); counters: regular_file_stats().
 //                     (lionet::File is the API with kernel AIO, queue depth and batches.)
+//   fsync, fdatasync on a REGULAR FILE -> on the offload pool while the fiber parks (a sync waits
+//                     for the device; RegularFileOptions::offload_sync); counted in
+//                     regular_file_stats().offloaded.
 // Ttys, eventfds and every other fd that is not a socket, a pipe or a regular file pass through.
 //
 // On plain threads (and in fibers with the switch off) each call is the plain libc call, with
@@ -118,6 +121,10 @@ struct RegularFileOptions {
   // 64 KiB (the earlier default) a Kafka producer's 64 KiB batch, stored as 65,812 bytes, went
   // to the pool and back on every append (bench-kafka: ~20% more CPU per record).
   unsigned long inline_write_max = 256 * 1024;
+  // fsync/fdatasync of a regular file from a fiber run on the offload pool (the worker serves
+  // its other fibers during the sync); false runs them on the worker, sparing the pool hand-off
+  // (~20-40 us) on a lone writer's latency. YAML: hook.file_sync_offload.
+  bool offload_sync = true;
 };
 void configure_regular_files(const RegularFileOptions& options) noexcept;
 RegularFileOptions regular_file_options() noexcept;

@@ -79,6 +79,7 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noe
 // Limits from lionet::hook::configure_regular_files() (hook.h): relaxed, read per call.
 std::atomic<size_t> g_nowait_max{256 * 1024};
 std::atomic<size_t> g_inline_write_max{256 * 1024};
+std::atomic<bool> g_offload_sync{true};
 
 std::atomic<uint64_t> g_file_fast{0};     // served by the RWF_NOWAIT try
 std::atomic<uint64_t> g_file_offload{0};  // ran on the offload pool
@@ -441,6 +442,23 @@ LIONET_HOOK_API ssize_t pwritev(int fd, const iovec* iov, int cnt, off_t off) {
   return LIONET_REAL(pwritev)(fd, iov, cnt, off);
 }
 
+// fsync/fdatasync of a regular file in an active fiber: on the offload pool (a sync waits for the
+// device: 150-300 us on the test machines' disk), so the worker serves its other fibers
+// meanwhile, and appenders on one worker share the next sync (storage's group commit).
+// Measured: the storage API with every_batch, 1 worker, 16 connections 4.4k -> 24k appends/s;
+// one connection alone 3.25k -> 3.0k (the pool hand-off on each sync's latency).
+// RegularFileOptions::offload_sync = false keeps them on the worker. Counted as offloaded.
+LIONET_HOOK_API int fsync(int fd) {
+  if (g_offload_sync.load(std::memory_order_relaxed) && regular_entry(fd)) return static_cast<int>(offload_call([&] { return static_cast<ssize_t>(LIONET_REAL(fsync)(fd)); }));
+  return LIONET_REAL(fsync)(fd);
+}
+
+LIONET_HOOK_API int fdatasync(int fd) {
+  if (g_offload_sync.load(std::memory_order_relaxed) && regular_entry(fd))
+    return static_cast<int>(offload_call([&] { return static_cast<ssize_t>(LIONET_REAL(fdatasync)(fd)); }));
+  return LIONET_REAL(fdatasync)(fd);
+}
+
 // On LP64 glibc the *64 names are the same functions.
 static_assert(sizeof(off64_t) == sizeof(off_t), "LP64 only");
 LIONET_HOOK_API ssize_t pread64(int fd, void* buf, size_t n, off64_t off) { return pread(fd, buf, n, off); }
@@ -532,9 +550,11 @@ RegularFileStats regular_file_stats() noexcept {
 void configure_regular_files(const RegularFileOptions& o) noexcept {
   detail::g_nowait_max.store(o.nowait_max, std::memory_order_relaxed);
   detail::g_inline_write_max.store(o.inline_write_max, std::memory_order_relaxed);
+  detail::g_offload_sync.store(o.offload_sync, std::memory_order_relaxed);
 }
 
 RegularFileOptions regular_file_options() noexcept {
-  return {detail::g_nowait_max.load(std::memory_order_relaxed), detail::g_inline_write_max.load(std::memory_order_relaxed)};
+  return {detail::g_nowait_max.load(std::memory_order_relaxed), detail::g_inline_write_max.load(std::memory_order_relaxed),
+          detail::g_offload_sync.load(std::memory_order_relaxed)};
 }
 }  // namespace lionet::hook

@@ -5,10 +5,10 @@
 // cache, buffer or reorder anything: every call is one or a few plain syscalls, so what
 // the log acknowledges is exactly what the kernel was told.
 //
-// The real implementation uses pread/pwrite/fdatasync on plain fds. Inside a fiber pread and
-// pwrite go through LioNet's syscall hooks (lionet/hook/), which decide how regular-file IO runs
-// (in place, or on the offload pool); fdatasync is not hooked and runs on the worker (README,
-// "File IO"). storage/ does not depend on lionet/file/ (see README).
+// The real implementation uses pread/pwrite/fdatasync on plain fds. Inside a fiber those calls
+// go through LioNet's syscall hooks (lionet/hook/), which decide how regular-file IO runs
+// (in place, or on the offload pool; fdatasync on the pool: README, "File IO"); storage/ does
+// not depend on lionet/file/ (see README).
 //
 // Thread-safety: File methods may run concurrently (pread/pwrite at distinct ranges, as POSIX
 // allows); FileSystem methods may run concurrently.

@@ -288,6 +288,7 @@ TEST(AppBinary, HookFileLimitsAreKeysAndDecideWhereAppendsRun) {
   EXPECT_EQ(pc.wait(), 0);
   EXPECT_NE(pc.output().find("  file_inline_write_max: 0\n"), std::string::npos) << pc.output();
   EXPECT_NE(pc.output().find("  file_nowait_max: 262144\n"), std::string::npos) << pc.output();
+  EXPECT_NE(pc.output().find("  file_sync_offload: true\n"), std::string::npos) << pc.output();
   EXPECT_EQ(pc.output().find("unknown config key"), std::string::npos) << pc.output();
 
   Process p({"-c", conf.path()});

@@ -104,6 +104,62 @@ TEST(HookRegularFile, UncachedReadParksOnlyItsFiber) {
   EXPECT_GT(hook::regular_file_stats().offloaded, before.offloaded);
 }
 
+// fdatasync/fsync in a fiber park only their fiber (the sync runs on the offload pool): with
+// every pool thread held until another fiber of the same single worker runs, a sync that
+// blocked the worker would never finish. With offload_sync off they run in place. Errors are
+// libc's (EINVAL for a pipe, EBADF for a closed fd).
+TEST(HookRegularFile, SyncsParkOnlyTheirFiberAndCanStayInPlace) {
+  TempFile file(4096);
+  Runtime rt(1);
+  PoolBlocker blocker;
+  std::atomic<bool> sync_done{false};
+  std::atomic<int> ran_during_sync{0};
+  const auto before = hook::regular_file_stats();
+  rt.run([&] {
+    const int threads = default_offload_pool().options().threads;
+    std::vector<JoinHandle<void>> holders;
+    for (int i = 0; i < threads; ++i)
+      holders.push_back(Scheduler::current()->spawn([&] { offload([&] { blocker.block_one(); }); }));
+    while (blocker.blocked.load() < threads) this_fiber::yield();
+    int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, "sync me", 7, 0), 7);
+    auto other = Scheduler::current()->spawn([&] {
+      if (!sync_done.load()) ran_during_sync.fetch_add(1);
+      blocker.release();
+    });
+    EXPECT_EQ(::fdatasync(fd), 0);  // plain libc call, hooked
+    sync_done.store(true);
+    other.join();
+    for (auto& h : holders) h.join();
+    const auto mid = hook::regular_file_stats();
+    EXPECT_EQ(::fsync(fd), 0);
+    EXPECT_EQ(hook::regular_file_stats().offloaded, mid.offloaded + 1);
+    // In place when asked.
+    hook::RegularFileOptions o = hook::regular_file_options();
+    o.offload_sync = false;
+    hook::configure_regular_files(o);
+    const auto off0 = hook::regular_file_stats();
+    EXPECT_EQ(::fdatasync(fd), 0);
+    EXPECT_EQ(::fsync(fd), 0);
+    EXPECT_EQ(hook::regular_file_stats().offloaded, off0.offloaded);
+    o.offload_sync = true;
+    hook::configure_regular_files(o);
+    // libc's errors.
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    EXPECT_EQ(::fdatasync(p[0]), -1);
+    EXPECT_EQ(read_errno(), EINVAL);
+    ::close(p[0]);
+    ::close(p[1]);
+    ::close(fd);
+    EXPECT_EQ(::fdatasync(fd), -1);
+    EXPECT_EQ(read_errno(), EBADF);
+  });
+  EXPECT_EQ(ran_during_sync.load(), 1) << "the other fiber did not run while the sync waited";
+  EXPECT_GT(hook::regular_file_stats().offloaded, before.offloaded);
+}
+
 TEST(HookRegularFile, CachedReadsTakeTheFastPathWithLibcResults) {
   TempFile file(3 * 4096 + 10);
   Runtime rt(1);

@@ -47,6 +47,8 @@
   X(pwritev, ssize_t (*)(int, const iovec*, int, off_t))                                     \
   X(preadv2, ssize_t (*)(int, const iovec*, int, off_t, int))                                \
   X(pwritev2, ssize_t (*)(int, const iovec*, int, off_t, int))                               \
+  X(fsync, int (*)(int))                                                                     \
+  X(fdatasync, int (*)(int))                                                                 \
   X(send, ssize_t (*)(int, const void*, size_t, int))                                        \
   X(sendto, ssize_t (*)(int, const void*, size_t, int, const sockaddr*, socklen_t))          \
   X(sendmsg, ssize_t (*)(int, const msghdr*, int))                                           \
