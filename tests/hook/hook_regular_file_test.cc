@@ -65,6 +65,16 @@ struct PoolBlocker {
     std::unique_lock lk(mu);
     cv.wait_for(lk, std::chrono::seconds(20), [&] { return released; });  // bound: never hang
   }
+  // From a fiber: occupies every pool thread (one holder fiber each) and returns once all are
+  // held; join the holders after release().
+  std::vector<JoinHandle<void>> hold_every_pool_thread() {
+    const int threads = default_offload_pool().options().threads;
+    std::vector<JoinHandle<void>> holders;
+    for (int i = 0; i < threads; ++i)
+      holders.push_back(Scheduler::current()->spawn([this] { offload([this] { block_one(); }); }));
+    while (blocked.load() < threads) this_fiber::yield();
+    return holders;
+  }
 };
 
 TEST(HookRegularFile, UncachedReadParksOnlyItsFiber) {
@@ -79,11 +89,7 @@ TEST(HookRegularFile, UncachedReadParksOnlyItsFiber) {
     // Every pool thread is held until the second fiber releases it: the hooked read cannot
     // complete before that fiber runs, so if the read blocked the worker this would never end
     // (the blocker's 20 s bound turns that into a failure instead of a hang).
-    const int threads = default_offload_pool().options().threads;
-    std::vector<JoinHandle<void>> holders;
-    for (int i = 0; i < threads; ++i)
-      holders.push_back(Scheduler::current()->spawn([&] { offload([&] { blocker.block_one(); }); }));
-    while (blocker.blocked.load() < threads) this_fiber::yield();
+    std::vector<JoinHandle<void>> holders = blocker.hold_every_pool_thread();
     int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     auto other = Scheduler::current()->spawn([&] {
@@ -116,11 +122,7 @@ TEST(HookRegularFile, SyncsParkOnlyTheirFiberAndCanStayInPlace) {
   std::atomic<int> ran_during_sync{0};
   const auto before = hook::regular_file_stats();
   rt.run([&] {
-    const int threads = default_offload_pool().options().threads;
-    std::vector<JoinHandle<void>> holders;
-    for (int i = 0; i < threads; ++i)
-      holders.push_back(Scheduler::current()->spawn([&] { offload([&] { blocker.block_one(); }); }));
-    while (blocker.blocked.load() < threads) this_fiber::yield();
+    std::vector<JoinHandle<void>> holders = blocker.hold_every_pool_thread();
     int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::pwrite(fd, "sync me", 7, 0), 7);
