@@ -141,6 +141,25 @@ int16_t heartbeat(RawClient& c, int16_t v, const std::string& group, int32_t gen
   return err;
 }
 
+// A (the leader) and B in a Stable group "g" at generation 2, both synced (empty assignments):
+// A joins alone (generation 1; with settle_alone it also completes that generation, so the group
+// is Stable before B comes), B joins, A rejoins. Call with ASSERT_NO_FATAL_FAILURE.
+void form_pair(RawClient& a, RawClient& b, JoinArgs& ja, JoinArgs& jb, bool settle_alone = false) {
+  ja.member_id = member_id(a, ja);
+  ASSERT_EQ(join(a, 5, ja).generation, 1);
+  if (settle_alone) {
+    ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 1, ja.member_id, {}), 3).first, 0);
+  }
+  jb.member_id = member_id(b, jb);
+  const int32_t bc = send_join(b, 5, jb);
+  std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(join(a, 5, ja).generation, 2);
+  ASSERT_EQ(read_join(b, bc, 5).generation, 2);
+  const int32_t bs = send_sync(b, 3, "g", 2, jb.member_id);
+  ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 2, ja.member_id, {}), 3).first, 0);
+  ASSERT_EQ(read_sync(b, bs, 3).first, 0);
+}
+
 int16_t leave_v1(RawClient& c, const std::string& group, const std::string& member) {
   const int32_t corr = c.send(13, 1, [&](Writer& w) {
     w.string(group);
@@ -466,17 +485,7 @@ TEST(KafkaGroups, SessionExpiryRemovesASilentMemberAndRebalances) {
   JoinArgs ja, jb;
   ja.session_ms = 10000;
   jb.session_ms = 1000;
-  ja.member_id = member_id(a, ja);
-  ASSERT_EQ(join(a, 5, ja).generation, 1);
-  ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 1, ja.member_id, {}), 3).first, 0);
-  jb.member_id = member_id(b, jb);
-  const int32_t bc = send_join(b, 5, jb);
-  std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(join(a, 5, ja).generation, 2);
-  ASSERT_EQ(read_join(b, bc, 5).generation, 2);
-  const int32_t bs = send_sync(b, 3, "g", 2, jb.member_id);
-  ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 2, ja.member_id, {}), 3).first, 0);
-  ASSERT_EQ(read_sync(b, bs, 3).first, 0);
+  ASSERT_NO_FATAL_FAILURE(form_pair(a, b, ja, jb, /*settle_alone=*/true));
   const auto silent_from = std::chrono::steady_clock::now();
   // A heartbeats every 100 ms; B says nothing.
   int16_t err = 0;
@@ -504,16 +513,7 @@ TEST(KafkaGroups, AMemberThatDoesNotRejoinIsRemovedAtTheRebalanceDeadline) {
   RawClient a(fx.port()), b(fx.port()), c(fx.port());
   JoinArgs ja, jb, jc;
   for (JoinArgs* j : {&ja, &jb, &jc}) j->rebalance_ms = 1500;
-  ja.member_id = member_id(a, ja);
-  ASSERT_EQ(join(a, 5, ja).generation, 1);
-  jb.member_id = member_id(b, jb);
-  const int32_t bc = send_join(b, 5, jb);
-  std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(join(a, 5, ja).generation, 2);
-  ASSERT_EQ(read_join(b, bc, 5).generation, 2);
-  const int32_t bs = send_sync(b, 3, "g", 2, jb.member_id);
-  ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 2, ja.member_id, {}), 3).first, 0);
-  ASSERT_EQ(read_sync(b, bs, 3).first, 0);
+  ASSERT_NO_FATAL_FAILURE(form_pair(a, b, ja, jb));
 
   jc.member_id = member_id(c, jc);
   const auto t0 = std::chrono::steady_clock::now();
@@ -538,16 +538,7 @@ TEST(KafkaGroups, LeaveGroupRebalancesAndTheLastLeaveEmptiesTheGroup) {
   KafkaFixture fx;
   RawClient a(fx.port()), b(fx.port());
   JoinArgs ja, jb;
-  ja.member_id = member_id(a, ja);
-  ASSERT_EQ(join(a, 5, ja).generation, 1);
-  jb.member_id = member_id(b, jb);
-  const int32_t bc = send_join(b, 5, jb);
-  std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(join(a, 5, ja).generation, 2);
-  ASSERT_EQ(read_join(b, bc, 5).generation, 2);
-  const int32_t bs = send_sync(b, 3, "g", 2, jb.member_id);
-  ASSERT_EQ(read_sync(a, send_sync(a, 3, "g", 2, ja.member_id, {}), 3).first, 0);
-  ASSERT_EQ(read_sync(b, bs, 3).first, 0);
+  ASSERT_NO_FATAL_FAILURE(form_pair(a, b, ja, jb));
   // v1: B leaves; A is told to rejoin and then is alone. An unknown member: error 25.
   EXPECT_EQ(leave_v1(b, "g", jb.member_id), 0);
   EXPECT_EQ(leave_v1(b, "g", jb.member_id), 25);
