@@ -62,8 +62,19 @@ struct Registry::Document {
 Registry::Registry(std::string env_prefix) : env_prefix_(std::move(env_prefix)) {}
 
 Registry& Registry::global() {
-  static Registry registry;  // never destroyed before main() returns; vars outlive users
+  static Registry& registry = [] () -> Registry& {
+    static Registry r;  // never destroyed before main() returns; vars outlive users
+    // Not configuration: CMake's -Werror switch (.ci/run exports it), the tests' peer paths
+    // and the listening sockets a binary upgrade hands over.
+    for (const char* p : {"LIONET_WERROR", "LIONET_TEST_", "LIONET_LISTEN_"}) r.ignore_environment(p);
+    return r;
+  }();
   return registry;
+}
+
+void Registry::ignore_environment(std::string prefix) {
+  std::lock_guard lock(mutex_);
+  env_ignored_.push_back(std::move(prefix));
 }
 
 std::string Registry::env_name_of(std::string_view var_name) const {
@@ -94,6 +105,9 @@ void Registry::check_new_name(const std::string& name) const {
     if (e.var->env_name() == env) {
       throw std::logic_error("config vars '" + name + "' and '" + other + "' share the environment variable " + env);
     }
+  }
+  for (const auto& p : env_ignored_) {
+    if (env.starts_with(p)) throw std::logic_error("config var '" + name + "': its environment variable " + env + " is ignored (" + p + ")");
   }
 }
 
@@ -240,10 +254,16 @@ LoadReport Registry::load_documents(std::vector<Document> docs, LoadOptions opts
   if (opts.apply_environment) {
     std::map<std::string, std::shared_ptr<ConfigVarBase>> by_env;
     for (auto& v : vars()) by_env.emplace(v->env_name(), v);
+    std::vector<std::string> ignored;
+    {
+      std::lock_guard lock(mutex_);
+      ignored = env_ignored_;
+    }
     std::vector<std::pair<std::string, std::string>> env;
     for (char** e = environ; e && *e; ++e) {
       std::string_view kv = *e;
       if (!kv.starts_with(env_prefix_)) continue;
+      if (std::any_of(ignored.begin(), ignored.end(), [&](const std::string& p) { return kv.starts_with(p); })) continue;
       auto eq = kv.find('=');
       if (eq == std::string_view::npos) continue;
       env.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));

@@ -139,6 +139,11 @@ class Registry {
 
   std::string env_name_of(std::string_view var_name) const;
 
+  // Environment variables starting with `prefix` are not config overrides (the project's
+  // own build, test and hand-over variables share LIONET_): they are neither applied nor
+  // reported as unknown keys.
+  void ignore_environment(std::string prefix);
+
  private:
   struct Document;
   void check_new_name(const std::string& name) const;
@@ -151,7 +156,8 @@ class Registry {
     const std::type_info* type;
   };
   const std::string env_prefix_;
-  mutable std::mutex mutex_;                      // protects vars_
+  mutable std::mutex mutex_;                      // protects vars_ and env_ignored_
+  std::vector<std::string> env_ignored_;
   std::map<std::string, Entry, std::less<>> vars_;
   std::mutex load_mutex_;                         // serialises loads
 };

@@ -264,5 +264,23 @@ TEST(ConfigThreads, ReadersSeeWholeValuesDuringReloads) {
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(v->value(), a);
 }
+TEST(ConfigEnvironment, IgnoredPrefixesAreNeitherAppliedNorReported) {
+  Registry r("LNTEST_");
+  r.ignore_environment("LNTEST_WERROR");
+  auto threads = r.define<int>("scheduler.threads", 1, "workers");
+  EnvVar werror("LNTEST_WERROR", "ON");
+  EnvVar other("LNTEST_SCHEDULER_THREADS", "3");
+  auto report = r.apply_environment({.warn_unknown = false});
+  EXPECT_EQ(threads->value(), 3);
+  EXPECT_TRUE(report.unknown_keys.empty());
+  EXPECT_THROW(r.define<bool>("werror", false, "a var whose variable is ignored"), std::logic_error);
+}
+
+TEST(ConfigEnvironment, TheGlobalRegistryIgnoresTheBuildsWerrorSwitch) {
+  EnvVar werror("LIONET_WERROR", "ON");
+  auto report = Registry::global().apply_environment({.warn_unknown = false});
+  for (const auto& k : report.unknown_keys) EXPECT_NE(k.key, "LIONET_WERROR");
+}
+
 }  // namespace
 }  // namespace lionet::config
