@@ -4,6 +4,7 @@
 //
 // Keys: storage.data_dir, storage.segment_bytes, storage.segment_ms, storage.index_interval_bytes,
 // storage.flush.policy / .messages / .ms, storage.retention.bytes / .ms, storage.max_batch_bytes,
+// storage.preallocate_bytes,
 // storage.auto_create_topics, storage.default_partitions, storage.topics (list of {name,
 // partitions, segment_bytes, segment_ms, index_interval_bytes, flush: {policy, messages, ms},
 // retention: {bytes, ms}}), storage.api.max_read_bytes, storage.api.default_read_bytes,
@@ -33,6 +34,7 @@ struct StorageConfig {
   std::shared_ptr<config::ConfigVar<int64_t>> retention_bytes;
   std::shared_ptr<config::ConfigVar<int64_t>> retention_ms;
   std::shared_ptr<config::ConfigVar<uint32_t>> max_batch_bytes;
+  std::shared_ptr<config::ConfigVar<uint64_t>> preallocate_bytes;
   std::shared_ptr<config::ConfigVar<bool>> auto_create_topics;
   std::shared_ptr<config::ConfigVar<uint32_t>> default_partitions;
   std::shared_ptr<config::ConfigVar<std::vector<storage::TopicOptions>>> topics;

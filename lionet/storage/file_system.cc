@@ -53,6 +53,19 @@ class PosixFile final : public File {
     return {};
   }
 
+  Result<void> allocate(uint64_t size) override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Result<void>::failure(errno);
+    if (static_cast<uint64_t>(st.st_size) >= size) return {};
+    const off_t from = st.st_size;
+    int r;
+    do {
+      r = ::fallocate(fd_, 0, from, static_cast<off_t>(size) - from);
+    } while (r != 0 && errno == EINTR);
+    if (r != 0) return Result<void>::failure(errno);
+    return {};
+  }
+
   Result<uint64_t> size() override {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return Result<uint64_t>::failure(errno);

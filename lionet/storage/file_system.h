@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ class File {
   virtual Result<void> datasync() = 0;
   virtual Result<void> truncate(uint64_t size) = 0;
   virtual Result<uint64_t> size() = 0;
+  // Makes the file `size` bytes long (when shorter) with its blocks allocated, the new bytes
+  // reading as zeros (fallocate mode 0). A Log preallocates its active segment so that an
+  // fdatasync after an append need not commit a size change. EOPNOTSUPP (the default, and
+  // file systems without fallocate) turns preallocation off for that file.
+  virtual Result<void> allocate(uint64_t size) { return Result<void>::failure(EOPNOTSUPP); }
 };
 
 class FileSystem {

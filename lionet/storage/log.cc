@@ -46,7 +46,7 @@ Result<void> validate(const LogOptions& o) {
   if (o.segment_bytes < 1024 || o.segment_bytes > (uint64_t{2} << 30) || o.index_interval_bytes == 0 ||
       o.max_batch_bytes < 1024 || o.max_batch_bytes > (1u << 30) ||
       (o.flush_policy == FlushPolicy::kMessages && o.flush_messages == 0) ||
-      (o.flush_policy == FlushPolicy::kInterval && o.flush_ms < 0)) {
+      (o.flush_policy == FlushPolicy::kInterval && o.flush_ms < 0) || o.preallocate_bytes > (uint64_t{1} << 30)) {
     return make_error_code(Errc::kInvalidArgument);
   }
   return {};
@@ -78,6 +78,10 @@ Log::Log(std::string dir, const LogOptions& options)
 Log::~Log() {
   if (!active_) return;
   std::lock_guard<lionet::Mutex> g(append_mu_);
+  if (auto r = release_preallocation(*active_); !r) {
+    LIONET_LOG_WARN(logger(), "{}: giving back preallocated space at close failed ({}); the next open cuts it",
+                    active_->prefix(), r.error().message());
+  }
   if (auto r = active_->sync_to(active_->size()); !r) {
     LIONET_LOG_ERROR(logger(), "{}: fdatasync at close failed: {}", dir_, r.error().message());
   }
@@ -92,6 +96,29 @@ Result<std::unique_ptr<Log>> Log::open(const std::string& dir, const LogOptions&
 
 std::size_t Log::active_index_capacity() const {
   return static_cast<std::size_t>(opt_.segment_bytes / opt_.index_interval_bytes + 2);
+}
+
+void Log::preallocate(Segment& seg, uint64_t end) {
+  if (end <= seg.file_bytes || opt_.preallocate_bytes == 0 || preallocate_off_) return;
+  // Ahead by preallocate_bytes, never past the segment's roll size (a lone larger batch gets
+  // only its own bytes).
+  const uint64_t target = std::max(end, std::min(end + opt_.preallocate_bytes, opt_.segment_bytes));
+  if (target == end) return;  // nothing gained: the pwrite extends the file anyway
+  if (auto r = seg.file().allocate(target); !r) {
+    if (r.error() == std::errc::operation_not_supported) {
+      preallocate_off_ = true;
+      LIONET_LOG_INFO(logger(), "{}: the file system cannot preallocate (fallocate): appends grow the file", dir_);
+    }
+    return;  // ENOSPC and the like: the pwrite that follows reports what matters
+  }
+  seg.file_bytes = target;
+}
+
+Result<void> Log::release_preallocation(Segment& seg) {
+  if (seg.file_bytes <= seg.size()) return {};
+  if (auto r = seg.file().truncate(seg.size()); !r) return r;
+  seg.file_bytes = seg.size();
+  return seg.file().datasync();  // the shorter size durable even when sync_to finds nothing new
 }
 
 std::shared_ptr<const Log::SegmentList> Log::snapshot() const {
@@ -147,7 +174,16 @@ Result<void> Log::recover() {
     }
     auto scan = detail::scan_segment(*seg, *size, opt_.index_interval_bytes, opt_.max_batch_bytes);
     if (!scan) return scan.error();
-    if (sealed) {
+    if (sealed && scan->zero_tail && scan->next_offset == bases[i + 1]) {
+      // Preallocated zeros a crash left behind while the segment was being sealed.
+      LIONET_LOG_INFO(logger(), "{}.log: {} preallocated bytes after the last batch cut", prefix,
+                      *size - scan->valid_end);
+      if (auto r = seg->file().truncate(scan->valid_end); !r) return r;
+      if (auto r = seg->file().datasync(); !r) return r;
+      if (auto r = seg->write_index_files(fs_, true); !r) {
+        LIONET_LOG_WARN(logger(), "{}: writing index files failed: {}", prefix, r.error().message());
+      }
+    } else if (sealed) {
       if (scan->stopped_early || scan->next_offset != bases[i + 1]) {
         LIONET_LOG_ERROR(logger(),
                          "{}.log: sealed segment is damaged at position {} ({}); offsets {}..{} will read as "
@@ -161,7 +197,13 @@ Result<void> Log::recover() {
         LIONET_LOG_WARN(logger(), "{}: writing index files failed: {}", prefix, r.error().message());
       }
     } else {
-      if (scan->stopped_early) {
+      if (scan->zero_tail) {
+        // Preallocated space (the log was not closed): no data is lost, the zeros go.
+        LIONET_LOG_INFO(logger(), "{}.log: {} preallocated bytes cut; the log ends at offset {}", prefix,
+                        *size - scan->valid_end, scan->next_offset);
+        if (auto r = seg->file().truncate(scan->valid_end); !r) return r;
+        if (auto r = seg->file().datasync(); !r) return r;
+      } else if (scan->stopped_early) {
         LIONET_LOG_WARN(logger(),
                         "{}.log: recovery cut {} bytes at position {} ({}); the log ends at offset {} "
                         "({} good batches in this segment)",
@@ -171,6 +213,7 @@ Result<void> Log::recover() {
         if (auto r = seg->file().datasync(); !r) return r;
       }
       if (scan->batches > 0) seg->first_append_ms = wall_ms();
+      seg->file_bytes = scan->valid_end < *size ? scan->valid_end : *size;
     }
     list->push_back(std::move(seg));
   }
@@ -206,11 +249,13 @@ Result<int64_t> Log::append_batch(std::span<const Record> records) {
   const int64_t base = next_offset_;
   const int64_t max_ts = detail::encode_batch(encode_buf_.data(), base, records, now);
   Segment& seg = *active_;
+  preallocate(seg, pos + len);
   if (auto r = seg.file().pwrite(encode_buf_.data(), len, pos); !r) {
     // Nothing published: the next append overwrites whatever part of this batch landed.
     return r.error();
   }
   if (seg.first_append_ms < 0) seg.first_append_ms = now;
+  seg.file_bytes = std::max(seg.file_bytes, pos + len);
   next_offset_ = base + static_cast<int64_t>(records.size());
   seg.publish_batch(base, next_offset_, pos, static_cast<uint32_t>(len), max_ts, opt_.index_interval_bytes);
   end_offset_.store(next_offset_, std::memory_order_release);  // after the segment published /*1*/
@@ -254,6 +299,11 @@ Result<int64_t> Log::append_batch(std::span<const Record> records) {
 Result<void> Log::roll(int64_t now_ms) {
   // Seal: the old segment's data and index become durable before the new segment exists, so
   // after any crash only the last segment can have a torn tail (recovery scans only it).
+  // Preallocated zeros go first, so the sync below also makes the sealed size durable.
+  if (auto r = release_preallocation(*active_); !r) {
+    LIONET_LOG_WARN(logger(), "{}: giving back preallocated space failed ({}); cut at the next open",
+                    active_->prefix(), r.error().message());
+  }
   if (auto r = active_->sync_to(active_->size()); !r) {
     failed_.store(true, std::memory_order_relaxed);
     return r;
@@ -379,6 +429,7 @@ Result<void> Log::truncate_to(int64_t offset) {
   if (!scan) return scan.error();
   if (scan->next_offset != offset) return make_error_code(Errc::kCorrupt);
   fresh->first_append_ms = seg->first_append_ms;
+  fresh->file_bytes = new_size;
   auto list = std::make_shared<SegmentList>(cur->begin(), it - 1);
   list->push_back(fresh);
   next_offset_ = offset;

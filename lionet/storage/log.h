@@ -123,6 +123,11 @@ class Log {
   Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes,
                             ReadResult& out) const;
   std::size_t active_index_capacity() const;
+  // Preallocation (LogOptions::preallocate_bytes), appender only: the active segment's file
+  // is at least `end` bytes long; a failure only turns preallocation off (the pwrite decides).
+  void preallocate(detail::Segment& seg, uint64_t end);
+  // Cuts the file back to its data (before a segment is sealed or the log closes).
+  Result<void> release_preallocation(detail::Segment& seg);
 
   const std::string dir_;
   const LogOptions opt_;
@@ -151,6 +156,7 @@ class Log {
   std::vector<char> encode_buf_;
   uint64_t unflushed_messages_ = 0;
   int64_t last_flush_ms_ = 0;
+  bool preallocate_off_ = false;  // the file system said EOPNOTSUPP
 };
 
 }  // namespace lionet::storage

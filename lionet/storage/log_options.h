@@ -54,6 +54,12 @@ struct LogOptions {
   int64_t retention_ms = -1;
   // YAML: storage.max_batch_bytes. Largest batch accepted (and believed during recovery).
   uint32_t max_batch_bytes = 64u << 20;
+  // YAML: storage.preallocate_bytes. The active segment's file is extended (fallocate) this
+  // many bytes ahead of its data, so most fdatasyncs of `every_batch` appends find the file
+  // size unchanged and skip ext4's journal commit (measured: ~100 us instead of ~150 us per
+  // sync). Cost: up to this much extra disk per partition, given back when the segment rolls
+  // or the log closes (after a crash, recovery cuts the zeros). 0 = off.
+  uint64_t preallocate_bytes = uint64_t{1} << 20;
 
   // Not YAML: the file layer (nullptr = default_file_system()); tests put a fault-injecting
   // one here. Must outlive the Log.

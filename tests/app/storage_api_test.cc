@@ -295,6 +295,7 @@ class FailingSyncFs final : public storage::FileSystem {
       return f_->datasync();
     }
     Result<void> truncate(uint64_t size) override { return f_->truncate(size); }
+    Result<void> allocate(uint64_t size) override { return f_->allocate(size); }
     Result<uint64_t> size() override { return f_->size(); }
 
    private:

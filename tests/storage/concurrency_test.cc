@@ -156,6 +156,7 @@ class SlowSyncFs final : public FileSystem {
       return {};
     }
     Result<void> truncate(uint64_t size) override { return f_->truncate(size); }
+    Result<void> allocate(uint64_t size) override { return f_->allocate(size); }
     Result<uint64_t> size() override { return f_->size(); }
 
    private:

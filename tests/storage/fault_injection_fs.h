@@ -59,9 +59,11 @@ class FaultInjectionFs final : public FileSystem {
   struct State {
     std::string durable;        // content at the last datasync
     bool name_durable = true;   // false while created and its directory not synced since
+    bool changed = false;       // written, truncated or allocated since the last sync
   };
   Result<void> before_write(std::size_t n, std::size_t* allowed);  // EIO when frozen
   void on_sync(const std::string& path, File& f);
+  void on_change(const std::string& path);
   static std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
   FileSystem& base_;

@@ -20,6 +20,7 @@ class FaultFile final : public File {
     std::size_t allowed = n;
     Result<void> r = fs_->before_write(n, &allowed);
     if (allowed > 0) {
+      fs_->on_change(path_);
       if (auto w = f_->pwrite(buf, allowed, off); !w) return w;
     }
     return r;
@@ -33,9 +34,15 @@ class FaultFile final : public File {
   }
   Result<void> truncate(uint64_t size) override {
     if (auto r = fs_->before_write(0, nullptr); !r) return r;
+    fs_->on_change(path_);
     return f_->truncate(size);
   }
   Result<uint64_t> size() override { return f_->size(); }
+  Result<void> allocate(uint64_t size) override {
+    if (auto r = fs_->before_write(0, nullptr); !r) return r;
+    fs_->on_change(path_);
+    return f_->allocate(size);
+  }
 
  private:
   FaultInjectionFs* fs_;
@@ -68,7 +75,13 @@ void FaultInjectionFs::on_sync(const std::string& path, File& f) {
   content.resize(n ? *n : 0);
   std::lock_guard<std::mutex> g(mu_);
   files_[path].durable = std::move(content);
+  files_[path].changed = false;
   datasyncs_++;
+}
+
+void FaultInjectionFs::on_change(const std::string& path) {
+  std::lock_guard<std::mutex> g(mu_);
+  files_[path].changed = true;
 }
 
 Result<std::unique_ptr<File>> FaultInjectionFs::open(const std::string& path, bool create) {
@@ -121,23 +134,32 @@ void FaultInjectionFs::crash(CrashMode mode) {
       it = files_.erase(it);
       continue;
     }
-    // Same size as at the last sync: unchanged (the log only appends, truncates, and syncs
-    // after rewriting in place), so skip the costly reopen.
-    std::error_code ec;
-    if (std::filesystem::file_size(path, ec) == it->second.durable.size() && !ec) {
+    // Not written since its last sync: unchanged, so skip the costly reopen.
+    if (!it->second.changed) {
       ++it;
       continue;
     }
     std::string now = read_file(path);
     std::string after = it->second.durable;
-    const bool grew = now.size() > after.size() && now.compare(0, after.size(), after) == 0;
-    if (mode == CrashMode::kKeepTornPrefix && grew) {
-      after = now.substr(0, after.size() + rng_() % (now.size() - after.size() + 1));
-    } else if (mode == CrashMode::kGarbageTail && now.size() > after.size()) {
-      std::size_t n = 1 + rng_() % (now.size() - after.size());
-      for (std::size_t i = 0; i < n; i++) after.push_back(static_cast<char>(rng_()));
+    // The unsynced bytes start where the file first differs from its durable content: the
+    // end of the durable data when the log appends past it, or inside a preallocated tail of
+    // zeros that the durable content already holds.
+    std::size_t d = 0;
+    while (d < now.size() && d < after.size() && now[d] == after[d]) d++;
+    if (mode == CrashMode::kKeepTornPrefix && d < now.size()) {
+      // A prefix of what was really written lands; past it the durable bytes stay.
+      const std::size_t keep = d + rng_() % (now.size() - d + 1);
+      std::string torn = now.substr(0, keep);
+      if (keep < after.size()) torn += after.substr(keep);
+      after = std::move(torn);
+    } else if (mode == CrashMode::kGarbageTail && (now.size() > after.size() || d < now.size())) {
+      const std::size_t room = std::max(now.size(), after.size()) - d;
+      std::size_t n = 1 + rng_() % std::max<std::size_t>(room, 1);
+      if (after.size() < d + n) after.resize(d + n);
+      for (std::size_t i = 0; i < n; i++) after[d + i] = static_cast<char>(rng_());
     }
     write_file(path, after);
+    it->second.changed = false;
     ++it;
   }
   frozen_ = false;
@@ -164,6 +186,23 @@ TEST(StorageFaultInjectionFs, LosesExactlyWhatWasNotSynced) {
   fs.crash(CrashMode::kDropUnsynced);
   EXPECT_EQ(read_file(a), "hello");
   EXPECT_FALSE(std::filesystem::exists(b));
+}
+
+TEST(StorageFaultInjectionFs, WritesIntoPreallocatedSpaceAreLostLikeAppends) {
+  TempDir d;
+  FaultInjectionFs fs;
+  const std::string a = d.sub("a");
+  {
+    auto f = fs.open(a, true).value();
+    ASSERT_TRUE(fs.sync_dir(d.path()).ok());
+    ASSERT_TRUE(f->pwrite("head", 4, 0).ok());
+    ASSERT_TRUE(f->allocate(16).ok());
+    ASSERT_TRUE(f->datasync().ok());                // durable: "head" + 12 zeros
+    ASSERT_TRUE(f->pwrite("tail", 4, 4).ok());      // same size, never synced
+  }
+  EXPECT_EQ(read_file(a), std::string("headtail") + std::string(8, '\0'));
+  fs.crash(CrashMode::kDropUnsynced);
+  EXPECT_EQ(read_file(a), std::string("head") + std::string(12, '\0'));
 }
 
 TEST(StorageFaultInjectionFs, FreezeAfterWritesTearsTheNextWrite) {

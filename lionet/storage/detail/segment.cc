@@ -224,7 +224,8 @@ Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index
     if (!ok) return ok.error();
     const char* p = buf.data() + (pos - buf_pos);
     if (load_le<uint32_t>(p) == 0) {
-      if (pos < file_size) stop("zero length (end of data)");
+      stop("zero length (end of data)");
+      res.zero_tail = true;
       break;
     }
     if (file_size - pos < kBatchHeaderBytes) {

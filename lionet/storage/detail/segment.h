@@ -88,6 +88,7 @@ class Segment {
 
   // Appender-only bookkeeping (under Log::append_mu_).
   int64_t first_append_ms = -1;
+  uint64_t file_bytes = 0;  // length of the .log file: size() plus preallocated zeros
 
  private:
   void add_index_entry(uint32_t rel, uint32_t pos, int64_t max_ts_before);
@@ -117,6 +118,7 @@ struct ScanResult {
   int64_t max_ts = std::numeric_limits<int64_t>::min();
   uint64_t batches = 0;
   bool stopped_early = false;    // bytes after valid_end are not data (bad or torn batch)
+  bool zero_tail = false;        // stopped at a zero length: preallocated space, not damage
   std::string reason;            // why it stopped early (for the recovery log line)
 };
 
