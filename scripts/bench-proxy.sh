@@ -8,21 +8,23 @@
 #
 # The proxies run with 1 worker pinned to CPU 0; the upstream and `wrk -t1` share CPU 1 (the
 # same for both proxies). RUNS interleaved runs of SECS s (which proxy goes first alternates),
-# medians. A run with socket errors or non-2xx answers counts as 0 (and as an error).
+# medians. A run with socket errors or non-2xx answers counts as 0 (and as an error). The latency
+# is also taken with lionet's `scheduler.idle_poll_us: POLL_US` (off by default): the worker
+# polls that long before sleeping, so the upstream's reply skips a cross-CPU wake-up.
 # Prints a markdown table and, with --write, puts it into bench/RESULTS.md between
 # <!-- proxy:begin --> and <!-- proxy:end -->.
 #
 # Usage: scripts/bench-proxy.sh [--write] [--no-build] [--quick]
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
-# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR (bench/reference).
+# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), POLL_US (50), REF_DIR (bench/reference).
 #   Needs wrk and nginx.
 # Last line: RESULT ka16_ratio=.. ka100_ratio=.. mib_ratio=.. p50_added_us=.. nginx_p50_added_us=..
-#   p99_added_us=.. nginx_p99_added_us=.. errors=N
+#   p99_added_us=.. nginx_p99_added_us=.. poll_p50_added_us=.. poll_p99_added_us=.. errors=N
 BENCH="proxy"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 bench_parse "--write --no-build --quick" "$@"
-bench_defaults RUNS=3 SECS=5
+bench_defaults RUNS=3 SECS=5 POLL_US=50
 bench_need wrk nginx
 bench_build http_file_server lionet_app
 upstream_bin=$(bench_bin http_file_server)
@@ -58,7 +60,7 @@ us_of() {
       if (v ~ /us$/) { sub(/us$/, "", v) } else if (v ~ /ms$/) { sub(/ms$/, "", v); u = 1000 } else if (v ~ /s$/) { sub(/s$/, "", v); u = 1000000 }
       printf "%.1f\n", v * u }' <<<"$2"
 }
-start_proxy() {  # lionet|nginx -> sets port, SERVER_PID
+start_proxy() {  # lionet|nginx [IDLE_POLL_US] -> sets port, SERVER_PID
   port=$(free_port)
   if [ "$1" = nginx ]; then
     PROXY="127.0.0.1:$uport" "$nginx_run" "$root" "$port" >/dev/null 2>&1 &
@@ -66,7 +68,7 @@ start_proxy() {  # lionet|nginx -> sets port, SERVER_PID
     wait_port "$port" || echo "bench-$BENCH: nginx did not listen on $port" >&2
   else
     cat >"$tmp/proxy.yml" <<EOF
-scheduler: {threads: 1}
+scheduler: {threads: 1, idle_poll_us: ${2:-0}}
 log: {loggers: [{name: root, level: warn}]}
 servers:
   - name: proxy
@@ -112,29 +114,36 @@ done
 
 # Added latency at 1 connection: p50/p99 direct to the upstream, through lionet, through nginx.
 declare -A p50 p99
-for who in direct lionet nginx; do p50[$who]=""; p99[$who]=""; done
+for who in direct lionet lionet_poll nginx; do p50[$who]=""; p99[$who]=""; done
 lat_run() {
   local who=$1 out url
-  if [ "$who" = direct ]; then url="http://127.0.0.1:$uport/1k.bin"; else start_proxy "$who"; url="http://127.0.0.1:$port/1k.bin"; fi
+  if [ "$who" = direct ]; then
+    url="http://127.0.0.1:$uport/1k.bin"
+  else
+    if [ "$who" = lionet_poll ]; then start_proxy lionet "$POLL_US"; else start_proxy "$who"; fi
+    url="http://127.0.0.1:$port/1k.bin"
+  fi
   out=$(wrk_out "$url" 1 --latency)
   [ "$who" = direct ] || stop_server
   if [ -z "$out" ]; then errors=$((errors + 1)); return; fi
   p50[$who]+="$(us_of 50 "$out") "; p99[$who]+="$(us_of 99 "$out") "
 }
 for i in $(seq "$RUNS"); do
-  if [ $((i % 2)) = 1 ]; then lat_run direct; lat_run lionet; lat_run nginx
-  else lat_run nginx; lat_run lionet; lat_run direct; fi
+  if [ $((i % 2)) = 1 ]; then lat_run direct; lat_run lionet; lat_run lionet_poll; lat_run nginx
+  else lat_run nginx; lat_run lionet_poll; lat_run lionet; lat_run direct; fi
 done
 m50() { med ${p50[$1]}; }
 m99() { med ${p99[$1]}; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", a - b }'; }
 la50=$(sub "$(m50 lionet)" "$(m50 direct)"); na50=$(sub "$(m50 nginx)" "$(m50 direct)")
 la99=$(sub "$(m99 lionet)" "$(m99 direct)"); na99=$(sub "$(m99 nginx)" "$(m99 direct)")
+pa50=$(sub "$(m50 lionet_poll)" "$(m50 direct)"); pa99=$(sub "$(m99 lionet_poll)" "$(m99 direct)")
 echo "latency at 1 connection (us): direct p50=$(m50 direct) p99=$(m99 direct); lionet p50=$(m50 lionet) p99=$(m99 lionet); nginx p50=$(m50 nginx) p99=$(m99 nginx)"
-echo "added by the hop (us): lionet p50=$la50 p99=$la99; nginx p50=$na50 p99=$na99"
+echo "added by the hop (us): lionet p50=$la50 p99=$la99; lionet with idle_poll_us=$POLL_US p50=$pa50 p99=$pa99; nginx p50=$na50 p99=$na99"
 summary="$summary p50_added_us=$la50 nginx_p50_added_us=$na50 p99_added_us=$la99 nginx_p99_added_us=$na99"
+summary="$summary poll_p50_added_us=$pa50 poll_p99_added_us=$pa99"
 
-commit=$(bench_commit lionet/http lionet/net lionet/app bench/http_file_server.cc)
+commit=$(bench_commit lionet/http lionet/net lionet/app lionet/sched bench/http_file_server.cc)
 cpu=$(bench_cpu)
 {
   echo "## Reverse proxy (lionet/http/proxy.h) vs nginx proxy_pass"
@@ -155,6 +164,7 @@ cpu=$(bench_cpu)
   echo "|---|---:|---:|---:|---:|"
   echo "| direct to the upstream | $(m50 direct) | $(m99 direct) | | |"
   echo "| through LioNet | $(m50 lionet) | $(m99 lionet) | $la50 | $la99 |"
+  echo "| through LioNet, \`scheduler.idle_poll_us: $POLL_US\` | $(m50 lionet_poll) | $(m99 lionet_poll) | $pa50 | $pa99 |"
   echo "| through nginx | $(m50 nginx) | $(m99 nginx) | $na50 | $na99 |"
 } >"$tmp/section.md"
 bench_section "$tmp/section.md"

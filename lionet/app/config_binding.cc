@@ -51,6 +51,13 @@ AppConfig define_config(config::Registry& r) {
       "Capacity of each worker's stealable run queue (a power of two); overflow stays with the worker and is shared when another worker idles.",
       config::all(config::range(std::size_t{2}, std::size_t{1} << 20),
                   config::check(power_of_two, "must be a power of two")));
+  c.scheduler_idle_poll_us = r.define<uint32_t>(
+      "scheduler.idle_poll_us",
+      static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(sd.idle_poll).count()),
+      "A worker out of work keeps polling for IO and fibers this long (us) before it sleeps: replies arriving "
+      "meanwhile skip a sleep and a cross-CPU wake-up; costs up to this much CPU each time it runs dry; only when "
+      "workers do not outnumber CPUs. 0 = sleep at once.",
+      config::range(uint32_t{0}, uint32_t{10000}));
   c.fiber_stack_size = r.define<std::size_t>(
       "fiber.stack_size", sd.stack_size,
       "Usable stack bytes per fiber (rounded up to pages, plus a guard page); virtual until touched.",
@@ -218,6 +225,7 @@ SchedulerOptions scheduler_options(const AppConfig& c) {
   o.threads = c.scheduler_threads->value();
   o.name = c.scheduler_name->value();
   o.local_queue_capacity = c.scheduler_local_queue_capacity->value();
+  o.idle_poll = std::chrono::microseconds(c.scheduler_idle_poll_us->value());
   o.stack_size = c.fiber_stack_size->value();
   o.stack_cache_per_worker = c.fiber_stack_cache_per_worker->value();
   o.max_stack_memory = c.fiber_max_stack_memory->value();

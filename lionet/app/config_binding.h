@@ -34,6 +34,7 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<int>> scheduler_threads;
   std::shared_ptr<config::ConfigVar<std::string>> scheduler_name;
   std::shared_ptr<config::ConfigVar<std::size_t>> scheduler_local_queue_capacity;
+  std::shared_ptr<config::ConfigVar<uint32_t>> scheduler_idle_poll_us;
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_size;
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_stack_cache_per_worker;
   std::shared_ptr<config::ConfigVar<std::size_t>> fiber_max_stack_memory;

@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
   warn_needs_restart(*cfg.scheduler_threads);
   warn_needs_restart(*cfg.scheduler_name);
   warn_needs_restart(*cfg.scheduler_local_queue_capacity);
+  warn_needs_restart(*cfg.scheduler_idle_poll_us);
   warn_needs_restart(*cfg.fiber_stack_size);
   warn_needs_restart(*cfg.fiber_stack_cache_per_worker);
   warn_needs_restart(*cfg.fiber_max_stack_memory);

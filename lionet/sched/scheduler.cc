@@ -93,12 +93,22 @@
 //    not waited for (waiting for it to leave a wait with no deadline would never end). So the
 //    old driver may be destroyed as soon as set_driver returns.
 //
+// 9. Polling before sleeping (SchedulerOptions::idle_poll). A worker with nothing to run and
+//    a driver, when workers do not outnumber CPUs, first polls for up to idle_poll: the driver
+//    without blocking (poll_driver: only if no other worker holds `polling`, so never two in
+//    the reactor), its due timers, and has_visible_work, and runs the first fiber that appears.
+//    It is not registered as a sleeper meanwhile, so protocol 3's pushers see it as busy and may
+//    wake a sleeper instead: that costs a wake-up, never a fiber, because the poller finds the
+//    pushed work itself within one round. It checks `stopping` each round and then goes
+//    through park_idle as before, so shutdown (6) and parking (4) are unchanged.
+//
 // 7. Timers (timer.cc) belong to the worker that armed them and are checked at every slow
 //    tick (kSlowTickInterval scheduling points) and before the worker sleeps; cancel() is
 //    thread-safe.
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -143,6 +153,14 @@ constexpr uint32_t kPublishBackoffMax = 64;  // slow ticks between wakes that fo
 constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
 
 uint32_t searching_of(uint32_t s) { return s >> 16; }
+
+// CPUs in this thread's affinity mask (what taskset or a cgroup cpuset allows).
+std::size_t allowed_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
+}
 uint32_t unparked_of(uint32_t s) { return s & kUnparkedMask; }
 
 // A kCanary stack's canary is checked whenever its fiber switches out (guard pages need no check:
@@ -358,12 +376,19 @@ void Worker::run() {
   // would steal the CPU from the worker that is about to produce the work.
   const bool may_spin = sched->workers.size() > 1 &&
                         sched->workers.size() <= std::max(1u, std::thread::hardware_concurrency());
+  // Protocol 9: only when the workers do not outnumber the CPUs this thread may run on (a
+  // process pinned with taskset counts its set), or polling would take the CPU from the
+  // worker or process that is about to produce the event.
+  idle_poll_ns = sched->workers.size() <= allowed_cpus()
+                     ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count()
+                     : 0;
   for (;;) {
     Fiber* f = find_work();
     for (int i = 0; !f && may_spin && i < kIdleSpinRounds; ++i) {
       for (int k = 0; k < 16; ++k) cpu_relax();
       if (sched->has_visible_work(*this)) f = find_work();
     }
+    if (!f && idle_poll_ns > 0) f = poll_before_sleep();
     if (f) {
       run_fiber(f);
       continue;
@@ -700,6 +725,21 @@ bool Worker::poll_driver() noexcept {
 
 void Worker::maybe_fire_timers() noexcept {
   if (!timers.empty()) timers.fire_due(now());
+}
+
+Fiber* Worker::poll_before_sleep() noexcept {
+  if (!sched->driver.load(std::memory_order_relaxed)) return nullptr;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(idle_poll_ns);
+  do {
+    maybe_fire_timers();
+    if (poll_driver() || lifo_slot || !queue.empty() || sched->has_visible_work(*this)) {
+      if (Fiber* f = find_work()) return f;
+    }
+    if (sched->stopping.load(std::memory_order_relaxed)) break;
+    cpu_relax();
+  } while (std::chrono::steady_clock::now() < until);
+  coarse_now_ns = coarse_monotonic_ns();
+  return nullptr;
 }
 
 void Worker::park_idle() noexcept {

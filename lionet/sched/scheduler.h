@@ -63,6 +63,13 @@ struct SchedulerOptions {
   // complete) are logged with the fiber dump and abandoned: stop() returns and their memory
   // (and the scheduler's) is leaked rather than freed under them. Duration::max(): wait forever.
   Duration stop_timeout = std::chrono::seconds(30);
+  // A worker that runs out of work keeps polling the IO driver (without blocking) and the run
+  // queues this long before it sleeps (scheduler.cc, protocol 9): a reply that arrives
+  // meanwhile is picked up without a sleep and a wake-up, which on these VMs cost tens of
+  // microseconds when the wake crosses CPUs (a proxy waiting on its upstream, a client on its
+  // server). Cost: up to this much CPU each time the worker runs dry. Applies only when
+  // workers do not outnumber CPUs. Zero: sleep at once. YAML: scheduler.idle_poll_us.
+  Duration idle_poll = std::chrono::microseconds(0);
 };
 
 struct SpawnOptions {

@@ -519,6 +519,57 @@ TEST_P(IoManagerTest, DestroyedWhileWorkersIdleInsideItThenSchedulerStillRunsAnd
   }
 }
 
+// SchedulerOptions::idle_poll (scheduler.cc, protocol 9): workers that poll before sleeping
+// still see every readiness edge, fire timers and stop; and a reply that comes back within
+// the window is taken without the worker sleeping (parks stay far below the round trips).
+TEST_P(IoManagerTest, WorkersPollingBeforeSleepingSeeEveryEdgeAndTimerAndSleepLess) {
+  constexpr int kRounds = 2000;
+  lionet::SchedulerOptions so{.threads = 1, .name = "poll-test"};
+  so.idle_poll = 20ms;  // far above a round trip here, even under a sanitizer on a busy machine
+  lionet::Scheduler sched(so);
+  lionet::IOManager io(sched, {.backend = GetParam()});
+  Pair p = make_socketpair();
+  auto echo = sched.spawn([&] {
+    int got = 0;
+    char c = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      if (io.wait_readable(p.a, lionet::now() + 10s) != 0) break;
+      if (sys_read(p.a, &c, 1) != 1 || sys_write(p.a, &c, 1) != 1) break;
+      ++got;
+    }
+    return got;
+  });
+  auto sleeper = sched.spawn([] {
+    for (int i = 0; i < 20; ++i) lionet::this_fiber::sleep_for(1ms);
+    return true;
+  });
+  const uint64_t parks_before = sched.total_stats().parks;
+  int answered = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    const char c = static_cast<char>('a' + i % 26);
+    ASSERT_EQ(sys_write(p.b, &c, 1), 1);
+    char r = 0;
+    const auto give_up = lionet::now() + 10s;
+    while (sys_read(p.b, &r, 1) != 1) {
+      ASSERT_LT(lionet::now(), give_up) << "round " << i << " was never answered";
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(r, c);
+    ++answered;
+  }
+  EXPECT_EQ(echo.join(), kRounds);
+  EXPECT_TRUE(sleeper.join());
+  const uint64_t parks = sched.total_stats().parks - parks_before;
+  // Without polling the worker parks once per round trip.
+  EXPECT_LT(parks, static_cast<uint64_t>(kRounds / 4)) << "workers slept " << parks << " times in " << answered
+                                                       << " round trips";
+  io.cancel(p.a);
+  io.cancel(p.b);
+  sys_close(p.a);
+  sys_close(p.b);
+  sched.stop();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IoManagerTest, ::testing::ValuesIn(backends()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

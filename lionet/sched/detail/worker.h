@@ -146,6 +146,7 @@ class alignas(kCacheLine) Worker {
   // Cached CLOCK_MONOTONIC_COARSE (detail/coarse_clock.h): refreshed every
   // kSlowTickInterval scheduling points and after idle sleeps; stamps fibers' state changes.
   int64_t coarse_now_ns = 0;
+  int64_t idle_poll_ns = 0;  // protocol 9; set at start
   std::thread thread;
 
   // Live fibers spawned by code running on this worker (fiber_registry.h, kOwnerBiased: only
@@ -173,6 +174,7 @@ class alignas(kCacheLine) Worker {
   void prepare_to_run(Fiber* f) noexcept;
   void first_run(Fiber* f) noexcept;
   void park_idle() noexcept;
+  Fiber* poll_before_sleep() noexcept;  // SchedulerOptions::idle_poll (protocol 9)
   void maybe_fire_timers() noexcept;
   bool poll_driver() noexcept;  // true if the driver delivered events
   friend class SchedulerImpl;
