@@ -8,8 +8,12 @@
 #    dependency, gorilla/websocket v1.5.3, is fetched once through the Go module proxy and
 #    checked against bench/reference/websocket/go.sum).
 # 2. Every server is pinned to CPU 0 (LioNet: 1 worker, backend BACKEND; Go: GOMAXPROCS=1), a
-#    fresh one per measurement; the load client is bench/websocket_load (LioNet's own
-#    websocket::connect, one fiber per connection, 1 worker) pinned to CPU 1. RUNS interleaved
+#    fresh one per measurement; the load client, pinned to CPU 1, is for the echo rows
+#    bench/reference/websocket/ws_echo_client.c (ECHO_CLIENT=c, the default: plain C, epoll,
+#    one write of a prebuilt masked frame and one read per message, so that the client is not
+#    what sets the pace) or bench/websocket_load (ECHO_CLIENT=lionet: LioNet's own
+#    websocket::connect, one fiber per connection, 1 worker, which measured ~0.99 of its CPU
+#    busy against both servers), and bench/websocket_load for broadcast and idle. RUNS interleaved
 #    rounds (LioNet, then Go, for each measurement), medians:
 #    a. echo: CONNS (100) connections, each with 1 message in flight, 64 B and 16 KiB binary
 #       messages, SECS s: messages/s, round-trip p50/p99, the client's CPU share (of its one
@@ -29,7 +33,8 @@
 #   --quick: a smoke run: RUNS=1 SECS=1 CONNS=10 BCAST=200 ROUNDS=2 IDLE=200 HOLD=1 unless set
 #   (figures meaningless).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (4), CONNS (100), BCAST
-#   (10000), ROUNDS (5), IDLE (10000), HOLD (3), BACKEND (epoll or io_uring; epoll), REF_DIR,
+#   (10000), ROUNDS (5), IDLE (10000), HOLD (3), BACKEND (epoll or io_uring; epoll), ECHO_CLIENT
+#   (c or lionet; c), REF_DIR,
 #   REF_OUT (/tmp/lionet-ref), GO (the toolchain bench/reference/Makefile builds with: `go` on
 #   PATH unless set, e.g. GO=/usr/bin/go for Debian's; the table names its version).
 # Last line: RESULT echo64_ratio=.. echo16k_ratio=.. echo64_msgs=.. go_echo64_msgs=..
@@ -44,7 +49,7 @@ bench_parse "--write --no-build --quick" "$@"
 if [ "$quick" = 1 ]; then
   : "${CONNS:=10}" "${BCAST:=200}" "${ROUNDS:=2}" "${IDLE:=200}" "${HOLD:=1}"
 fi
-bench_defaults RUNS=3 SECS=4 CONNS=100 BCAST=10000 ROUNDS=5 IDLE=10000 HOLD=3 BACKEND=epoll
+bench_defaults RUNS=3 SECS=4 CONNS=100 BCAST=10000 ROUNDS=5 IDLE=10000 HOLD=3 BACKEND=epoll ECHO_CLIENT=c
 
 command -v gcc >/dev/null && command -v make >/dev/null || bench_die "missing Debian packages: build-essential"
 bench_need taskset python3
@@ -54,6 +59,11 @@ bench_build websocket_echo_server websocket_load
 server=$(bench_bin websocket_echo_server)
 load=$(bench_bin websocket_load)
 gosrv=$(ref go_websocket_server)
+case "$ECHO_CLIENT" in
+  c) echo_load=$(ref ws_echo_client) ;;
+  lionet) echo_load="$load echo" ;;
+  *) bench_die "ECHO_CLIENT is c or lionet" ;;
+esac
 bench_start
 
 ours_tpl="$server {port} --threads 1 --backend $BACKEND"
@@ -89,7 +99,7 @@ echo_run() {
   port=$(free_port)
   start_server "$(fill "$1")" "$port"
   c0=$(cpu_ticks "$SERVER_PID")
-  out=$(taskset -c 1 "$load" echo -p "$port" -c "$CONNS" -s "$2" -d "$SECS" 2>&1 | grep '^RESULT' || true)
+  out=$(taskset -c 1 $echo_load -p "$port" -c "$CONNS" -s "$2" -d "$SECS" 2>&1 | grep '^RESULT' || true)
   c1=$(cpu_ticks "$SERVER_PID")
   stop_server
   echo "$1 size=$2: ${out:-no RESULT line}" >> "$tmp/log.txt"
@@ -177,12 +187,18 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
 {
   echo "## WebSocket (lionet/websocket): websocket_echo_server vs gorilla/websocket"
   echo
-  echo "Produced by \`scripts/bench-websocket.sh --write\` at commit $(bench_commit lionet/websocket lionet/http bench/websocket_echo_server.cc bench/websocket_load.cc bench/reference/websocket)" \
+  echo "Produced by \`scripts/bench-websocket.sh --write\` at commit $(bench_commit lionet/websocket lionet/http lionet/sched bench/websocket_echo_server.cc bench/websocket_load.cc bench/reference/websocket)" \
     "on $(bench_cpu); load average before: $load_before. Backend $BACKEND; Go: $("${GO:-go}" version | cut -d' ' -f3)."
   echo "Servers pinned to CPU 0: LioNet \`websocket_echo_server\` (1 worker, \`websocket::accept\` with default Options, no"
   echo "compression) and \`go_websocket_server\` (bench/reference/websocket: gorilla/websocket v1.5.3, a goroutine per"
-  echo "connection, GOMAXPROCS=1). The load client, for both, is \`bench/websocket_load\`: LioNet's own \`websocket::connect\`,"
-  echo "a fiber per connection on one worker, pinned to CPU 1. Its CPU share (its user + system time over the run, of"
+  if [ "$ECHO_CLIENT" = c ]; then
+    echo "connection, GOMAXPROCS=1). The echo load client, for both, is \`bench/reference/websocket/ws_echo_client.c\` (plain C,"
+    echo "epoll, one write of a prebuilt masked frame and one read per message), pinned to CPU 1; broadcast and idle use"
+    echo "\`bench/websocket_load\` (LioNet's \`websocket::connect\`, a fiber per connection). The echo client's CPU share (its user + system time over the run, of"
+  else
+    echo "connection, GOMAXPROCS=1). The load client, for both, is \`bench/websocket_load\`: LioNet's own \`websocket::connect\`,"
+    echo "a fiber per connection on one worker, pinned to CPU 1. Its CPU share (its user + system time over the run, of"
+  fi
   echo "that one CPU) is in the echo rows: near 1.0 would mean the client, not the server, set the pace; then the server"
   echo "CPU per message (/proc ticks) is the figure that tells the servers apart. $RUNS interleaved runs (LioNet, then Go,"
   echo "per measurement, a fresh server each), medians."
