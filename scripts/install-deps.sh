@@ -15,7 +15,10 @@ RUN_PACKAGES=(
   liburing-dev libaio-dev   # io/ and file/ backends
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
   libnghttp2-dev         # http2/ (frames, HPACK, stream states)
-  zlib1g-dev             # websocket/ permessage-deflate
+  zlib1g-dev             # websocket/ permessage-deflate; kafka/ gzip batches
+  liblz4-dev             # kafka/: lz4-compressed record batches
+  libzstd-dev            # kafka/: zstd-compressed record batches
+  libsnappy-dev          # kafka/: snappy-compressed record batches
   libsystemd-dev         # app/: sd_notify readiness, watchdog, socket activation (LIONET_WITH_SYSTEMD)
 )
 

@@ -153,7 +153,9 @@ struct Broker::Impl {
     if (!log) return {from_storage(log.error())};
     if (!p.records || p.records->empty()) return {ErrorCode::kCorruptMessage};
     std::vector<DecodedBatch> batches;
-    const BatchError be = decode_batches(*p.records, batches);
+    // A compressed batch inflates to at most what the store takes in one batch
+    // (storage.max_batch_bytes): past that the append would be refused anyway.
+    const BatchError be = decode_batches(*p.records, batches, store.options().log.max_batch_bytes);
     if (be.code == ErrorCode::kCorruptMessage) {
       malformed_why = be.why;
       return {ErrorCode::kCorruptMessage};

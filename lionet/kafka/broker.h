@@ -23,7 +23,8 @@
 //    A null key and an empty key are one (the store has no null), so are a null value
 //    (tombstone) and an empty one. Headers, which the store's records cannot hold, are kept
 //    beside them (header_store.h) and returned by Fetch; the HTTP API does not see them.
-//    Compressed batches are refused (UNSUPPORTED_COMPRESSION_TYPE).
+//    Compressed batches (gzip, snappy, lz4, zstd) are inflated (at most storage.max_batch_bytes
+//    of records each: MESSAGE_TOO_LARGE past it) and stored as plain records.
 //  - acks 1 and -1 (all) are one on a single node: the response is sent when append_batch has
 //    returned, i.e. when the topic's flush policy is met (every_batch: after fdatasync).
 //    acks 0: appended the same way, and no response is sent (Kafka's behaviour).

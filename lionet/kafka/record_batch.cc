@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "lionet/kafka/codec.h"
+#include "lionet/kafka/compression.h"
 #include "lionet/storage/crc32c.h"
 
 namespace lionet::kafka {
@@ -57,7 +58,7 @@ bool decode_record(Reader& r, int64_t base_ts, int32_t expect_delta, DecodedReco
 
 }  // namespace
 
-BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out) {
+BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out, std::size_t max_inflated) {
   out.clear();
   Reader r(bytes);
   while (!r.at_end()) {
@@ -82,18 +83,36 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
     b.producer_id = br.i64();
     b.producer_epoch = br.i16();
     b.base_sequence = br.i32();
-    const int32_t count = br.array_count(false, 7);  // a record takes at least 7 bytes
-    if (!br.ok()) return {ErrorCode::kCorruptMessage, "a bad record count"};
-    if (b.compression() != 0) return {ErrorCode::kUnsupportedCompressionType, "a compressed batch"};
+    // A record takes at least 7 bytes: checked against the (inflated) records section below.
+    const int32_t count = br.i32();
+    if (!br.ok() || count < 0) return {ErrorCode::kCorruptMessage, "a bad record count"};
     if (count == 0 || b.last_offset_delta != count - 1)
       return {ErrorCode::kCorruptMessage, "the record count does not match last_offset_delta"};
+    // A compressed batch: the rest of it is the records section, compressed.
+    Reader plain_reader(std::string_view{});
+    Reader* rr = &br;
+    if (b.compression() != 0) {
+      if (b.compression() > 4) return {ErrorCode::kUnsupportedCompressionType, "an unknown compression codec"};
+      b.inflated = std::make_unique<std::string>();
+      const char* why = "";
+      switch (decompress(b.compression(), br.raw(br.remaining()), max_inflated, *b.inflated, why)) {
+        case Inflate::kOk: break;
+        case Inflate::kTooLarge: return {ErrorCode::kMessageTooLarge, "a batch that inflates past the limit"};
+        case Inflate::kUnknownCodec: return {ErrorCode::kUnsupportedCompressionType, why};
+        case Inflate::kBadStream: return {ErrorCode::kCorruptMessage, why};
+      }
+      plain_reader = Reader(*b.inflated);
+      rr = &plain_reader;
+    }
+    if (static_cast<std::size_t>(count) > rr->remaining() / 7) return {ErrorCode::kCorruptMessage, "a bad record count"};
     b.records.resize(static_cast<std::size_t>(count));
     for (int32_t i = 0; i < count; ++i) {
       const char* why = "";
-      if (!decode_record(br, b.base_timestamp, i, b.records[static_cast<std::size_t>(i)], why))
+      if (!decode_record(*rr, b.base_timestamp, i, b.records[static_cast<std::size_t>(i)], why))
         return {ErrorCode::kCorruptMessage, why};
     }
-    if (!br.at_end()) return {ErrorCode::kCorruptMessage, "bytes after a batch's last record"};
+    if (!rr->at_end()) return {ErrorCode::kCorruptMessage, "bytes after a batch's last record"};
+    if (rr != &br && !br.at_end()) return {ErrorCode::kCorruptMessage, "bytes after a compressed section"};
     out.push_back(std::move(b));
   }
   if (!r.ok()) return {ErrorCode::kCorruptMessage, r.error()};

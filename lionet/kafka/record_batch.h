@@ -3,8 +3,10 @@
 // from the store.
 //
 // Owns: DecodedBatch/DecodedRecord (views into the request frame), decode_batches(),
-// encode_batch(). Must not: touch the store, or accept a batch it cannot fully account for
-// (compressed batches are refused, not stored compressed: the store keeps plain records).
+// encode_batch(). Must not: touch the store, or accept a batch it cannot fully account for.
+// Compressed batches (gzip, snappy, lz4, zstd: compression.h) are inflated here, bounded, and
+// their records decoded like any others: the store keeps plain records, and Fetch serves them
+// uncompressed (every client reads that).
 //
 // Layout (big-endian; "varint" is zig-zag):
 //   base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 (=2) |
@@ -17,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,6 +50,9 @@ struct DecodedBatch {
   int16_t producer_epoch = -1;
   int32_t base_sequence = -1;
   std::vector<DecodedRecord> records;
+  // A compressed batch's inflated records section: its records' views point here (owned, so
+  // that moving the batch keeps them valid). Null for an uncompressed batch.
+  std::unique_ptr<std::string> inflated;
 
   int compression() const noexcept { return attributes & 0x7; }
   bool transactional() const noexcept { return (attributes & 0x10) != 0; }
@@ -58,10 +64,13 @@ struct BatchError {
   const char* why = "";
 };
 
-// Decodes every batch of a Produce partition's `records` bytes. The views point into `bytes`.
-// Errors: kCorruptMessage (framing, lengths, counts, offsets, CRC, magic != 2),
-// kUnsupportedCompressionType (a compressed batch).
-BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out);
+// Decodes every batch of a Produce partition's `records` bytes. The views point into `bytes`
+// (or, for a compressed batch, into its `inflated`). Errors: kCorruptMessage (framing, lengths,
+// counts, offsets, CRC, magic != 2, a compressed section that does not decompress),
+// kUnsupportedCompressionType (a codec other than 1-4), kMessageTooLarge (a batch's records
+// inflate past `max_inflated` bytes).
+BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out,
+                          std::size_t max_inflated = std::size_t{64} << 20);
 
 // One record for encode_batch: what the store holds plus the header section.
 struct OutRecord {

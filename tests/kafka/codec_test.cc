@@ -145,14 +145,16 @@ TEST(KafkaRecordBatch, MalformedBatchesAreRefused) {
     c[16] = 1;
     EXPECT_EQ(decode_batches(c, out).code, ErrorCode::kCorruptMessage);
   }
-  {  // compressed (attributes = gzip), CRC recomputed: refused as unsupported, not corrupt
+  for (char codec : {'\x01', '\x05'}) {  // attributes say compressed, CRC recomputed
     std::string c = b;
-    c[22] = 1;
+    c[22] = codec;
     const uint32_t crc = storage::crc32c(0, c.data() + 21, c.size() - 21);
     std::string fix;
     Writer(fix).u32(crc);
     c.replace(17, 4, fix);
-    EXPECT_EQ(decode_batches(c, out).code, ErrorCode::kUnsupportedCompressionType);
+    // gzip over bytes that are not gzip: corrupt; codec 5: unsupported, not corrupt.
+    EXPECT_EQ(decode_batches(c, out).code,
+              codec == 1 ? ErrorCode::kCorruptMessage : ErrorCode::kUnsupportedCompressionType);
   }
   {  // a batch length of 2 GiB
     std::string c = b;
