@@ -16,11 +16,13 @@ namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;  // output grows by this much at a time
 
-// Grows `out` by up to kChunk (never past base + max_out); returns the room made, 0 when full.
+// Grows `out` by up to kChunk, never past base + max_out + 1: a stream that inflates to exactly
+// max_out bytes then ends (or stops, truncated) in the room left, and only one that produces
+// byte max_out + 1 is too large. Returns the room made, 0 when that byte was produced.
 std::size_t grow(std::string& out, std::size_t base, std::size_t max_out) {
   const std::size_t used = out.size() - base;
-  if (used >= max_out) return 0;
-  const std::size_t add = std::min(kChunk, max_out - used);
+  if (used > max_out) return 0;
+  const std::size_t add = std::min(kChunk, max_out + 1 - used);
   out.resize(out.size() + add);
   return add;
 }
@@ -62,6 +64,7 @@ Inflate gunzip(std::string_view in, std::size_t max_out, std::string& out, const
     }
   }
   out.resize(filled);
+  if (filled - base > max_out) return Inflate::kTooLarge;
   return Inflate::kOk;
 }
 
@@ -147,6 +150,7 @@ Inflate unlz4(std::string_view in, std::size_t max_out, std::string& out, const 
     }
   }
   out.resize(filled);
+  if (filled - base > max_out) return Inflate::kTooLarge;
   return Inflate::kOk;
 }
 
@@ -173,8 +177,8 @@ Inflate unzstd(std::string_view in, std::size_t max_out, std::string& out, const
       why = "a malformed zstd frame";
       return Inflate::kBadStream;
     }
-    // Done when the input is consumed and the last frame ended (0), with nothing left to flush.
-    if (src.pos == src.size && last == 0 && dst.pos < dst.size) break;
+    // Done when the input is consumed and the last frame ended and was flushed (0).
+    if (src.pos == src.size && last == 0) break;
     if (src.pos == src.size && dst.pos < dst.size) {
       out.resize(filled);
       why = "a truncated zstd frame";
@@ -182,6 +186,7 @@ Inflate unzstd(std::string_view in, std::size_t max_out, std::string& out, const
     }
   }
   out.resize(filled);
+  if (filled - base > max_out) return Inflate::kTooLarge;
   return Inflate::kOk;
 }
 
@@ -199,15 +204,18 @@ const char* codec_name(int codec) noexcept {
 }
 
 Inflate decompress(int codec, std::string_view in, std::size_t max_out, std::string& out, const char*& why) {
+  const std::size_t base = out.size();
+  Inflate r = Inflate::kUnknownCodec;
   switch (static_cast<Codec>(codec)) {
-    case Codec::kGzip: return gunzip(in, max_out, out, why);
-    case Codec::kSnappy: return unsnappy(in, max_out, out, why);
-    case Codec::kLz4: return unlz4(in, max_out, out, why);
-    case Codec::kZstd: return unzstd(in, max_out, out, why);
-    default:
-      why = "an unknown compression codec";
-      return Inflate::kUnknownCodec;
+    case Codec::kGzip: r = gunzip(in, max_out, out, why); break;
+    case Codec::kSnappy: r = unsnappy(in, max_out, out, why); break;
+    case Codec::kLz4: r = unlz4(in, max_out, out, why); break;
+    case Codec::kZstd: r = unzstd(in, max_out, out, why); break;
+    default: why = "an unknown compression codec"; break;
   }
+  if (r == Inflate::kTooLarge) why = "inflates past the limit";
+  if (r != Inflate::kOk) out.resize(base);  // a failed inflate leaves nothing behind
+  return r;
 }
 
 bool compress(int codec, std::string_view in, std::string& out) {

@@ -21,9 +21,10 @@ const char* codec_name(int codec) noexcept;
 
 enum class Inflate { kOk, kBadStream, kTooLarge, kUnknownCodec };
 
-// Appends the decompressed bytes of `in` to `out`. kTooLarge once they would pass `max_out`
-// bytes; kBadStream on a malformed or truncated stream (`why` says which); kUnknownCodec for a
-// codec outside 1..4.
+// Appends the decompressed bytes of `in` to `out`. kTooLarge as soon as they pass `max_out`
+// bytes (at most max_out + 1 were buffered); kBadStream on a malformed or truncated stream
+// (`why` says which); kUnknownCodec for a codec outside 1..4. On any failure `out` is left as
+// it was.
 Inflate decompress(int codec, std::string_view in, std::size_t max_out, std::string& out, const char*& why);
 
 // Appends `in` compressed with `codec` (1..4) to `out`; false on an unknown codec or a library
