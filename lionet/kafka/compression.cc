@@ -16,6 +16,13 @@ namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;  // output grows by this much at a time
 
+// The end of a streaming codec: `out` cut to what was written; too large if it passed max_out.
+// (On any failure decompress() puts `out` back as it was, so error paths just return.)
+Inflate finish(std::string& out, std::size_t filled, std::size_t base, std::size_t max_out) {
+  out.resize(filled);
+  return filled - base > max_out ? Inflate::kTooLarge : Inflate::kOk;
+}
+
 // Grows `out` by up to kChunk, never past base + max_out + 1: a stream that inflates to exactly
 // max_out bytes then ends (or stops, truncated) in the room left, and only one that produces
 // byte max_out + 1 is too large. Returns the room made, 0 when that byte was produced.
@@ -40,7 +47,6 @@ Inflate gunzip(std::string_view in, std::size_t max_out, std::string& out, const
   std::size_t filled = base;
   for (;;) {
     if (filled == out.size() && grow(out, base, max_out) == 0) {
-      out.resize(filled);
       return Inflate::kTooLarge;
     }
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + filled);
@@ -53,19 +59,15 @@ Inflate gunzip(std::string_view in, std::size_t max_out, std::string& out, const
       continue;
     }
     if (r == Z_BUF_ERROR && zs.avail_in == 0) {
-      out.resize(filled);
       why = "a truncated gzip stream";
       return Inflate::kBadStream;
     }
     if (r != Z_OK && r != Z_BUF_ERROR) {
-      out.resize(filled);
       why = "a malformed gzip stream";
       return Inflate::kBadStream;
     }
   }
-  out.resize(filled);
-  if (filled - base > max_out) return Inflate::kTooLarge;
-  return Inflate::kOk;
+  return finish(out, filled, base, max_out);
 }
 
 Inflate unsnappy_block(std::string_view in, std::size_t base, std::size_t max_out, std::string& out,
@@ -80,7 +82,6 @@ Inflate unsnappy_block(std::string_view in, std::size_t base, std::size_t max_ou
   out.resize(at + n);
   size_t got = n;
   if (snappy_uncompress(in.data(), in.size(), out.data() + at, &got) != SNAPPY_OK || got != n) {
-    out.resize(at);
     why = "a malformed snappy block";
     return Inflate::kBadStream;
   }
@@ -130,13 +131,11 @@ Inflate unlz4(std::string_view in, std::size_t max_out, std::string& out, const 
   std::size_t hint = 1;  // 0 once a frame ended; a next frame may follow
   while (left > 0 || hint != 0) {
     if (filled == out.size() && grow(out, base, max_out) == 0) {
-      out.resize(filled);
       return Inflate::kTooLarge;
     }
     std::size_t dst_n = out.size() - filled, src_n = left;
     hint = LZ4F_decompress(ctx, out.data() + filled, &dst_n, src, &src_n, nullptr);
     if (LZ4F_isError(hint)) {
-      out.resize(filled);
       why = "a malformed lz4 frame";
       return Inflate::kBadStream;
     }
@@ -144,14 +143,11 @@ Inflate unlz4(std::string_view in, std::size_t max_out, std::string& out, const 
     src += src_n;
     left -= src_n;
     if (src_n == 0 && dst_n == 0) {  // no progress with room to write: the input ended early
-      out.resize(filled);
       why = "a truncated lz4 frame";
       return Inflate::kBadStream;
     }
   }
-  out.resize(filled);
-  if (filled - base > max_out) return Inflate::kTooLarge;
-  return Inflate::kOk;
+  return finish(out, filled, base, max_out);
 }
 
 Inflate unzstd(std::string_view in, std::size_t max_out, std::string& out, const char*& why) {
@@ -166,28 +162,23 @@ Inflate unzstd(std::string_view in, std::size_t max_out, std::string& out, const
   std::size_t last = 1;
   for (;;) {
     if (filled == out.size() && grow(out, base, max_out) == 0) {
-      out.resize(filled);
       return Inflate::kTooLarge;
     }
     ZSTD_outBuffer dst{out.data() + filled, out.size() - filled, 0};
     last = ZSTD_decompressStream(ctx.get(), &dst, &src);
     filled += dst.pos;
     if (ZSTD_isError(last)) {
-      out.resize(filled);
       why = "a malformed zstd frame";
       return Inflate::kBadStream;
     }
     // Done when the input is consumed and the last frame ended and was flushed (0).
     if (src.pos == src.size && last == 0) break;
     if (src.pos == src.size && dst.pos < dst.size) {
-      out.resize(filled);
       why = "a truncated zstd frame";
       return Inflate::kBadStream;
     }
   }
-  out.resize(filled);
-  if (filled - base > max_out) return Inflate::kTooLarge;
-  return Inflate::kOk;
+  return finish(out, filled, base, max_out);
 }
 
 }  // namespace
