@@ -732,7 +732,7 @@ Fiber* Worker::poll_before_sleep() noexcept {
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(idle_poll_ns);
   do {
     maybe_fire_timers();
-    if (poll_driver() || lifo_slot || !queue.empty() || sched->has_visible_work(*this)) {
+    if (poll_driver() || lifo_slot || sched->has_visible_work(*this)) {  // the latter sees our ring too
       if (Fiber* f = find_work()) return f;
     }
     if (sched->stopping.load(std::memory_order_relaxed)) break;
