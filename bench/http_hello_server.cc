@@ -2,7 +2,7 @@
 // lionet::http::Server on 127.0.0.1 with a Router whose GET /hello answers "hello world"
 // (text/plain, Content-Length 11) from memory. Everything else is 404.
 //
-//   http_hello_server PORT [--threads N] [--backend epoll|io_uring] [--max-connections N]
+//   http_hello_server PORT [--threads N] [--backend epoll|io_uring|io_uring-poll] [--max-connections N]
 //                     [--header-timeout-ms MS] [--accept-batch N] [--http2]
 //                     [--access-log PATH] [--access-log-format combined|json]
 // --http2: h2c with prior knowledge beside HTTP/1.1 (lionet/http2).
@@ -27,7 +27,7 @@
 namespace {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--max-connections N] "
+               "usage: %s PORT [--threads N] [--backend epoll|io_uring|io_uring-poll] [--max-connections N] "
                "[--header-timeout-ms MS] [--accept-batch N] [--http2] [--access-log PATH] "
                "[--access-log-format combined|json]\n",
                argv0);
@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
       usage(argv[0]);
     }
   }
-  if (threads < 1 || port < 0 || port > 65535 || (backend != "epoll" && backend != "io_uring") ||
+  const bool known = backend == "epoll" || backend == "io_uring" || backend == "io_uring-poll";
+  if (threads < 1 || port < 0 || port > 65535 || !known ||
       max_connections < 0 || header_timeout_ms < 0 || !lionet::http::parse_access_log_format(access_log_format))
     usage(argv[0]);
 

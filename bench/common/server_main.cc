@@ -18,9 +18,16 @@ sigset_t ServerMain::block_stop_signals() {
   return set;
 }
 
+namespace {
+// "io_uring-poll": the io_uring backend for readiness only (io.uring_socket_ops: false).
+IoOptions io_options(const std::string& backend) {
+  if (backend == "io_uring-poll") return {.backend = "io_uring", .uring_socket_ops = false};
+  return {.backend = backend};
+}
+}  // namespace
+
 ServerMain::ServerMain(int threads, std::string name, std::string backend)
-    : signals_(block_stop_signals()),
-      sched_({.threads = threads, .name = std::move(name), .io = {.backend = std::move(backend)}}) {}
+    : signals_(block_stop_signals()), sched_({.threads = threads, .name = std::move(name), .io = io_options(backend)}) {}
 
 const char* ServerMain::backend() const noexcept {
   const IOManager* io = IOManager::of(sched_);

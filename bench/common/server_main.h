@@ -19,7 +19,8 @@ class ServerMain {
  public:
   // Blocks SIGINT and SIGTERM in the calling thread first (every worker thread started after
   // inherits the mask, so only wait_for_stop() receives them), then starts the Scheduler:
-  // `threads` workers named "<name>-w<i>", IO backend "auto", "epoll" or "io_uring".
+  // `threads` workers named "<name>-w<i>", IO backend "auto", "epoll", "io_uring" or
+  // "io_uring-poll" (io_uring for readiness only: IoOptions::uring_socket_ops off).
   ServerMain(int threads, std::string name, std::string backend = "auto");
   ServerMain(const ServerMain&) = delete;
   ServerMain& operator=(const ServerMain&) = delete;

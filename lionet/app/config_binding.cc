@@ -99,6 +99,10 @@ AppConfig define_config(config::Registry& r) {
       config::one_of({"auto", "epoll", "io_uring"}));
   c.io_uring_entries = r.define<unsigned>("io.uring_entries", id.uring_entries,
                                           "io_uring submission queue entries.", config::range(8u, 32768u));
+  c.io_uring_socket_ops = r.define<bool>(
+      "io.uring_socket_ops", id.uring_socket_ops,
+      "With io_uring: socket reads, blocked writes, accepts and connects are completion-based operations (the "
+      "kernel performs the call); false: io_uring only reports readiness, as epoll.");
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
                                   config::range(1, 65536));
   const OffloadOptions od;
@@ -203,6 +207,7 @@ IOManagerOptions io_options(const AppConfig& c) {
   o.backend = c.io_backend->value();
   o.uring_entries = c.io_uring_entries->value();
   o.max_events = c.io_max_events->value();
+  o.uring_socket_ops = c.io_uring_socket_ops->value();
   return o;
 }
 

@@ -14,8 +14,10 @@
 //                      -> the kernel fd is created O_NONBLOCK; the fd table remembers what the
 //                         USER asked for (SOCK_NONBLOCK / O_NONBLOCK) and reports that.
 //   read, readv, recv, recvfrom, recvmsg, write, writev, send, sendto, sendmsg, sendfile,
-//   accept, accept4    -> on EAGAIN the fiber parks in IOManager::wait_readable/writable.
-//                         SO_RCVTIMEO / SO_SNDTIMEO give EAGAIN after the timeout, exactly as
+//   accept, accept4    -> on EAGAIN the fiber parks in IOManager::wait_readable/writable; on a
+//                         socket with a completion-based IOManager (io_uring, io.uring_socket_ops)
+//                         all but sendfile instead park in the kernel's own call (IOManager::recv
+//                         & co.), which returns the data. SO_RCVTIMEO / SO_SNDTIMEO give EAGAIN after the timeout, exactly as
 //                         the kernel does; a user who set O_NONBLOCK (or passes MSG_DONTWAIT)
 //                         gets the kernel's immediate EAGAIN; an fd closed meanwhile by another
 //                         fiber gives EBADF.

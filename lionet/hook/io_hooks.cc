@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <optional>
+#include <type_traits>
 
 #include "lionet/fiber/fiber.h"
 #include "lionet/hook/detail/common.h"
@@ -44,8 +45,15 @@ FdEntry* blocking_entry(int fd, const char* call) noexcept {
 // Runs call() (one non-blocking attempt of a transfer), parking on EAGAIN until fd is ready
 // in dir. timeout_ns: the SO_RCVTIMEO/SO_SNDTIMEO to honour. Returns call()'s result with
 // errno as the kernel would have left it for a blocking fd.
-template <class Call>
-ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noexcept {
+// kernel(io, deadline): the same transfer as a completion-based call (IOManager::recv & co.),
+// used instead of the readiness wait and retry on a socket when the IOManager performs socket
+// calls itself (io_uring); NoKernelCall where there is none.
+struct NoKernelCall {
+  int64_t operator()(IOManager*, const std::optional<TimePoint>&) const noexcept { return -ENOTSUP; }
+};
+
+template <class Call, class Kernel = NoKernelCall>
+ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call, Kernel&& kernel = {}) noexcept {
   if (msg_flags & MSG_DONTWAIT) return call();
   FdEntry* e = blocking_entry(fd, name);
   if (!e) return call();
@@ -58,7 +66,23 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noe
     int err = get_errno();
     if (err == EINTR) continue;
     if (err != EAGAIN && err != EWOULDBLOCK) return n;  // errno is still the call's
-    int w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
+    int w;
+    if constexpr (!std::is_same_v<std::decay_t<Kernel>, NoKernelCall>) {
+      IOManager* iom = io_active();
+      if (iom && iom->completion_io() && e->kind.load(std::memory_order_relaxed) == FdKind::kSocket) {
+        int64_t r;
+        {
+          PinGuard pin;  // as wait_fd (hook.cc): errno's address must stay this thread's
+          r = kernel(iom, deadline);
+        }
+        if (r >= 0) return static_cast<ssize_t>(r);
+        if (r == -EINTR || r == -EAGAIN) continue;
+        // As below: a timeout is the kernel's EAGAIN, a cancel (close by another fiber) EBADF.
+        set_errno(r == -ETIMEDOUT ? EAGAIN : r == -ECANCELED ? EBADF : static_cast<int>(-r));
+        return -1;
+      }
+    }
+    w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
     if (w == ETIMEDOUT) {
       set_errno(EAGAIN);  // what the kernel reports when SO_RCVTIMEO/SO_SNDTIMEO expire
       return -1;
@@ -72,6 +96,33 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call) noe
       return -1;
     }
   }
+}
+
+// Completion-based forms of the transfers below (do_io's `kernel`).
+auto kernel_recv(int fd, void* buf, size_t n, int flags) noexcept {
+  return [=](IOManager* io, const std::optional<TimePoint>& dl) { return io->recv(fd, buf, n, flags, dl); };
+}
+auto kernel_send(int fd, const void* buf, size_t n, int flags) noexcept {
+  return [=](IOManager* io, const std::optional<TimePoint>& dl) { return io->send(fd, buf, n, flags, dl); };
+}
+auto kernel_recvmsg(int fd, msghdr* msg, int flags) noexcept {
+  return [=](IOManager* io, const std::optional<TimePoint>& dl) { return io->recvmsg(fd, msg, flags, dl); };
+}
+auto kernel_sendmsg(int fd, const msghdr* msg, int flags) noexcept {
+  return [=](IOManager* io, const std::optional<TimePoint>& dl) { return io->sendmsg(fd, msg, flags, dl); };
+}
+// recvmsg/sendmsg of an iovec array, with an optional address (recvfrom/sendto).
+auto kernel_msg(int fd, bool write, const iovec* iov, int cnt, int flags, sockaddr* addr, socklen_t* len) noexcept {
+  return [=](IOManager* io, const std::optional<TimePoint>& dl) {
+    msghdr m{};
+    m.msg_iov = const_cast<iovec*>(iov);
+    m.msg_iovlen = static_cast<size_t>(cnt);
+    m.msg_name = addr;
+    m.msg_namelen = len ? *len : 0;
+    const int64_t r = write ? io->sendmsg(fd, &m, flags, dl) : io->recvmsg(fd, &m, flags, dl);
+    if (r >= 0 && len && !write) *len = m.msg_namelen;
+    return r;
+  };
 }
 
 // ---- regular files (hook.h, REGULAR FILES) ----
@@ -206,7 +257,8 @@ int accept_impl(int fd, sockaddr* addr, socklen_t* len, int flags, bool is_accep
     return (is_accept4 || kflags != 0) ? LIONET_REAL(accept4)(fd, addr, len, kflags)
                                         : LIONET_REAL(accept)(fd, addr, len);
   };
-  int n = static_cast<int>(do_io(is_accept4 ? "accept4" : "accept", fd, Dir::kRead, 0, call));
+  auto kernel = [&](IOManager* io, const std::optional<TimePoint>& dl) { return io->accept(fd, addr, len, kflags, dl); };
+  int n = static_cast<int>(do_io(is_accept4 ? "accept4" : "accept", fd, Dir::kRead, 0, call, kernel));
   if (n >= 0) {
     if (FdEntry* e = fd_table().get(n)) {
       e->init(FdKind::kSocket, user_nb, user_nb || force);
@@ -382,24 +434,29 @@ LIONET_HOOK_API ssize_t read(int fd, void* buf, size_t n) {
     iovec v{buf, n};
     return file_io(e, fd, false, &v, 1, -1);
   }
-  return do_io("read", fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); });
+  return do_io("read", fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); }, kernel_recv(fd, buf, n, 0));
 }
 
 LIONET_HOOK_API ssize_t readv(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, false, iov, cnt, -1);
-  return do_io("readv", fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); });
+  return do_io("readv", fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); },
+               kernel_msg(fd, false, iov, cnt, 0, nullptr, nullptr));
 }
 
 LIONET_HOOK_API ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return do_io("recv", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); });
+  return do_io("recv", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); },
+               kernel_recv(fd, buf, n, flags));
 }
 
 LIONET_HOOK_API ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
-  return do_io("recvfrom", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); });
+  iovec v{buf, n};
+  return do_io("recvfrom", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); },
+               kernel_msg(fd, false, &v, 1, flags, addr, addr ? len : nullptr));
 }
 
 LIONET_HOOK_API ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  return do_io("recvmsg", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); });
+  return do_io("recvmsg", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); },
+               kernel_recvmsg(fd, msg, flags));
 }
 
 LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
@@ -407,12 +464,13 @@ LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
     iovec v{const_cast<void*>(buf), n};
     return file_io(e, fd, true, &v, 1, -1);
   }
-  return do_io("write", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); });
+  return do_io("write", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); }, kernel_send(fd, buf, n, 0));
 }
 
 LIONET_HOOK_API ssize_t writev(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, true, iov, cnt, -1);
-  return do_io("writev", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); });
+  return do_io("writev", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); },
+               kernel_msg(fd, true, iov, cnt, 0, nullptr, nullptr));
 }
 
 // Positional transfers: only regular files change behaviour (sockets and pipes cannot seek).
@@ -466,15 +524,20 @@ LIONET_HOOK_API ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off)
 LIONET_HOOK_API ssize_t pwritev64(int fd, const iovec* iov, int cnt, off64_t off) { return pwritev(fd, iov, cnt, off); }
 
 LIONET_HOOK_API ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  return do_io("send", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); });
+  return do_io("send", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); },
+               kernel_send(fd, buf, n, flags));
 }
 
 LIONET_HOOK_API ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
-  return do_io("sendto", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); });
+  iovec v{const_cast<void*>(buf), n};
+  socklen_t alen = len;
+  return do_io("sendto", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); },
+               kernel_msg(fd, true, &v, 1, flags, const_cast<sockaddr*>(addr), addr ? &alen : nullptr));
 }
 
 LIONET_HOOK_API ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  return do_io("sendmsg", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); });
+  return do_io("sendmsg", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); },
+               kernel_sendmsg(fd, msg, flags));
 }
 
 LIONET_HOOK_API ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {

@@ -43,6 +43,19 @@
 //    kIoHangup is kept in FdEntry::hangup (until cancel) and such a wait returns 0 at once
 //    while it is set (nginx's `pending_eof`). Data that arrives later makes a new edge.
 //
+// 9. Completion-based operations (backends with Reactor::supports_ops(): io_uring). A fiber
+//    submits a ReactorOp (on its stack, inside an OpWait) under the fd's lock, counts it in
+//    FdEntry::ops, and parks (plain park(): exactly one unpark, from the op's completion, which
+//    the poller dispatches like an event: under the lock it uncounts the op, then unparks; it
+//    never touches the OpWait after that). The op's memory is the kernel's until then, so the
+//    fiber cannot return earlier: deadlines are the kernel's (a linked timeout cancels the op),
+//    and cancel(fd) cancels the fd's ops in the kernel (reactor disarm) and, from a fiber,
+//    waits until their completions were dispatched (FdEntry::closers), so no operation outlives
+//    the fd's close. An op that completes with -ECANCELED reports ECANCELED if cancel(fd) or
+//    cancel_all() happened since it was submitted (the generation moved, or `closed`), else
+//    ETIMEDOUT once its deadline has passed. ~IOManager cancels the ops left and reaps their
+//    completions itself once no worker polls it any more.
+//
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.
 #include "lionet/io/io_manager.h"
@@ -70,7 +83,7 @@ namespace lionet {
 namespace {
 constexpr uint32_t kReady = WaitClaim::kNotified;  // 2
 constexpr uint32_t kCancelled = 3;
-constexpr uint32_t kTagMask = 0xffffff;
+constexpr uint32_t kTagMask = 0x7fffff;  // reactor.h: events keep 23 bits of the tag
 
 struct Waiter {
   WaitClaim* claim;
@@ -123,6 +136,8 @@ struct FdEntry {
   uint32_t gen = 0;     // bumped by cancel(); tags every arm (protocol 5)
   bool known = false;   // reactor arm() succeeded since the last disarm()
   bool hangup = false;  // an event said kIoHangup since the last cancel() (protocol 8)
+  uint32_t ops = 0;     // completion-based operations submitted and not yet dispatched (9)
+  WaitList closers;     // cancel(fd) callers waiting for ops to reach 0 (protocol 9)
 
   uint32_t waiting_dirs() const noexcept {
     return (waiters[0].empty() ? 0 : kIoReadable) | (waiters[1].empty() ? 0 : kIoWritable);
@@ -158,12 +173,12 @@ class FdTable {
     }
     return &chunk[fd & (kChunkSize - 1)];
   }
-  // Calls fn(FdEntry&) for every entry of every allocated chunk.
+  // Calls fn(fd, FdEntry&) for every entry of every allocated chunk.
   template <class Fn>
   void for_each(Fn&& fn) {
     for (int i = 0; i < kMaxChunks; ++i)
       if (FdEntry* chunk = chunks_[i].load(std::memory_order_acquire))
-        for (int k = 0; k < kChunkSize; ++k) fn(chunk[k]);
+        for (int k = 0; k < kChunkSize; ++k) fn(i * kChunkSize + k, chunk[k]);
   }
   // The entry of fd if its chunk exists (never allocates).
   FdEntry* find(int fd) const noexcept {
@@ -222,6 +237,11 @@ int detail::raw_ppoll(pollfd* fds, unsigned long n, const timespec* ts) noexcept
 }
 #endif
 
+// A completion-based operation and its fiber (protocol 9); lives on that fiber's stack.
+struct OpWait : ReactorOp {
+  Parker parker = Parker::current();
+};
+
 struct IOManager::Impl {
   Scheduler& sched;
   IOManagerOptions opts;
@@ -230,9 +250,14 @@ struct IOManager::Impl {
   // Written only by the poller (one thread at a time, driver.h): no lock.
   std::vector<ReactorEvent> events;
 
-  Impl(Scheduler& s, IOManagerOptions o) : sched(s), opts(std::move(o)), reactor(choose_reactor(opts)) {
+  Impl(Scheduler& s, IOManagerOptions o)
+      : sched(s),
+        opts(std::move(o)),
+        reactor(choose_reactor(opts)),
+        completion_io(opts.uring_socket_ops && reactor->supports_ops()) {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
   }
+  const bool completion_io;  // IOManager::completion_io()
 
   // cancel_all() ran: every wait fails with ECANCELED. Set before the sweep of the table and
   // read under each entry's lock, so a waiter either sees it or is swept.
@@ -245,10 +270,16 @@ struct IOManager::Impl {
   void cancel_waiters() noexcept;  // every waiter of every fd, with ECANCELED
   int run(TimePoint deadline) noexcept;  // events dispatched
   void dispatch(const ReactorEvent& ev) noexcept;
-  void cancel(int fd) noexcept;
+  // wait_ops: from a fiber, return only once the fd's completion-based ops have ended (9).
+  void cancel(int fd, bool wait_ops) noexcept;
   // Arms the directions with waiters that are not armed; on failure wakes those waiters with
   // kReady so their next syscall reports the error. Caller holds e.mu.
   void rearm(int fd, FdEntry& e) noexcept;
+  // Protocol 9. perform() returns the op's result (>= 0) or -errno.
+  int64_t perform(OpWait& w, bool write, std::optional<TimePoint> deadline) noexcept;
+  void complete(ReactorOp* op) noexcept;
+  void drain_ops() noexcept;
+  std::atomic<int64_t> ops_in_flight{0};
 };
 
 int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadline, Mode mode) noexcept {
@@ -317,7 +348,47 @@ void IOManager::Impl::rearm(int fd, FdEntry& e) noexcept {
     if (need & ~e.armed & (1u << d)) e.waiters[d].notify_all(kReady);
 }
 
+int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint> deadline) noexcept {
+  if (!completion_io || !current_fiber()) return -ENOTSUP;
+  if (w.fd < 0) return -EBADF;
+  FdEntry* e = table.get(w.fd);
+  if (!e) return -EBADF;  // beyond the table (never here in practice)
+  if (deadline) {
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count();
+    w.deadline_ns = std::max<int64_t>(ns, 1);  // 0 means "none"
+  }
+  uint32_t gen;
+  {
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (closed.load(std::memory_order_seq_cst)) return -ECANCELED;
+    if (const int err = reactor->submit(w)) return -err;
+    gen = e->gen;
+    ++e->ops;
+    ops_in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
+  note_wait_fd(w.fd, write);
+  park();  // exactly one unpark: complete()
+  const int64_t r = w.result;
+  if (r != -ECANCELED) return r;
+  std::lock_guard<std::mutex> lk(e->mu);
+  if (closed.load(std::memory_order_seq_cst) || e->gen != gen) return -ECANCELED;
+  if (deadline && now() >= *deadline) return -ETIMEDOUT;
+  return -ECANCELED;  // ~IOManager cancelled it
+}
+
+void IOManager::Impl::complete(ReactorOp* op) noexcept {
+  auto* w = static_cast<OpWait*>(op);
+  const Parker p = w->parker;
+  if (FdEntry* e = table.find(op->fd)) {
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (--e->ops == 0) e->closers.notify_all(kReady);
+  }
+  ops_in_flight.fetch_sub(1, std::memory_order_relaxed);
+  p.unpark();  // the last touch: the fiber may return (and its OpWait go) from here on
+}
+
 void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
+  if (ev.op) return complete(ev.op);
   FdEntry* e = table.find(ev.fd);
   if (!e) return;
   std::lock_guard<std::mutex> lk(e->mu);
@@ -342,26 +413,52 @@ int IOManager::Impl::run(TimePoint deadline) noexcept {
   return n;
 }
 
-void IOManager::Impl::cancel(int fd) noexcept {
+void IOManager::Impl::cancel(int fd, bool wait_ops) noexcept {
   FdEntry* e = table.find(fd);
   if (!e) return;
-  std::lock_guard<std::mutex> lk(e->mu);
+  std::unique_lock<std::mutex> lk(e->mu);
   ++e->gen;
   e->waiters[0].notify_all(kCancelled);
   e->waiters[1].notify_all(kCancelled);
-  if (e->known || e->armed) reactor->disarm(fd);
+  if (e->known || e->armed || e->ops) reactor->disarm(fd);
   e->armed = 0;
   e->ready = 0;
   e->handed = 0;
   e->known = false;
   e->hangup = false;
+  if (e->ops == 0 || !wait_ops || !current_fiber()) return;
+  // Protocol 9: the kernel has been told to cancel; wait for the completions, so that no
+  // operation outlives the close that follows. Cancelling a socket op that waits for readiness
+  // completes at once; the bound only keeps a broken kernel from hanging the closer.
+  WaitClaim claim;
+  Waiter w{&claim};
+  e->closers.push_back(&w);
+  lk.unlock();
+  if (claim.wait(now() + std::chrono::seconds(5)) == WaitClaim::kTimedOut) {
+    lk.lock();
+    if (w.linked) e->closers.remove(&w);
+  }
 }
 
-void IOManager::Impl::cancel_waiters() noexcept { table.for_each([](FdEntry& e) {
-  std::lock_guard<std::mutex> lk(e.mu);
-  e.waiters[0].notify_all(kCancelled);
-  e.waiters[1].notify_all(kCancelled);
-}); }
+void IOManager::Impl::cancel_waiters() noexcept {
+  table.for_each([this](int fd, FdEntry& e) {
+    std::lock_guard<std::mutex> lk(e.mu);
+    e.waiters[0].notify_all(kCancelled);
+    e.waiters[1].notify_all(kCancelled);
+    // Ops end through their completions (protocol 9): have the kernel cancel them now.
+    if (e.ops) reactor->disarm(fd);
+  });
+}
+
+// Protocol 9, for ~IOManager once no worker polls this one: cancel what is left and reap the
+// completions here, so no fiber stays parked on an op nobody would ever dispatch.
+void IOManager::Impl::drain_ops() noexcept {
+  if (ops_in_flight.load(std::memory_order_relaxed) == 0) return;
+  cancel_waiters();
+  const TimePoint give_up = now() + std::chrono::seconds(10);
+  while (ops_in_flight.load(std::memory_order_relaxed) > 0 && now() < give_up)
+    run(now() + std::chrono::milliseconds(10));
+}
 
 namespace {
 // The IOManagers alive now, for cancel_if_alive(). A shared lock per look-up: taken when a
@@ -400,6 +497,7 @@ IOManager::~IOManager() {
     s.set_driver(own != this ? own : nullptr);  // returns once no worker is inside us
   }
   impl_->cancel_waiters();  // a waiter that raced the hand-over
+  impl_->drain_ops();
 }
 
 void IOManager::cancel_all() noexcept {
@@ -411,7 +509,9 @@ void IOManager::cancel_if_alive(IOManager* io, int fd) noexcept {
   if (!io) return;
   std::shared_lock<std::shared_mutex> lk(g_live_mu);
   const auto& v = live_managers();
-  if (std::find(v.begin(), v.end(), io) != v.end()) io->cancel(fd);
+  // Without waiting for the fd's ops (protocol 9): that would park while holding g_live_mu. Its
+  // users (net::Socket) close the fd only once every call on it has returned, ops included.
+  if (std::find(v.begin(), v.end(), io) != v.end()) io->impl_->cancel(fd, /*wait_ops=*/false);
 }
 
 IOManager* IOManager::of(const Scheduler& sched) noexcept { return dynamic_cast<IOManager*>(sched.driver()); }
@@ -440,13 +540,72 @@ int IOManager::wait_readable_after_short_read(int fd, std::optional<TimePoint> d
 int IOManager::wait_writable_after_eagain(int fd, std::optional<TimePoint> deadline) {
   return impl_->wait(fd, kIoWritable, deadline, Impl::Mode::kAfterEagain);
 }
-void IOManager::cancel(int fd) { impl_->cancel(fd); }
+void IOManager::cancel(int fd) { impl_->cancel(fd, /*wait_ops=*/true); }
+
+bool IOManager::completion_io() const noexcept { return impl_->completion_io; }
+
+int64_t IOManager::recv(int fd, void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kRecv;
+  w.fd = fd;
+  w.buf = buf;
+  w.len = n;
+  w.flags = flags;
+  return impl_->perform(w, false, deadline);
+}
+
+int64_t IOManager::recvmsg(int fd, msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kRecvmsg;
+  w.fd = fd;
+  w.msg = msg;
+  w.flags = flags;
+  return impl_->perform(w, false, deadline);
+}
+
+int64_t IOManager::send(int fd, const void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kSend;
+  w.fd = fd;
+  w.buf = const_cast<void*>(buf);  // only read by the kernel
+  w.len = n;
+  w.flags = flags;
+  return impl_->perform(w, true, deadline);
+}
+
+int64_t IOManager::sendmsg(int fd, const msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kSendmsg;
+  w.fd = fd;
+  w.msg = const_cast<msghdr*>(msg);  // only read by the kernel
+  w.flags = flags;
+  return impl_->perform(w, true, deadline);
+}
+
+int64_t IOManager::accept(int fd, sockaddr* addr, socklen_t* len, int flags, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kAccept;
+  w.fd = fd;
+  w.addr = addr;
+  w.addrlen = len;
+  w.flags = flags;
+  return impl_->perform(w, false, deadline);
+}
+
+int64_t IOManager::connect(int fd, const sockaddr* addr, socklen_t len, std::optional<TimePoint> deadline) noexcept {
+  OpWait w;
+  w.kind = ReactorOp::kConnect;
+  w.fd = fd;
+  w.addr = const_cast<sockaddr*>(addr);  // only read by the kernel
+  w.connect_len = len;
+  return impl_->perform(w, true, deadline);
+}
 
 int IOManager::waiting(int fd) const noexcept {
   FdEntry* e = impl_->table.find(fd);
   if (!e) return 0;
   std::lock_guard<std::mutex> lk(e->mu);
-  int n = 0;
+  int n = static_cast<int>(e->ops);
   for (const WaitList& l : e->waiters)
     for (Waiter* w = l.head; w; w = w->next) ++n;
   return n;

@@ -6,6 +6,10 @@
 // (app/ fills IOManagerOptions), or block a worker thread.
 #pragma once
 
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,15 +64,37 @@ class IOManager final : public Driver {
   // that arrived with those bytes (the peer's FIN in the same edge) returns 0 at once.
   int wait_readable_after_short_read(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
+  // Completion-based socket IO: true when the backend performs socket calls itself (io_uring,
+  // unless io.uring_socket_ops is off). net::Socket and the hooks then call the functions below
+  // where they would otherwise wait for readiness and retry: one kernel completion instead of a
+  // readiness event plus the fiber's own syscall.
+  bool completion_io() const noexcept;
+  // Each performs the system call of its name on fd in the kernel and parks the calling fiber
+  // until it completes. Returns the call's result (>= 0: bytes, the accepted fd, 0 for connect)
+  // or -errno, including -ETIMEDOUT once `deadline` passed (the kernel cancels the call) and
+  // -ECANCELED after cancel(fd) (or a hooked close) or cancel_all(). Buffers, msghdr and
+  // addresses are the kernel's until the call returns. Only from a fiber, only if
+  // completion_io(): otherwise -ENOTSUP. The socket's O_NONBLOCK does not matter: the kernel
+  // waits for readiness itself. MSG_NOSIGNAL is the caller's to pass. Thread-safe; any number of
+  // calls may be in flight on one fd (stream sockets: one per direction keeps byte order).
+  int64_t recv(int fd, void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept;
+  int64_t recvmsg(int fd, msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept;
+  int64_t send(int fd, const void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept;
+  int64_t sendmsg(int fd, const msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept;
+  int64_t accept(int fd, sockaddr* addr, socklen_t* len, int flags, std::optional<TimePoint> deadline) noexcept;
+  int64_t connect(int fd, const sockaddr* addr, socklen_t len, std::optional<TimePoint> deadline) noexcept;
+
   // Wakes every fiber waiting on fd with ECANCELED and forgets the fd's registration.
   // Call it before closing fd (the hooked close() does). Required, not optional: the backends
   // register an fd persistently, and an fd number closed without cancel() and reused for a new
   // file would keep the old registration record (a waiter on the new file might never wake).
   // Calling it also on a freshly created fd (socket/accept/dup results) is cheap (one lock, no
-  // syscall for a clean entry) and makes that case impossible. Thread-safe.
+  // syscall for a clean entry) and makes that case impossible. Completion-based calls in flight
+  // on fd are cancelled in the kernel (they return -ECANCELED), and a caller in a fiber returns
+  // only once they have ended, so none outlives the close that follows. Thread-safe.
   void cancel(int fd);
 
-  // Fibers waiting on fd right now (readers + writers). Registered waiters count even if
+  // Fibers waiting on fd right now (readers + writers + completion-based calls in flight). Registered waiters count even if
   // they have not finished switching out. For tests, debugging dumps and metrics; the answer
   // may be stale by the time it is read. Plain-thread waiters (in poll(2)) are not counted.
   int waiting(int fd) const noexcept;
@@ -81,7 +107,8 @@ class IOManager final : public Driver {
   static IOManager* current() noexcept;
   // The IOManager attached to `sched` (its own unless replaced), or nullptr (io "none").
   static IOManager* of(const Scheduler& sched) noexcept;
-  // io->cancel(fd) if io has not been destroyed; nothing otherwise. For objects (Socket) that
+  // io->cancel(fd) if io has not been destroyed; nothing otherwise. Does not wait for the fd's
+  // completion-based calls to end (the caller closes the fd only once its own calls returned). For objects (Socket) that
   // remember the IOManager their fd waited on and may outlive it. Any thread; one shared lock.
   static void cancel_if_alive(IOManager* io, int fd) noexcept;
 

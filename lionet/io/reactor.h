@@ -17,7 +17,7 @@
 //   must remember readiness that arrives while nobody waits (IOManager does).
 // - Spurious events are allowed (a direction reported ready that is not): callers retry the
 //   syscall. Errors and hang-ups report every armed direction ready.
-// - Every event carries the 24-bit tag of the arm() that produced it, so a caller can drop
+// - Every event carries the 23-bit tag of the arm() that produced it, so a caller can drop
 //   stale events that belong to an earlier life of the fd (closed and reused).
 //
 // Threads: arm() and disarm() may run on any thread concurrently with each other and with
@@ -27,6 +27,10 @@
 // at once.
 #pragma once
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,11 +48,38 @@ inline constexpr uint32_t kIoWritable = 2;
 // (io_uring, kqueue) reports a pending end of stream as readable when the wait arms.
 inline constexpr uint32_t kIoHangup = 4;
 
+struct ReactorOp;
+
 struct ReactorEvent {
   int fd;
   uint32_t ready;     // kIoReadable | kIoWritable that are (probably) ready, | kIoHangup
   uint32_t disarmed;  // directions no longer armed after this event (re-arm to keep waiting)
-  uint32_t tag;       // ArmRequest::tag of the arming that produced the event (24 bits)
+  uint32_t tag;       // ArmRequest::tag of the arming that produced the event (low 23 bits)
+  // Non-null: this is the completion of a submitted operation (Reactor::submit), not a
+  // readiness event; op->result holds its result and only `fd` of the fields above is set.
+  ReactorOp* op = nullptr;
+};
+
+// A completion-based socket operation (backends whose supports_ops() is true: io_uring). The
+// backend performs the system call in the kernel and reports its result as an event of wait().
+// The op and everything it points to (buffers, msghdr, addresses) must stay valid and unmoved
+// from submit() until that event: the kernel reads and writes them meanwhile.
+struct ReactorOp {
+  enum Kind : uint8_t { kRecv, kSend, kRecvmsg, kSendmsg, kAccept, kConnect };
+  Kind kind = kRecv;
+  int fd = -1;
+  int flags = 0;                   // recv/send/recvmsg/sendmsg: MSG_*; accept: SOCK_NONBLOCK | SOCK_CLOEXEC
+  void* buf = nullptr;             // recv/send
+  std::size_t len = 0;             // recv/send
+  msghdr* msg = nullptr;           // recvmsg/sendmsg
+  sockaddr* addr = nullptr;        // accept: out (may be null); connect: the peer
+  socklen_t* addrlen = nullptr;    // accept: in/out (null if addr is)
+  socklen_t connect_len = 0;       // connect: the peer's length
+  // The operation is cancelled when CLOCK_MONOTONIC (steady_clock) passes this, in ns since its
+  // epoch; 0 = no deadline. A cancelled op completes with -ECANCELED.
+  int64_t deadline_ns = 0;
+  int64_t result = 0;              // set before the completion event: >= 0 or -errno
+  int64_t scratch[2] = {};         // the backend's (the timeout it hands the kernel)
 };
 
 struct ArmRequest {
@@ -56,7 +87,7 @@ struct ArmRequest {
   uint32_t want;   // directions to watch (non-empty); the backend may keep others armed too
   uint32_t armed;  // directions the caller's record says are still armed for fd
   bool known;      // arm() succeeded for fd since its last disarm(): epoll uses MOD, not ADD
-  uint32_t tag;    // returned in events of this arming (low 24 bits are kept)
+  uint32_t tag;    // returned in events of this arming (low 23 bits are kept)
 };
 
 class Reactor {
@@ -89,6 +120,17 @@ class Reactor {
 
   // Makes the current or next wait() return. Thread-safe; coalesces repeated calls.
   virtual void wake() noexcept = 0;
+
+  // Completion-based operations (io_uring only). submit() queues op (sent to the kernel with
+  // the poller's next wait, or at once if the poller is blocked) and returns 0, or an errno if
+  // it cannot (then no event follows). Exactly one event with ev.op == &op follows a 0; until
+  // then op must stay valid. disarm(fd) cancels the ops of fd too (they complete with
+  // -ECANCELED). Thread-safe as arm().
+  virtual bool supports_ops() const noexcept { return false; }
+  virtual int submit(ReactorOp& op) noexcept {
+    (void)op;
+    return ENOTSUP;
+  }
 };
 
 struct ReactorOptions {

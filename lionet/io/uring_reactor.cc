@@ -7,8 +7,17 @@
 // the earlier choice, report changes only: a second wait on a still-readable fd parked until
 // the deadline.) Each completion disarms its direction; IOManager re-arms while it has waiters.
 //
-// user_data: fd in bits 0-31, direction mask in bits 32-39, tag in bits 40-63. Mask 0 marks
-// the reactor's own requests (the wake poll, cancellations), never returned as events.
+// user_data: fd in bits 0-31, direction mask in bits 32-39, tag in bits 40-62. Mask 0 marks
+// the reactor's own requests (the wake poll, cancellations, link timeouts), never returned as
+// events. Bit 63 marks a completion-based operation (submit()): the rest is its ReactorOp's
+// address (user-space addresses have bit 63 clear).
+//
+// Completion-based operations (recv, send, recvmsg, sendmsg, accept, connect) are queued and
+// submitted exactly as the polls are. On a socket the kernel tries the call at once and, when it
+// would block, waits for readiness itself and retries: one completion carries the data, where a
+// readiness wait costs a poll completion and then the fiber's own syscall. An op with a deadline
+// is linked to an absolute IORING_OP_LINK_TIMEOUT (two SQEs), so the kernel cancels it at the
+// deadline and no timer of ours refers to the op's memory.
 //
 // Submission is batched: arm() only queues SQEs (under sq_mu_); the poller submits them with
 // the io_uring_enter that waits (wait()) or, when it only polls, with one io_uring_enter per
@@ -32,6 +41,7 @@
 #include <chrono>
 #include <cstdio>
 #include <system_error>
+#include <thread>
 
 #include "lionet/io/detail/raw_syscall.h"
 
@@ -39,10 +49,14 @@ namespace lionet {
 namespace {
 constexpr uint64_t kWakeData = 1;    // mask 0: internal
 constexpr uint64_t kCancelData = 2;  // mask 0: internal
+constexpr uint64_t kLinkTimeoutData = 3;  // mask 0: internal
+constexpr uint64_t kOpBit = uint64_t{1} << 63;
 
 uint64_t pack(int fd, uint32_t mask, uint32_t tag) {
-  return (uint64_t{tag & 0xffffff} << 40) | (uint64_t{mask & 0xff} << 32) | static_cast<uint32_t>(fd);
+  return (uint64_t{tag & 0x7fffff} << 40) | (uint64_t{mask & 0xff} << 32) | static_cast<uint32_t>(fd);
 }
+
+static_assert(sizeof(__kernel_timespec) <= sizeof(ReactorOp::scratch), "the link timeout lives in the op");
 
 // 5.19: IORING_ASYNC_CANCEL_FD (disarm by fd), multishot poll (5.13), EXT_ARG waits (5.11).
 bool kernel_at_least(int major, int minor) {
@@ -62,7 +76,12 @@ UringReactor::UringReactor(unsigned entries) : ring_(std::make_unique<io_uring>(
   // Multishot reads can post several completions per fd between two waits: a large CQ keeps
   // them off the (slower) overflow list.
   p.cq_entries = std::max(4096u, entries * 8);
-  const int r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p);
+  // Created on a helper thread that exits at once: the kernel registers the creating thread
+  // with the ring and, when the ring is torn down, sends it task work (TIF_NOTIFY_SIGNAL) that
+  // interrupts whatever blocking system call it is in then (a plain socket read with
+  // SO_RCVTIMEO on the program's main thread failed with EINTR). An exited thread gets none.
+  int r = 0;
+  std::thread([&] { r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p); }).join();
   if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init_params");
   if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
     io_uring_queue_exit(ring_.get());
@@ -74,13 +93,9 @@ UringReactor::UringReactor(unsigned entries) : ring_(std::make_unique<io_uring>(
     io_uring_queue_exit(ring_.get());
     throw std::system_error(e, std::generic_category(), "eventfd");
   }
-  std::lock_guard<std::mutex> lk(sq_mu_);
-  arm_wake_poll();
-  if (const int e = submit_locked(); e != 0) {
-    io_uring_queue_exit(ring_.get());
-    detail::raw_close(wakefd_);
-    throw std::system_error(e, std::generic_category(), "io_uring_submit");
-  }
+  // Nothing is submitted here either (same reason): the wake poll is armed by the first
+  // wait(), on the poller's thread. Plain threads still submit through disarm() (a socket
+  // closed from outside any fiber); the worst they see is one such EINTR at the ring's end.
 }
 
 UringReactor::~UringReactor() {
@@ -136,6 +151,53 @@ int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
   return 0;
 }
 
+int UringReactor::submit(ReactorOp& op) noexcept {
+  io_uring* ring = ring_.get();
+  const unsigned need = op.deadline_ns > 0 ? 2 : 1;  // a linked timeout needs the next SQE
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  if (io_uring_sq_space_left(ring) < need) {
+    if (const int e = submit_locked(); e != 0) return e;
+    if (io_uring_sq_space_left(ring) < need) return EAGAIN;
+  }
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  switch (op.kind) {
+    case ReactorOp::kRecv:
+      io_uring_prep_recv(sqe, op.fd, op.buf, op.len, op.flags);
+      break;
+    case ReactorOp::kSend:
+      io_uring_prep_send(sqe, op.fd, op.buf, op.len, op.flags);
+      break;
+    case ReactorOp::kRecvmsg:
+      io_uring_prep_recvmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags));
+      break;
+    case ReactorOp::kSendmsg:
+      io_uring_prep_sendmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags));
+      break;
+    case ReactorOp::kAccept:
+      io_uring_prep_accept(sqe, op.fd, op.addr, op.addrlen, op.flags);
+      break;
+    case ReactorOp::kConnect:
+      io_uring_prep_connect(sqe, op.fd, op.addr, op.connect_len);
+      break;
+  }
+  io_uring_sqe_set_data64(sqe, kOpBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&op)));
+  if (op.deadline_ns > 0) {
+    sqe->flags |= IOSQE_IO_LINK;
+    auto* ts = reinterpret_cast<__kernel_timespec*>(op.scratch);
+    ts->tv_sec = op.deadline_ns / 1000000000;
+    ts->tv_nsec = op.deadline_ns % 1000000000;
+    io_uring_sqe* t = io_uring_get_sqe(ring);
+    io_uring_prep_link_timeout(t, ts, IORING_TIMEOUT_ABS);  // CLOCK_MONOTONIC = steady_clock
+    io_uring_sqe_set_data64(t, kLinkTimeoutData);
+  }
+  if (poller_blocked_.load(std::memory_order_relaxed)) {
+    // As in arm(). SUBMIT_ALL: the kernel takes every SQE; an op it refuses completes with
+    // its error, so a failure here is of the ring, not of the op, and the op stays queued.
+    (void)submit_locked();
+  }
+  return 0;
+}
+
 // Makes the queued SQEs visible to the kernel (what liburing's submit does before entering)
 // and returns how many the kernel has not consumed yet. Caller holds sq_mu_.
 unsigned UringReactor::flush_locked() noexcept {
@@ -171,6 +233,10 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
   unsigned to_submit = 0;
   {
     std::lock_guard<std::mutex> lk(sq_mu_);
+    if (!wake_armed_) {
+      arm_wake_poll();
+      wake_armed_ = true;
+    }
     if (!block) {
       if (io_uring_sq_ready(ring) > 0) (void)submit_locked();
     } else {
@@ -206,6 +272,12 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
     const uint64_t ud = cqes[i]->user_data;
     const int res = cqes[i]->res;
     const bool more = cqes[i]->flags & IORING_CQE_F_MORE;
+    if (ud & kOpBit) {
+      auto* op = reinterpret_cast<ReactorOp*>(static_cast<uintptr_t>(ud & ~kOpBit));
+      op->result = res;
+      out[k++] = ReactorEvent{op->fd, 0, 0, 0, op};
+      continue;
+    }
     const uint32_t mask = static_cast<uint32_t>(ud >> 32) & 0xff;
     if (mask == 0) {
       if (ud == kWakeData) {
@@ -214,7 +286,7 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
         wake_pending_.store(false, std::memory_order_seq_cst);
         if (!more) rearm_wake = true;
       }
-      continue;  // kCancelData: nothing to do
+      continue;  // kCancelData (also the constructor's NOP), kLinkTimeoutData: nothing to do
     }
     uint32_t ready = 0;
     if (res >= 0) {

@@ -2,7 +2,7 @@
 // Compiled only when CMake finds liburing (LIONET_HAVE_URING); picked with io.backend: io_uring.
 //
 // Owns: one ring, an eventfd for wake(). uring_reactor.cc is the only file with io_uring_*
-// calls for readiness. Must not keep per-fd state (IOManager keeps it).
+// calls for readiness and for completion-based socket operations. Must not keep per-fd state (IOManager keeps it).
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,8 @@ class UringReactor final : public Reactor {
   void disarm(int fd) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;
   void wake() noexcept override;
+  bool supports_ops() const noexcept override { return true; }
+  int submit(ReactorOp& op) noexcept override;
 
  private:
   void arm_wake_poll() noexcept;  // caller holds sq_mu_
@@ -38,6 +40,7 @@ class UringReactor final : public Reactor {
   std::mutex sq_mu_;
   int wakefd_ = -1;
   std::atomic<bool> wake_pending_{false};  // as in EpollReactor
+  bool wake_armed_ = false;  // the wake poll was queued (by the first wait(), see the constructor); under sq_mu_
   // True while the poller is blocked in io_uring_enter: arm() then submits its SQEs itself
   // instead of leaving them for the poller's next wait/poll. Written under sq_mu_ (true) and
   // by the poller after its wait (false; a stale true only costs arm() one submit).

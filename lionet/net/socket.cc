@@ -187,6 +187,19 @@ int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline, bool 
   return rc;
 }
 
+IOManager* Socket::completion_io() noexcept {
+  IOManager* io = IOManager::current();
+  if (!io || !io->completion_io()) return nullptr;
+  if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
+  return io;
+}
+
+Result<size_t> Socket::op_result(int64_t r) noexcept {
+  if (LIONET_UNLIKELY(closed_by_other())) return fail<size_t>(ECANCELED);  // also EOF made by close()
+  if (r >= 0) return static_cast<size_t>(r);
+  return fail<size_t>(static_cast<int>(-r));
+}
+
 // ---- creation ----
 
 Result<Socket> Socket::open(int family, int type, int protocol) noexcept {
@@ -239,6 +252,12 @@ Result<void> Socket::listen(int backlog) noexcept {
 Result<void> Socket::connect(const Address& peer, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<void>(EBADF);
+  if (IOManager* io = completion_io()) {
+    const int64_t c = io->connect(fd_, peer.sockaddr_ptr(), peer.length(), d.resolve(write_timeout_));
+    if (closed_by_other()) return fail<void>(ECANCELED);
+    if (c < 0) return fail<void>(static_cast<int>(-c));
+    return {};
+  }
   int r = detail::sys::connect(fd_, peer.sockaddr_ptr(), peer.length());
   if (r == 0) return {};
   int e = errno;
@@ -255,6 +274,17 @@ Result<void> Socket::connect(const Address& peer, Deadline d) noexcept {
   }
 }
 
+Socket Socket::accepted(int fd, const sockaddr_storage& ss, socklen_t len, Address* peer) noexcept {
+  Socket s;
+  s.fd_ = fd;
+  if (is_tcp_family(ss.ss_family)) {
+    (void)s.set_nodelay(true);
+    s.tcp_ = true;
+  }
+  if (peer) *peer = Address(reinterpret_cast<const sockaddr*>(&ss), len);
+  return s;
+}
+
 Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<Socket>(EBADF);
@@ -264,35 +294,45 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
     sockaddr_storage ss;
     socklen_t len = sizeof ss;
     int fd = detail::sys::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      Socket s;
-      s.fd_ = fd;
-      if (is_tcp_family(ss.ss_family)) {
-        (void)s.set_nodelay(true);
-        s.tcp_ = true;
-      }
-      if (peer) *peer = Address(reinterpret_cast<sockaddr*>(&ss), len);
-      return s;
-    }
+    if (fd >= 0) return accepted(fd, ss, len, peer);
     int e = errno;
     if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
     if (e != EAGAIN) return fail<Socket>(closed_by_other() ? ECANCELED : e);
     if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
+    if (IOManager* io = completion_io()) {
+      len = sizeof ss;
+      const int64_t r = io->accept(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC, dl);
+      if (r >= 0) {
+        Socket s = accepted(static_cast<int>(r), ss, len, peer);
+        if (closed_by_other()) return fail<Socket>(ECANCELED);  // s closes the connection
+        return s;
+      }
+      if (r == -EINTR || r == -ECONNABORTED || r == -EPROTO || r == -EAGAIN) continue;
+      return fail<Socket>(closed_by_other() ? ECANCELED : static_cast<int>(-r));
+    }
     if (int w = wait(false, dl)) return fail<Socket>(w);
   }
 }
 
 // ---- data ----
 
-template <class Call>
-Result<size_t> Socket::read_loop(Call call, size_t want, Deadline d) noexcept {
+template <class Call, class Submit>
+Result<size_t> Socket::read_loop(Call call, Submit submit, size_t want, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<size_t>(EBADF);
   std::optional<TimePoint> dl;
   bool resolved = false;
+  // Completion-based IO (io_uring): the kernel's read, parked on until it has data.
+  auto in_kernel = [&](IOManager* io) -> Result<size_t> {
+    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
+    Result<size_t> r = op_result(submit(io, dl));
+    if (r && tcp_) read_drained_.store(*r < want, std::memory_order_relaxed);
+    return r;
+  };
   // See tcp_ in socket.h: wait for the next edge, as after EAGAIN (fibers only). Relaxed: a hint.
   if (read_drained_.load(std::memory_order_relaxed)) {
     read_drained_.store(false, std::memory_order_relaxed);
+    if (IOManager* io = completion_io()) return in_kernel(io);
     if (IOManager::current()) {
       dl = d.resolve(read_timeout_), resolved = true;
       if (int w = wait(/*for_write=*/false, dl, /*after_short_read=*/true)) return fail<size_t>(w);
@@ -307,20 +347,32 @@ Result<size_t> Socket::read_loop(Call call, size_t want, Deadline d) noexcept {
     int e = r == 0 ? 0 : errno;
     if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
     if (r == 0) return size_t{0};
+    if (e == EAGAIN) {
+      if (IOManager* io = completion_io()) return in_kernel(io);
+    }
     if (int w = retry_after(e, /*for_write=*/false, d, dl, resolved)) return fail<size_t>(w);
   }
 }
 
 Result<size_t> Socket::read(void* buf, size_t n, Deadline d) noexcept {
   if (n == 0) return size_t{0};
-  return read_loop([&] { return detail::sys::read(fd_, buf, n); }, n, d);
+  return read_loop([&] { return detail::sys::read(fd_, buf, n); },
+                   [&](IOManager* io, const std::optional<TimePoint>& dl) { return io->recv(fd_, buf, n, 0, dl); }, n,
+                   d);
 }
 
 Result<size_t> Socket::readv(const iovec* iov, int iovcnt, Deadline d) noexcept {
   size_t want = 0;
   for (int i = 0; i < iovcnt; ++i) want += iov[i].iov_len;
   if (want == 0) return size_t{0};  // as read(): a zero-length read is never issued
-  return read_loop([&] { return detail::sys::readv(fd_, iov, iovcnt); }, want, d);
+  return read_loop([&] { return detail::sys::readv(fd_, iov, iovcnt); },
+                   [&](IOManager* io, const std::optional<TimePoint>& dl) {
+                     msghdr m{};
+                     m.msg_iov = const_cast<iovec*>(iov);
+                     m.msg_iovlen = static_cast<size_t>(iovcnt);
+                     return io->recvmsg(fd_, &m, 0, dl);
+                   },
+                   want, d);
 }
 
 Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcept {
@@ -333,6 +385,12 @@ Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcep
     ssize_t r = detail::sys::send(fd_, buf, n);
     if (r >= 0) return static_cast<size_t>(r);
     int e = errno;
+    if (e == EAGAIN) {
+      if (IOManager* io = completion_io()) {
+        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+        return op_result(io->send(fd_, buf, n, MSG_NOSIGNAL, dl));
+      }
+    }
     if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
 }
@@ -357,6 +415,16 @@ Result<size_t> Socket::send_flags(const void* buf, size_t n, Deadline d, int fla
       continue;
     }
     int e = errno;
+    if (e == EAGAIN) {
+      if (IOManager* io = completion_io()) {
+        // The kernel's send, parked on until the socket takes some bytes; then try again.
+        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+        Result<size_t> k = op_result(io->send(fd_, p + done, n - done, flags | MSG_NOSIGNAL, dl));
+        if (!k) return k;
+        done += *k;
+        continue;
+      }
+    }
     if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
   return n;
@@ -375,6 +443,17 @@ Result<size_t> Socket::writev(const iovec* iov, int iovcnt, Deadline d) noexcept
   bool resolved = false;
   while (done < total) {
     ssize_t r = detail::sys::sendv(fd_, cur, std::min(cnt, IOV_MAX));
+    if (r < 0 && errno == EAGAIN) {
+      if (IOManager* io = completion_io()) {
+        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
+        msghdr m{};
+        m.msg_iov = const_cast<iovec*>(cur);
+        m.msg_iovlen = static_cast<size_t>(std::min(cnt, IOV_MAX));
+        Result<size_t> k = op_result(io->sendmsg(fd_, &m, MSG_NOSIGNAL, dl));
+        if (!k) return k;
+        r = static_cast<ssize_t>(*k);
+      }
+    }
     if (r >= 0) {
       done += static_cast<size_t>(r);
       if (done == total) break;

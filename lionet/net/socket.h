@@ -182,6 +182,8 @@ class Socket {
 
   bool enter() noexcept;
   void leave() noexcept;
+  // A Socket for fd, just accepted from a peer at ss (TCP_NODELAY on TCP); fills *peer if asked.
+  static Socket accepted(int fd, const sockaddr_storage& ss, socklen_t len, Address* peer) noexcept;
   Result<size_t> send_flags(const void* buf, size_t n, Deadline d, int flags) noexcept;
   void try_finish() noexcept;
   void cancel_waiters() noexcept;
@@ -192,10 +194,17 @@ class Socket {
   // After a failed syscall with errno e: 0 to retry (EINTR, or EAGAIN and the fd became ready,
   // waited for with the deadline resolved on the first wait), else the error to return.
   int retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept;
-  // read()/readv() share this: retry `call` (one read syscall) on EINTR, park on EAGAIN.
+  // The current IOManager if it performs socket calls itself (IOManager::completion_io(): the
+  // io_uring backend), remembered in io_ for close; else nullptr (wait for readiness).
+  IOManager* completion_io() noexcept;
+  // The result of a completion-based call (IOManager::recv & co.): >= 0 as is, else the error
+  // to return (ECANCELED if close() ran meanwhile).
+  Result<size_t> op_result(int64_t r) noexcept;
+  // read()/readv() share this: retry `call` (one read syscall) on EINTR, park on EAGAIN; with
+  // a completion-based IOManager, `submit(io, deadline)` replaces the park and the retry.
   // `want`: the bytes asked for; a TCP read that returns fewer drained the receive queue.
-  template <class Call>
-  Result<size_t> read_loop(Call call, size_t want, Deadline d) noexcept;
+  template <class Call, class Submit>
+  Result<size_t> read_loop(Call call, Submit submit, size_t want, Deadline d) noexcept;
 
   int fd_ = -1;  // written only with exclusive access or by the one winner of try_finish()
   // CLOSED | FINISHED | calls in flight. acq_rel on every change: the finisher must see every

@@ -36,6 +36,11 @@ struct IoOptions {
   std::string backend = "auto";
   // io_uring submission queue size. YAML: io.uring_entries.
   unsigned uring_entries = 256;
+  // With the io_uring backend: socket reads, writes that would block, accepts and connects are
+  // completion-based operations (the kernel performs the call and reports the result) instead
+  // of a readiness wait and a retry. Off: io_uring is used for readiness only, as epoll. YAML:
+  // io.uring_socket_ops.
+  bool uring_socket_ops = true;
   // Most events taken from the kernel per wait. YAML: io.max_events.
   int max_events = 256;
 };

@@ -28,6 +28,22 @@ using hook_test::seconds_since;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// Every test once per IO backend: on io_uring the transfers on sockets are the kernel's own
+// calls (IOManager::completion_io), on epoll readiness waits and retries; the behaviour a
+// caller sees must be the same.
+class HookIo : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    hook_test::runtime_backend() = GetParam();
+    Runtime probe(1);
+    const bool uring = std::string(IOManager::of(probe.sched)->backend()) == "io_uring";
+    if (GetParam() == "io_uring" && !uring) GTEST_SKIP() << "io_uring unavailable here";
+  }
+  void TearDown() override { hook_test::runtime_backend() = "auto"; }
+};
+INSTANTIATE_TEST_SUITE_P(Backends, HookIo, ::testing::Values(std::string("epoll"), std::string("io_uring")),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
 void set_timeout(int fd, int opt, int ms) {
   timeval tv{ms / 1000, (ms % 1000) * 1000};
   ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv)), 0);
@@ -55,7 +71,7 @@ sockaddr_in local_addr(uint16_t port) {
   return a;
 }
 
-TEST(HookIo, PlainThreadGetsPlainLibc) {
+TEST_P(HookIo, PlainThreadGetsPlainLibc) {
   hook::ensure_linked();
   EXPECT_FALSE(hook::is_active());
   EXPECT_FALSE(hook::is_io_active());
@@ -74,7 +90,7 @@ TEST(HookIo, PlainThreadGetsPlainLibc) {
   ::close(sv[1]);
 }
 
-TEST(HookIo, ReadParksFiberAndOthersRun) {
+TEST_P(HookIo, ReadParksFiberAndOthersRun) {
   Runtime rt(1);
   int sv[2];
   std::atomic<int> ticks{0};
@@ -118,7 +134,7 @@ TEST(HookIo, ReadParksFiberAndOthersRun) {
   });
 }
 
-TEST(HookIo, UserNonblockGivesEagainAtOnce) {
+TEST_P(HookIo, UserNonblockGivesEagainAtOnce) {
   Runtime rt(1);
   rt.run([] {
     int sv[2];
@@ -174,7 +190,7 @@ TEST(HookIo, UserNonblockGivesEagainAtOnce) {
   });
 }
 
-TEST(HookIo, RcvTimeoAndSndTimeoGiveEagainAfterTheTimeout) {
+TEST_P(HookIo, RcvTimeoAndSndTimeoGiveEagainAfterTheTimeout) {
   Runtime rt(1);
   std::atomic<int> ticks{0};
   std::atomic<bool> done{false};
@@ -229,7 +245,7 @@ TEST(HookIo, RcvTimeoAndSndTimeoGiveEagainAfterTheTimeout) {
   ticker.join();
 }
 
-TEST(HookIo, ConnectAcceptEchoAndRefused) {
+TEST_P(HookIo, ConnectAcceptEchoAndRefused) {
   Runtime rt(1);
   rt.run([] {
     uint16_t port = 0;
@@ -286,7 +302,7 @@ TEST(HookIo, ConnectAcceptEchoAndRefused) {
 
 // A connect that cannot complete (the listener's accept queue is full, so SYNs are dropped)
 // ends after SO_SNDTIMEO with the same errno in a fiber as on a plain thread.
-TEST(HookIo, ConnectHonoursSndTimeoLikeTheKernel) {
+TEST_P(HookIo, ConnectHonoursSndTimeoLikeTheKernel) {
   uint16_t port;
   int l = listen_local(0, &port);
   ASSERT_GE(l, 0);
@@ -323,7 +339,7 @@ TEST(HookIo, ConnectHonoursSndTimeoLikeTheKernel) {
   ::close(l);
 }
 
-TEST(HookIo, CloseWakesAWaiterWithEbadf) {
+TEST_P(HookIo, CloseWakesAWaiterWithEbadf) {
   Runtime rt(1);
   rt.run([] {
     int sv[2];
@@ -341,7 +357,7 @@ TEST(HookIo, CloseWakesAWaiterWithEbadf) {
   });
 }
 
-TEST(HookIo, PipesParkAndDupCopiesTheEntry) {
+TEST_P(HookIo, PipesParkAndDupCopiesTheEntry) {
   Runtime rt(1);
   rt.run([] {
     int p[2];
@@ -380,7 +396,7 @@ TEST(HookIo, PipesParkAndDupCopiesTheEntry) {
 
 // An fd made non-blocking in the kernel by a fiber still blocks on a plain thread (and honours
 // SO_RCVTIMEO there), so fds can move between fibers and plain threads.
-TEST(HookIo, PlainThreadEmulatesBlockingOnAnFdFromAFiber) {
+TEST_P(HookIo, PlainThreadEmulatesBlockingOnAnFdFromAFiber) {
   Runtime rt(1);
   int sv[2];
   rt.run([&] { ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0); });
@@ -404,7 +420,7 @@ TEST(HookIo, PlainThreadEmulatesBlockingOnAnFdFromAFiber) {
 }
 
 // sendfile to a socket whose buffer fills: the fiber parks until the reader drains it.
-TEST(HookIo, SendfileParksOnAFullSocket) {
+TEST_P(HookIo, SendfileParksOnAFullSocket) {
   Runtime rt(1);
   rt.run([] {
     char path[] = "/tmp/lionet_hook_sendfile_XXXXXX";
@@ -444,7 +460,7 @@ TEST(HookIo, SendfileParksOnAFullSocket) {
   });
 }
 
-TEST(HookIo, SwitchOffMakesAFiberBlockItsWorker) {
+TEST_P(HookIo, SwitchOffMakesAFiberBlockItsWorker) {
   Runtime rt(1);
   std::atomic<int> ticks{0};
   std::atomic<bool> done{false};

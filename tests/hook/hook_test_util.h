@@ -14,16 +14,26 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "lionet/hook/hook.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
 
 namespace lionet::hook_test {
 
+// The IO backend of the Runtimes made from now on ("auto" unless a test suite runs once per
+// backend and sets it, as HookIo does).
+inline std::string& runtime_backend() {
+  static std::string backend = "auto";
+  return backend;
+}
+
 inline SchedulerOptions sched_options(int threads) {
   SchedulerOptions o;
   o.threads = threads;
   o.name = "hooktest";
+  o.io.backend = runtime_backend();
   return o;
 }
 

@@ -1,0 +1,372 @@
+// IOManager's completion-based socket calls (io_manager.h: recv, send, recvmsg, sendmsg,
+// accept, connect; protocol 9 of io_manager.cc), on the io_uring backend; and on epoll, that
+// they are refused (completion_io() false, -ENOTSUP), so callers keep the readiness path.
+//
+// Raw fds and raw syscalls, as io_manager_test.cc, so nothing here depends on hook/.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lionet/io/io_manager.h"
+#include "lionet/sched/scheduler.h"
+
+namespace {
+using namespace std::chrono_literals;
+
+long sys_write(int fd, const void* b, size_t n) { return ::syscall(SYS_write, fd, b, n); }
+long sys_read(int fd, void* b, size_t n) { return ::syscall(SYS_read, fd, b, n); }
+void sys_close(int fd) { ::syscall(SYS_close, fd); }
+
+struct Pair {
+  int a = -1, b = -1;
+};
+Pair make_socketpair() {
+  int fds[2];
+  EXPECT_EQ(::syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+  return {fds[0], fds[1]};
+}
+
+struct Rig {
+  lionet::Scheduler sched;
+  lionet::IOManager io;
+  Rig(int threads, const std::string& backend, bool ops = true)
+      : sched({.threads = threads, .name = "ops-test"}), io(sched, {.backend = backend, .uring_socket_ops = ops}) {}
+  ~Rig() { sched.stop(); }
+  void close(int fd) {
+    io.cancel(fd);
+    sys_close(fd);
+  }
+};
+
+bool await_waiters(lionet::IOManager& io, int fd, int n) {
+  const auto give_up = lionet::now() + 10s;
+  while (io.waiting(fd) < n) {
+    if (lionet::now() > give_up) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A TCP listener on 127.0.0.1 (non-blocking, as net::Socket makes them); its port in *port.
+int tcp_listener(uint16_t* port) {
+  const int fd = static_cast<int>(::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(fd, 64), 0);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+class CompletionOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Rig probe(1, "io_uring");
+    if (std::string(probe.io.backend()) != "io_uring") GTEST_SKIP() << "io_uring unavailable here";
+  }
+};
+
+TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
+  Rig rig(1, "epoll");
+  EXPECT_FALSE(rig.io.completion_io());
+  Pair p = make_socketpair();
+  char c;
+  EXPECT_EQ(rig.sched.spawn([&] { return rig.io.recv(p.a, &c, 1, 0, std::nullopt); }).join(), -ENOTSUP);
+  rig.close(p.a);
+  rig.close(p.b);
+  Rig off(1, "io_uring", /*ops=*/false);
+  EXPECT_FALSE(off.io.completion_io()) << "io.uring_socket_ops: false must turn them off";
+}
+
+TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {
+  Rig rig(1, "io_uring");
+  ASSERT_TRUE(rig.io.completion_io());
+  Pair p = make_socketpair();
+  auto reader = rig.sched.spawn([&] {
+    char buf[16] = {};
+    const int64_t r = rig.io.recv(p.a, buf, sizeof buf, 0, lionet::now() + 10s);
+    return r > 0 ? std::string(buf, static_cast<size_t>(r)) : "error " + std::to_string(r);
+  });
+  ASSERT_TRUE(await_waiters(rig.io, p.a, 1)) << "the recv never parked";
+  ASSERT_EQ(sys_write(p.b, "hello", 5), 5);
+  EXPECT_EQ(reader.join(), "hello");
+  EXPECT_EQ(rig.io.waiting(p.a), 0);
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+TEST_F(CompletionOpsTest, RecvOfDataAlreadyThereAndEndOfStream) {
+  Rig rig(1, "io_uring");
+  Pair p = make_socketpair();
+  ASSERT_EQ(sys_write(p.b, "abc", 3), 3);
+  ::shutdown(p.b, SHUT_WR);
+  auto r = rig.sched.spawn([&] {
+    char buf[8];
+    const int64_t first = rig.io.recv(p.a, buf, sizeof buf, 0, lionet::now() + 10s);
+    const int64_t second = rig.io.recv(p.a, buf, sizeof buf, 0, lionet::now() + 10s);
+    return std::to_string(first) + "," + std::to_string(second);
+  });
+  EXPECT_EQ(r.join(), "3,0");
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+TEST_F(CompletionOpsTest, DeadlineEndsARecvWithEtimedoutWithinBounds) {
+  Rig rig(1, "io_uring");
+  Pair p = make_socketpair();
+  auto r = rig.sched.spawn([&] {
+    char c;
+    const auto t0 = lionet::now();
+    const int64_t res = rig.io.recv(p.a, &c, 1, 0, t0 + 50ms);
+    return std::make_pair(res, lionet::now() - t0);
+  });
+  auto [res, took] = r.join();
+  EXPECT_EQ(res, -ETIMEDOUT);
+  EXPECT_GE(took, 50ms);
+  EXPECT_LT(took, 2s);
+  // The socket still works afterwards: nothing of the cancelled call is left in the kernel.
+  auto again = rig.sched.spawn([&] {
+    char c = 0;
+    return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 10s) == 1 ? c : '?';
+  });
+  ASSERT_TRUE(await_waiters(rig.io, p.a, 1));
+  ASSERT_EQ(sys_write(p.b, "k", 1), 1);
+  EXPECT_EQ(again.join(), 'k');
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
+  Rig rig(1, "io_uring");
+  Pair p = make_socketpair();
+  ASSERT_EQ(sys_write(p.b, "x", 1), 1);
+  EXPECT_EQ(rig.sched.spawn([&] {
+                char c;
+                return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
+              }).join(),
+            1);
+  EXPECT_EQ(rig.sched.spawn([&] {
+                char c;
+                return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
+              }).join(),
+            -ETIMEDOUT);
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+// cancel(fd) (what a hooked close does first) wakes every call in flight on fd with ECANCELED,
+// and returns only after their completions were dispatched: once it returns, close() really
+// closes (the peer sees the end of stream), since no operation holds the file any more.
+TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
+  for (int round = 0; round < 20; ++round) {
+    Rig rig(2, "io_uring");
+    Pair p = make_socketpair();
+    constexpr int kReaders = 3;
+    std::vector<lionet::JoinHandle<int64_t>> hs;
+    for (int i = 0; i < kReaders; ++i)
+      hs.push_back(rig.sched.spawn([&] {
+        char c;
+        return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
+      }));
+    ASSERT_TRUE(await_waiters(rig.io, p.a, kReaders));
+    auto closer = rig.sched.spawn([&] {
+      rig.io.cancel(p.a);
+      const int waiting = rig.io.waiting(p.a);  // cancel() returned: every op has ended
+      sys_close(p.a);
+      return waiting;
+    });
+    EXPECT_EQ(closer.join(), 0);
+    for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
+    char c;
+    long r = -1;
+    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
+    rig.close(p.b);
+  }
+}
+
+TEST_F(CompletionOpsTest, SendParksWhileTheBufferIsFullAndCompletesWhenDrained) {
+  Rig rig(2, "io_uring");
+  Pair p = make_socketpair();
+  static char junk[65536];
+  while (sys_write(p.a, junk, sizeof junk) > 0) {
+  }
+  auto sender = rig.sched.spawn([&] { return rig.io.send(p.a, "tail", 4, MSG_NOSIGNAL, lionet::now() + 10s); });
+  ASSERT_TRUE(await_waiters(rig.io, p.a, 1));
+  std::string got;
+  char buf[65536];
+  for (int i = 0; i < 100000 && got.find("tail") == std::string::npos; ++i) {
+    const long r = sys_read(p.b, buf, sizeof buf);
+    if (r > 0) got.append(buf + (r >= 4 ? r - 4 : 0), buf + r);  // keeps the last bytes of each read
+    else std::this_thread::sleep_for(100us);
+  }
+  EXPECT_EQ(sender.join(), 4);
+  EXPECT_NE(got.find("tail"), std::string::npos);
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+TEST_F(CompletionOpsTest, SendmsgAndRecvmsgMoveEveryIovec) {
+  Rig rig(1, "io_uring");
+  Pair p = make_socketpair();
+  auto r = rig.sched.spawn([&] {
+    char x[3], y[4];
+    iovec in[2] = {{x, sizeof x}, {y, sizeof y}};
+    msghdr m{};
+    m.msg_iov = in;
+    m.msg_iovlen = 2;
+    const int64_t n = rig.io.recvmsg(p.a, &m, MSG_WAITALL, lionet::now() + 10s);
+    return n == 7 ? std::string(x, 3) + "|" + std::string(y, 4) : "error " + std::to_string(n);
+  });
+  ASSERT_TRUE(await_waiters(rig.io, p.a, 1));
+  auto w = rig.sched.spawn([&] {
+    iovec out[2] = {{const_cast<char*>("abc"), 3}, {const_cast<char*>("defg"), 4}};
+    msghdr m{};
+    m.msg_iov = out;
+    m.msg_iovlen = 2;
+    return rig.io.sendmsg(p.b, &m, MSG_NOSIGNAL, lionet::now() + 10s);
+  });
+  EXPECT_EQ(w.join(), 7);
+  EXPECT_EQ(r.join(), "abc|defg");
+  rig.close(p.a);
+  rig.close(p.b);
+}
+
+TEST_F(CompletionOpsTest, AcceptAndConnectOverLoopbackAndRefusedConnect) {
+  Rig rig(2, "io_uring");
+  uint16_t port = 0;
+  const int lfd = tcp_listener(&port);
+  auto acceptor = rig.sched.spawn([&] {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    const int64_t fd = rig.io.accept(lfd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC,
+                                     lionet::now() + 10s);
+    if (fd < 0) return std::string("accept error ") + std::to_string(fd);
+    const int flags = ::fcntl(static_cast<int>(fd), F_GETFL);
+    char buf[8] = {};
+    const int64_t n = rig.io.recv(static_cast<int>(fd), buf, sizeof buf, 0, lionet::now() + 10s);
+    rig.close(static_cast<int>(fd));
+    return std::string(ss.ss_family == AF_INET ? "inet " : "? ") + ((flags & O_NONBLOCK) ? "nonblock " : "blocking ") +
+           std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  });
+  ASSERT_TRUE(await_waiters(rig.io, lfd, 1)) << "accept never parked";
+  auto client = rig.sched.spawn([&] {
+    const int fd = static_cast<int>(::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int64_t r = rig.io.connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a, lionet::now() + 10s);
+    if (r == 0) r = rig.io.send(fd, "hi", 2, MSG_NOSIGNAL, lionet::now() + 10s);
+    rig.close(fd);
+    return r;
+  });
+  EXPECT_EQ(client.join(), 2);
+  EXPECT_EQ(acceptor.join(), "inet nonblock hi");
+  rig.close(lfd);  // the port is free now: a connect to it is refused
+  auto refused = rig.sched.spawn([&] {
+    const int fd = static_cast<int>(::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int64_t r = rig.io.connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a, lionet::now() + 10s);
+    rig.close(fd);
+    return r;
+  });
+  EXPECT_EQ(refused.join(), -ECONNREFUSED);
+}
+
+// Scheduler::stop with a fiber parked in a kernel call forever: after the stop grace the
+// driver's cancel_all() ends it with ECANCELED, the fiber returns, and stop() finishes.
+TEST_F(CompletionOpsTest, StopCancelsACallThatWouldNeverComplete) {
+  lionet::Scheduler sched({.threads = 1, .stop_io_grace = 50ms});
+  lionet::IOManager io(sched, {.backend = "io_uring"});
+  Pair p = make_socketpair();
+  std::atomic<int64_t> result{1};
+  sched.spawn([&] {
+    char c;
+    result = io.recv(p.a, &c, 1, 0, std::nullopt);
+  }).detach();
+  ASSERT_TRUE(await_waiters(io, p.a, 1));
+  sched.stop();
+  EXPECT_EQ(result.load(), -ECANCELED);
+  io.cancel(p.a);
+  io.cancel(p.b);
+  sys_close(p.a);
+  sys_close(p.b);
+}
+
+// ~IOManager with a call still in flight (the scheduler keeps running): the call ends with
+// ECANCELED (reaped by the destructor itself) and the fiber goes on with the scheduler's own
+// driver.
+TEST_F(CompletionOpsTest, DestroyedWithACallInFlightEndsItWithEcanceled) {
+  lionet::Scheduler sched({.threads = 2, .io = {.backend = "epoll"}});
+  Pair p = make_socketpair();
+  std::atomic<int64_t> result{1};
+  lionet::JoinHandle<void> h;
+  {
+    lionet::IOManager io(sched, {.backend = "io_uring"});
+    h = sched.spawn([&] {
+      char c;
+      result = io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
+    });
+    ASSERT_TRUE(await_waiters(io, p.a, 1));
+  }
+  h.join();
+  EXPECT_EQ(result.load(), -ECANCELED);
+  sched.stop();
+  sys_close(p.a);
+  sys_close(p.b);
+}
+
+// Many fibers ping-ponging through kernel calls on two workers: every byte arrives in order,
+// whichever worker a completion is dispatched on.
+TEST_F(CompletionOpsTest, ThousandSocketpairsPingPongThroughKernelCalls) {
+  Rig rig(2, "io_uring");
+  constexpr int kPairs = 1000, kRounds = 20;
+  std::vector<Pair> pairs(kPairs);
+  for (auto& p : pairs) p = make_socketpair();
+  std::atomic<int> bad{0};
+  std::vector<lionet::JoinHandle<void>> hs;
+  for (auto& p : pairs) {
+    hs.push_back(rig.sched.spawn([&rig, &bad, p] {  // echo side
+      for (int i = 0; i < kRounds; ++i) {
+        char c;
+        if (rig.io.recv(p.b, &c, 1, 0, lionet::now() + 30s) != 1 ||
+            rig.io.send(p.b, &c, 1, MSG_NOSIGNAL, lionet::now() + 30s) != 1)
+          ++bad;
+      }
+    }));
+    hs.push_back(rig.sched.spawn([&rig, &bad, p] {  // client side
+      for (int i = 0; i < kRounds; ++i) {
+        char c = static_cast<char>('a' + i), back = 0;
+        if (rig.io.send(p.a, &c, 1, MSG_NOSIGNAL, lionet::now() + 30s) != 1 ||
+            rig.io.recv(p.a, &back, 1, 0, lionet::now() + 30s) != 1 || back != c)
+          ++bad;
+      }
+    }));
+  }
+  for (auto& h : hs) h.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (auto& p : pairs) {
+    rig.close(p.a);
+    rig.close(p.b);
+  }
+}
+}  // namespace
