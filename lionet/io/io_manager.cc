@@ -69,6 +69,7 @@
 #include <shared_mutex>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "lionet/base/macros.h"
@@ -214,8 +215,10 @@ int wait_on_thread(int fd, uint32_t dir, std::optional<TimePoint> deadline) noex
   }
 }
 
-std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o) {
-  const ReactorOptions ro{.uring_entries = o.uring_entries};
+// single_worker: the scheduler has one worker thread, so io_uring can take the single-issuer
+// ring (uring_reactor.h): its completions run in one batch when that worker waits.
+std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o, bool single_worker) {
+  const ReactorOptions ro{.uring_entries = o.uring_entries, .uring_single_issuer = single_worker};
   const char* fallback = compiled_reactors()[0];  // the platform's first: the "auto" choice
   LIONET_CHECK(fallback != nullptr, "no IO backend is compiled into this build");
   try {
@@ -253,7 +256,7 @@ struct IOManager::Impl {
   Impl(Scheduler& s, IOManagerOptions o)
       : sched(s),
         opts(std::move(o)),
-        reactor(choose_reactor(opts)),
+        reactor(choose_reactor(opts, s.threads() == 1)),
         completion_io(opts.uring_socket_ops && reactor->supports_ops()) {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
   }
@@ -278,7 +281,7 @@ struct IOManager::Impl {
   // Protocol 9. perform() returns the op's result (>= 0) or -errno.
   int64_t perform(OpWait& w, bool write, std::optional<TimePoint> deadline) noexcept;
   void complete(ReactorOp* op) noexcept;
-  void drain_ops() noexcept;
+  void drain_ops(bool attached) noexcept;
   std::atomic<int64_t> ops_in_flight{0};
 };
 
@@ -450,14 +453,21 @@ void IOManager::Impl::cancel_waiters() noexcept {
   });
 }
 
-// Protocol 9, for ~IOManager once no worker polls this one: cancel what is left and reap the
-// completions here, so no fiber stays parked on an op nobody would ever dispatch.
-void IOManager::Impl::drain_ops() noexcept {
+// Protocol 9, for ~IOManager: cancel the ops left and wait until their completions have been
+// dispatched, so no fiber stays parked on an op nobody would ever dispatch. While the scheduler
+// still polls this IOManager (attached), its poller dispatches them; once detached, this thread
+// reaps them itself, except from a single-issuer ring, which only its worker may enter (the
+// caller drains that one while still attached).
+void IOManager::Impl::drain_ops(bool attached) noexcept {
   if (ops_in_flight.load(std::memory_order_relaxed) == 0) return;
   cancel_waiters();
   const TimePoint give_up = now() + std::chrono::seconds(10);
-  while (ops_in_flight.load(std::memory_order_relaxed) > 0 && now() < give_up)
-    run(now() + std::chrono::milliseconds(10));
+  while (ops_in_flight.load(std::memory_order_relaxed) > 0 && now() < give_up) {
+    if (attached || reactor->single_issuer())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    else
+      run(now() + std::chrono::milliseconds(10));
+  }
 }
 
 namespace {
@@ -493,11 +503,12 @@ IOManager::~IOManager() {
     // Fibers still waiting here would never be woken once we are gone: they see ECANCELED (and
     // their next wait goes to the scheduler's own driver, or to plain libc without one).
     impl_->cancel_waiters();
+    if (impl_->reactor->single_issuer()) impl_->drain_ops(/*attached=*/true);  // only its worker reaps it
     Driver* own = s.own_driver();
     s.set_driver(own != this ? own : nullptr);  // returns once no worker is inside us
   }
   impl_->cancel_waiters();  // a waiter that raced the hand-over
-  impl_->drain_ops();
+  impl_->drain_ops(/*attached=*/false);
 }
 
 void IOManager::cancel_all() noexcept {

@@ -40,7 +40,7 @@ std::unique_ptr<Reactor> make_reactor(const std::string& name, const ReactorOpti
 #endif
   } else if (name == "io_uring") {
 #if defined(LIONET_HAVE_URING)
-    return std::make_unique<UringReactor>(options.uring_entries);
+    return std::make_unique<UringReactor>(options.uring_entries, options.uring_single_issuer);
 #endif
   } else if (name == "kqueue") {
 #if defined(LIONET_HAVE_KQUEUE)

@@ -127,6 +127,9 @@ class Reactor {
   // then op must stay valid. disarm(fd) cancels the ops of fd too (they complete with
   // -ECANCELED). Thread-safe as arm().
   virtual bool supports_ops() const noexcept { return false; }
+  // True if only one thread may wait() (io_uring's single-issuer ring: the first thread that
+  // waits); wait() from another thread then returns 0 at once, without events.
+  virtual bool single_issuer() const noexcept { return false; }
   virtual int submit(ReactorOp& op) noexcept {
     (void)op;
     return ENOTSUP;
@@ -135,6 +138,7 @@ class Reactor {
 
 struct ReactorOptions {
   unsigned uring_entries = 256;  // io_uring submission queue size
+  bool uring_single_issuer = false;  // io_uring: one thread enters the ring (UringReactor)
 };
 
 // Creates the backend called `name` ("epoll", "io_uring", "kqueue"). Throws std::system_error

@@ -34,7 +34,9 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -68,11 +70,18 @@ bool kernel_at_least(int major, int minor) {
 }
 }  // namespace
 
-UringReactor::UringReactor(unsigned entries) : ring_(std::make_unique<io_uring>()) {
+UringReactor::UringReactor(unsigned entries, bool single_issuer)
+    : ring_(std::make_unique<io_uring>()), single_issuer_(single_issuer) {
   if (!kernel_at_least(5, 19))
     throw std::system_error(ENOSYS, std::generic_category(), "io_uring reactor needs Linux 5.19 or later");
   io_uring_params p{};
   p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+  // Single issuer (6.1): the ring is enabled by, and from then on entered only by, the first
+  // thread that calls wait() (R_DISABLED until then); completions wait as local task work
+  // until that thread enters the kernel to wait for them (DEFER_TASKRUN), and TASKRUN_FLAG
+  // tells it without a system call when there is some.
+  constexpr unsigned kSingle = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                               IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
   // Multishot reads can post several completions per fd between two waits: a large CQ keeps
   // them off the (slower) overflow list.
   p.cq_entries = std::max(4096u, entries * 8);
@@ -81,7 +90,19 @@ UringReactor::UringReactor(unsigned entries) : ring_(std::make_unique<io_uring>(
   // interrupts whatever blocking system call it is in then (a plain socket read with
   // SO_RCVTIMEO on the program's main thread failed with EINTR). An exited thread gets none.
   int r = 0;
-  std::thread([&] { r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p); }).join();
+  std::thread([&] {
+    const unsigned base = p.flags;
+    if (single_issuer_) {
+      p.flags = base | kSingle;
+      r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p);
+      if (r == 0) return;
+      single_issuer_ = false;  // an older kernel: the shared ring below
+      p = io_uring_params{};
+      p.cq_entries = std::max(4096u, entries * 8);
+    }
+    p.flags = base;
+    r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p);
+  }).join();
   if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init_params");
   if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
     io_uring_queue_exit(ring_.get());
@@ -124,42 +145,44 @@ int UringReactor::submit_locked() noexcept {
   return EAGAIN;
 }
 
-int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
-  const uint32_t add = req.want & ~req.armed;  // polls are per request: never duplicate one
-  if (!add) {
-    *armed = req.armed;
-    return 0;
-  }
-  std::lock_guard<std::mutex> lk(sq_mu_);
-  for (uint32_t dir : {kIoReadable, kIoWritable}) {
-    if (!(add & dir)) continue;
-    io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-    if (!sqe) {
-      if (const int e = submit_locked(); e != 0) return e;
-      sqe = io_uring_get_sqe(ring_.get());
-      if (!sqe) return EAGAIN;
-    }
-    io_uring_prep_poll_add(sqe, req.fd, dir == kIoReadable ? POLLIN : POLLOUT);
-    io_uring_sqe_set_data64(sqe, pack(req.fd, dir, req.tag));
-  }
-  // The poller submits queued SQEs with its next wait/poll; if it is blocked in the kernel
-  // now, nobody would: submit here.
-  if (poller_blocked_.load(std::memory_order_relaxed)) {
-    if (const int e = submit_locked(); e != 0) return e;
-  }
-  *armed = req.armed | add;
-  return 0;
+// The next free SQE, submitting the queue first if it is full (nullptr if it stays full).
+// Caller holds sq_mu_ and may enter the ring (owns_ring()).
+io_uring_sqe* UringReactor::next_sqe() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  if (!sqe && submit_locked() == 0) sqe = io_uring_get_sqe(ring_.get());
+  return sqe;
 }
 
-int UringReactor::submit(ReactorOp& op) noexcept {
-  io_uring* ring = ring_.get();
-  const unsigned need = op.deadline_ns > 0 ? 2 : 1;  // a linked timeout needs the next SQE
-  std::lock_guard<std::mutex> lk(sq_mu_);
-  if (io_uring_sq_space_left(ring) < need) {
-    if (const int e = submit_locked(); e != 0) return e;
-    if (io_uring_sq_space_left(ring) < need) return EAGAIN;
+bool UringReactor::owns_ring() const noexcept {
+  if (!single_issuer_) return true;
+  static thread_local const pid_t tid = static_cast<pid_t>(::gettid());
+  return owner_.load(std::memory_order_relaxed) == tid;
+}
+
+int UringReactor::prep_locked(const Pending& w) noexcept {
+  if (w.kind == Pending::kOp) {
+    ReactorOp& op = *w.op;
+    const unsigned need = op.deadline_ns > 0 ? 2 : 1;  // a linked timeout needs the next SQE
+    if (io_uring_sq_space_left(ring_.get()) < need) {
+      if (const int e = submit_locked(); e != 0) return e;
+      if (io_uring_sq_space_left(ring_.get()) < need) return EAGAIN;
+    }
   }
-  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  io_uring_sqe* sqe = next_sqe();
+  if (!sqe) return EAGAIN;
+  switch (w.kind) {
+    case Pending::kPoll:
+      io_uring_prep_poll_add(sqe, w.fd, w.dir == kIoReadable ? POLLIN : POLLOUT);
+      io_uring_sqe_set_data64(sqe, pack(w.fd, w.dir, w.tag));
+      return 0;
+    case Pending::kCancelFd:
+      io_uring_prep_cancel_fd(sqe, w.fd, IORING_ASYNC_CANCEL_ALL);
+      io_uring_sqe_set_data64(sqe, kCancelData);
+      return 0;
+    case Pending::kOp:
+      break;
+  }
+  ReactorOp& op = *w.op;
   switch (op.kind) {
     case ReactorOp::kRecv:
       io_uring_prep_recv(sqe, op.fd, op.buf, op.len, op.flags);
@@ -186,11 +209,53 @@ int UringReactor::submit(ReactorOp& op) noexcept {
     auto* ts = reinterpret_cast<__kernel_timespec*>(op.scratch);
     ts->tv_sec = op.deadline_ns / 1000000000;
     ts->tv_nsec = op.deadline_ns % 1000000000;
-    io_uring_sqe* t = io_uring_get_sqe(ring);
+    io_uring_sqe* t = io_uring_get_sqe(ring_.get());  // space checked above
     io_uring_prep_link_timeout(t, ts, IORING_TIMEOUT_ABS);  // CLOCK_MONOTONIC = steady_clock
     io_uring_sqe_set_data64(t, kLinkTimeoutData);
   }
-  if (poller_blocked_.load(std::memory_order_relaxed)) {
+  return 0;
+}
+
+// Queues w: into the ring if this thread may enter it, else (single issuer, another thread)
+// for the owner's next wait(), which wake() brings about. Caller holds sq_mu_.
+int UringReactor::queue_locked(const Pending& w) noexcept {
+  if (!owns_ring()) {
+    try {
+      foreign_.push_back(w);
+    } catch (...) {
+      return ENOMEM;
+    }
+    wake();
+    return 0;
+  }
+  return prep_locked(w);
+}
+
+int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
+  const uint32_t add = req.want & ~req.armed;  // polls are per request: never duplicate one
+  if (!add) {
+    *armed = req.armed;
+    return 0;
+  }
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  for (uint32_t dir : {kIoReadable, kIoWritable}) {
+    if (!(add & dir)) continue;
+    if (const int e = queue_locked(Pending{Pending::kPoll, req.fd, dir, req.tag, nullptr}); e != 0) return e;
+  }
+  // The poller submits queued SQEs with its next wait/poll; if it is blocked in the kernel
+  // now, nobody would: submit here (never with a single issuer: the owner is not blocked, it
+  // is here, and the others queued for it).
+  if (!single_issuer_ && poller_blocked_.load(std::memory_order_relaxed)) {
+    if (const int e = submit_locked(); e != 0) return e;
+  }
+  *armed = req.armed | add;
+  return 0;
+}
+
+int UringReactor::submit(ReactorOp& op) noexcept {
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  if (const int e = queue_locked(Pending{Pending::kOp, op.fd, 0, 0, &op}); e != 0) return e;
+  if (!single_issuer_ && poller_blocked_.load(std::memory_order_relaxed)) {
     // As in arm(). SUBMIT_ALL: the kernel takes every SQE; an op it refuses completes with
     // its error, so a failure here is of the ring, not of the op, and the op stays queued.
     (void)submit_locked();
@@ -213,17 +278,10 @@ unsigned UringReactor::flush_locked() noexcept {
 void UringReactor::disarm(int fd) noexcept {
   // Cancels every request on the file behind fd (its polls hold a reference to the file that
   // would otherwise keep it open after close()). The cancelled polls complete with ECANCELED
-  // and their old tag; IOManager drops those.
+  // and their old tag; IOManager drops those. Submitted at once by a thread that may enter the
+  // ring; with a single issuer, another thread's cancel waits for the owner's next wait().
   std::lock_guard<std::mutex> lk(sq_mu_);
-  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-  if (!sqe) {
-    if (submit_locked() != 0) return;
-    sqe = io_uring_get_sqe(ring_.get());
-    if (!sqe) return;
-  }
-  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
-  io_uring_sqe_set_data64(sqe, kCancelData);
-  (void)submit_locked();
+  if (queue_locked(Pending{Pending::kCancelFd, fd, 0, 0, nullptr}) == 0 && owns_ring()) (void)submit_locked();
 }
 
 int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept {
@@ -233,12 +291,22 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
   unsigned to_submit = 0;
   {
     std::lock_guard<std::mutex> lk(sq_mu_);
+    if (single_issuer_ && !owns_ring()) {
+      if (owner_.load(std::memory_order_relaxed) != 0) return 0;  // not ours to enter (see the header)
+      // io_uring_enable_rings() is declared but not exported by Debian 12's liburing 2.3.
+      if (::syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) < 0) return 0;
+      owner_.store(static_cast<pid_t>(::gettid()), std::memory_order_relaxed);
+    }
     if (!wake_armed_) {
       arm_wake_poll();
       wake_armed_ = true;
     }
+    for (const Pending& w : foreign_) (void)prep_locked(w);  // other threads' requests (single issuer)
+    foreign_.clear();
     if (!block) {
-      if (io_uring_sq_ready(ring) > 0) (void)submit_locked();
+      // With a single issuer, completions wait as task work until we enter the kernel for them.
+      if (io_uring_sq_ready(ring) > 0 || (single_issuer_ && (IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_TASKRUN)))
+        (void)io_uring_submit_and_get_events(ring);
     } else {
       to_submit = flush_locked();
       poller_blocked_.store(true, std::memory_order_relaxed);

@@ -8,17 +8,26 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
+
+#include <sys/types.h>
 
 #include "lionet/io/reactor.h"
 
 struct io_uring;
+struct io_uring_sqe;
 
 namespace lionet {
 class UringReactor final : public Reactor {
  public:
   // Throws std::system_error if the kernel has no usable io_uring (older than 5.19, disabled
   // by sysctl or seccomp) or the ring cannot be created.
-  explicit UringReactor(unsigned entries = 256);
+  // single_issuer: for a scheduler with one worker thread. The ring is entered only by the
+  // thread of the first wait() (IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN: completions are
+  // run when that thread waits, in one batch, not interrupting its other system calls); other
+  // threads' arm()/disarm()/submit() are queued for it and wake it. wait() from any other
+  // thread then returns 0 at once. Falls back to a shared ring on kernels without it.
+  explicit UringReactor(unsigned entries = 256, bool single_issuer = false);
   ~UringReactor() override;
 
   const char* name() const noexcept override { return "io_uring"; }
@@ -28,13 +37,29 @@ class UringReactor final : public Reactor {
   void wake() noexcept override;
   bool supports_ops() const noexcept override { return true; }
   int submit(ReactorOp& op) noexcept override;
+  bool single_issuer() const noexcept override { return single_issuer_; }
 
  private:
+  // A request to queue: a readiness poll, a cancel of everything on fd, or an operation.
+  struct Pending {
+    enum Kind : uint8_t { kPoll, kCancelFd, kOp } kind;
+    int fd;
+    uint32_t dir;
+    uint32_t tag;
+    ReactorOp* op;
+  };
+  bool owns_ring() const noexcept;                 // may this thread enter the ring?
+  io_uring_sqe* next_sqe() noexcept;               // caller holds sq_mu_
+  int prep_locked(const Pending& w) noexcept;      // caller holds sq_mu_ and owns_ring()
+  int queue_locked(const Pending& w) noexcept;     // caller holds sq_mu_
   void arm_wake_poll() noexcept;  // caller holds sq_mu_
   int submit_locked() noexcept;   // caller holds sq_mu_; returns 0 or an errno
   unsigned flush_locked() noexcept;  // caller holds sq_mu_; publishes queued SQEs
 
   std::unique_ptr<io_uring> ring_;
+  bool single_issuer_;                   // set at construction (false if the kernel refused)
+  std::atomic<pid_t> owner_{0};          // single issuer: the thread that enabled the ring
+  std::vector<Pending> foreign_;         // single issuer: other threads' requests; under sq_mu_
   // Guards the submission queue: arm()/disarm() come from any thread. The completion queue
   // has one reader at a time (the poller), so it needs no lock.
   std::mutex sq_mu_;
