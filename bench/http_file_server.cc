@@ -5,6 +5,7 @@
 //
 //   http_file_server ROOT PORT [--mode memory|chunk|sendfile|auto] [--threads N]
 //                    [--tls-port P --cert C --key K] [--chunk-size B] [--http2]
+//                    [--backend auto|epoll|io_uring|io_uring-poll]
 //
 // --http2: HTTP/2 beside HTTP/1.1 (lionet/http2): h2c with prior knowledge on PORT, h2 by ALPN
 // on the TLS port.
@@ -28,14 +29,15 @@ namespace {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s ROOT PORT [--mode memory|chunk|sendfile|auto] [--threads N] "
-               "[--tls-port P --cert C --key K] [--chunk-size B] [--http2]\n",
+               "[--tls-port P --cert C --key K] [--chunk-size B] [--http2] "
+               "[--backend auto|epoll|io_uring|io_uring-poll]\n",
                argv0);
   std::exit(2);
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string root, cert, key;
+  std::string root, cert, key, backend = "auto";
   int port = -1, tls_port = -1, threads = 1;
   long chunk = 0;
   bool http2 = false;
@@ -56,6 +58,8 @@ int main(int argc, char** argv) {
       key = argv[++i];
     } else if (a == "--chunk-size" && i + 1 < argc) {
       chunk = std::atol(argv[++i]);
+    } else if (a == "--backend" && i + 1 < argc) {
+      backend = argv[++i];
     } else if (a == "--http2") {
       http2 = true;
     } else if (!a.empty() && a[0] != '-' && root.empty()) {
@@ -82,7 +86,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  lionet::bench::ServerMain runtime(threads, "files");  // the scheduler comes with its IO driver
+  lionet::bench::ServerMain runtime(threads, "files", backend);  // the scheduler comes with its IO driver
   lionet::Scheduler& sched = runtime.scheduler();
   lionet::http::Router router;
   router.prefix("GET", "/", files->handler());
