@@ -68,6 +68,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -242,6 +243,11 @@ int detail::raw_ppoll(pollfd* fds, unsigned long n, const timespec* ts) noexcept
 
 // A completion-based operation and its fiber (protocol 9); lives on that fiber's stack.
 struct OpWait : ReactorOp {
+  OpWait(Kind k, int f, int fl) noexcept {
+    kind = k;
+    fd = f;
+    flags = fl;
+  }
   Parker parker = Parker::current();
 };
 
@@ -259,6 +265,11 @@ struct IOManager::Impl {
         reactor(choose_reactor(opts, s.threads() == 1)),
         completion_io(opts.uring_socket_ops && reactor->supports_ops()) {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
+    if (opts.uring_socket_ops && std::string_view(reactor->name()) == "io_uring" && !completion_io) {
+      static const auto lg = log::get("io");
+      LIONET_LOG_INFO(lg, "this kernel's io_uring lacks an operation of the completion-based socket calls (probe); "
+                          "sockets wait for readiness instead");
+    }
   }
   const bool completion_io;  // IOManager::completion_io()
 
@@ -556,58 +567,42 @@ void IOManager::cancel(int fd) { impl_->cancel(fd, /*wait_ops=*/true); }
 bool IOManager::completion_io() const noexcept { return impl_->completion_io; }
 
 int64_t IOManager::recv(int fd, void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kRecv;
-  w.fd = fd;
+  OpWait w(ReactorOp::kRecv, fd, flags);
   w.buf = buf;
   w.len = n;
-  w.flags = flags;
   return impl_->perform(w, false, deadline);
 }
 
 int64_t IOManager::recvmsg(int fd, msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kRecvmsg;
-  w.fd = fd;
+  OpWait w(ReactorOp::kRecvmsg, fd, flags);
   w.msg = msg;
-  w.flags = flags;
   return impl_->perform(w, false, deadline);
 }
 
+// The const_casts below: the kernel only reads these.
 int64_t IOManager::send(int fd, const void* buf, std::size_t n, int flags, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kSend;
-  w.fd = fd;
-  w.buf = const_cast<void*>(buf);  // only read by the kernel
+  OpWait w(ReactorOp::kSend, fd, flags);
+  w.buf = const_cast<void*>(buf);
   w.len = n;
-  w.flags = flags;
   return impl_->perform(w, true, deadline);
 }
 
 int64_t IOManager::sendmsg(int fd, const msghdr* msg, int flags, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kSendmsg;
-  w.fd = fd;
-  w.msg = const_cast<msghdr*>(msg);  // only read by the kernel
-  w.flags = flags;
+  OpWait w(ReactorOp::kSendmsg, fd, flags);
+  w.msg = const_cast<msghdr*>(msg);
   return impl_->perform(w, true, deadline);
 }
 
 int64_t IOManager::accept(int fd, sockaddr* addr, socklen_t* len, int flags, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kAccept;
-  w.fd = fd;
+  OpWait w(ReactorOp::kAccept, fd, flags);
   w.addr = addr;
   w.addrlen = len;
-  w.flags = flags;
   return impl_->perform(w, false, deadline);
 }
 
 int64_t IOManager::connect(int fd, const sockaddr* addr, socklen_t len, std::optional<TimePoint> deadline) noexcept {
-  OpWait w;
-  w.kind = ReactorOp::kConnect;
-  w.fd = fd;
-  w.addr = const_cast<sockaddr*>(addr);  // only read by the kernel
+  OpWait w(ReactorOp::kConnect, fd, 0);
+  w.addr = const_cast<sockaddr*>(addr);
   w.connect_len = len;
   return impl_->perform(w, true, deadline);
 }

@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "lionet/io/detail/raw_syscall.h"
 
@@ -103,6 +104,7 @@ UringReactor::UringReactor(unsigned entries, bool single_issuer)
     p.flags = base;
     r = io_uring_queue_init_params(std::max(entries, 8u), ring_.get(), &p);
   }).join();
+  if (r == 0) probe_ops();
   if (r < 0) throw std::system_error(-r, std::generic_category(), "io_uring_queue_init_params");
   if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
     io_uring_queue_exit(ring_.get());
@@ -117,6 +119,27 @@ UringReactor::UringReactor(unsigned entries, bool single_issuer)
   // Nothing is submitted here either (same reason): the wake poll is armed by the first
   // wait(), on the poller's thread. Plain threads still submit through disarm() (a socket
   // closed from outside any fiber); the worst they see is one such EINTR at the ring's end.
+}
+
+// Completion-based operations only if the kernel has every opcode they use (probe, 5.6+);
+// otherwise sockets wait for readiness, as with epoll, and missing_op_ names the first missing.
+void UringReactor::probe_ops() noexcept {
+  io_uring_probe* probe = io_uring_get_probe_ring(ring_.get());
+  if (!probe) {
+    missing_op_ = "IORING_REGISTER_PROBE";
+    return;
+  }
+  static constexpr std::pair<int, const char*> kNeeded[] = {
+      {IORING_OP_RECV, "IORING_OP_RECV"},       {IORING_OP_SEND, "IORING_OP_SEND"},
+      {IORING_OP_RECVMSG, "IORING_OP_RECVMSG"}, {IORING_OP_SENDMSG, "IORING_OP_SENDMSG"},
+      {IORING_OP_ACCEPT, "IORING_OP_ACCEPT"},   {IORING_OP_CONNECT, "IORING_OP_CONNECT"},
+      {IORING_OP_LINK_TIMEOUT, "IORING_OP_LINK_TIMEOUT"}, {IORING_OP_ASYNC_CANCEL, "IORING_OP_ASYNC_CANCEL"}};
+  for (const auto& [op, name] : kNeeded)
+    if (!io_uring_opcode_supported(probe, op)) {
+      missing_op_ = name;
+      break;
+    }
+  io_uring_free_probe(probe);
 }
 
 UringReactor::~UringReactor() {

@@ -35,7 +35,9 @@ class UringReactor final : public Reactor {
   void disarm(int fd) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;
   void wake() noexcept override;
-  bool supports_ops() const noexcept override { return true; }
+  bool supports_ops() const noexcept override { return missing_op_ == nullptr; }
+  // Why supports_ops() is false: the first opcode this kernel lacks; nullptr if none.
+  const char* missing_op() const noexcept { return missing_op_; }
   int submit(ReactorOp& op) noexcept override;
   bool single_issuer() const noexcept override { return single_issuer_; }
 
@@ -48,6 +50,7 @@ class UringReactor final : public Reactor {
     uint32_t tag;
     ReactorOp* op;
   };
+  void probe_ops() noexcept;                        // sets missing_op_
   bool owns_ring() const noexcept;                 // may this thread enter the ring?
   io_uring_sqe* next_sqe() noexcept;               // caller holds sq_mu_
   int prep_locked(const Pending& w) noexcept;      // caller holds sq_mu_ and owns_ring()
@@ -58,6 +61,7 @@ class UringReactor final : public Reactor {
 
   std::unique_ptr<io_uring> ring_;
   bool single_issuer_;                   // set at construction (false if the kernel refused)
+  const char* missing_op_ = nullptr;     // probe_ops()
   std::atomic<pid_t> owner_{0};          // single issuer: the thread that enabled the ring
   std::vector<Pending> foreign_;         // single issuer: other threads' requests; under sq_mu_
   // Guards the submission queue: arm()/disarm() come from any thread. The completion queue

@@ -8,8 +8,12 @@
 //
 // How a call works: the fd is always O_NONBLOCK. A call tries the system call; on EAGAIN it
 // parks in IOManager::wait_readable/wait_writable (IOManager::current(), the manager of the
-// scheduler running the fiber) and retries. Called from a plain thread (no IOManager) it waits
-// in poll(2) instead, so a Socket also works in ordinary threads and tests.
+// scheduler running the fiber) and retries. With a completion-based IOManager (io_uring,
+// IOManager::completion_io) the park is the kernel's own call instead (IOManager::recv, send,
+// recvmsg, sendmsg, accept; connect goes to the kernel at once): a read after EAGAIN or after a
+// short read is one completion that carries the data; sendfile still waits for readiness.
+// Called from a plain thread (no IOManager) it waits in poll(2) instead, so a Socket also works
+// in ordinary threads and tests.
 //
 // Time limits: each call takes a Deadline. The default, Deadline(), means "this socket's
 // timeout" (set_read_timeout / set_write_timeout; none by default = wait forever). The
