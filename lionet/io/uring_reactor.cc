@@ -46,6 +46,7 @@
 #include <thread>
 #include <utility>
 
+#include "lionet/base/tsan.h"
 #include "lionet/io/detail/raw_syscall.h"
 
 namespace lionet {
@@ -276,6 +277,7 @@ int UringReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
 }
 
 int UringReactor::submit(ReactorOp& op) noexcept {
+  tsan_release(&op);  // the poller, maybe on another thread, reads op after the kernel's CQE
   std::lock_guard<std::mutex> lk(sq_mu_);
   if (const int e = queue_locked(Pending{Pending::kOp, op.fd, 0, 0, &op}); e != 0) return e;
   if (!single_issuer_ && poller_blocked_.load(std::memory_order_relaxed)) {
@@ -365,6 +367,7 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
     const bool more = cqes[i]->flags & IORING_CQE_F_MORE;
     if (ud & kOpBit) {
       auto* op = reinterpret_cast<ReactorOp*>(static_cast<uintptr_t>(ud & ~kOpBit));
+      tsan_acquire(op);  // pairs with submit()'s tsan_release: the kernel ordered them
       op->result = res;
       out[k++] = ReactorEvent{op->fd, 0, 0, 0, op};
       continue;
