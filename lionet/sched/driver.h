@@ -28,8 +28,9 @@ class Scheduler;
 // The IO driver every Scheduler comes with. Fields document their defaults; app/ fills them
 // from the io.* keys. (IOManagerOptions, io/io_manager.h, is the same struct.)
 struct IoOptions {
-  // "auto": the platform's best working backend (epoll on Linux: measured ahead of this
-  // build's io_uring reactor, see bench/RESULTS.md; kqueue on BSD/macOS). "epoll", "io_uring"
+  // "auto": the platform's best working backend (epoll on Linux: io_uring measures at parity
+  // or ahead with one worker but behind with several sharing its ring, see bench/RESULTS.md
+  // and docs/ARCHITECTURE.md D9; kqueue on BSD/macOS). "epoll", "io_uring"
   // (falls back to the auto choice, with one log line, where io_uring is unavailable), or
   // "none": no driver; hooked calls in fibers then run as plain libc and block their worker
   // (the first one logs a warning). YAML: io.backend.
