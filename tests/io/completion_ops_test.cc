@@ -21,6 +21,7 @@
 
 #include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
+#include "io_test_util.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -50,14 +51,7 @@ struct Rig {
   }
 };
 
-bool await_waiters(lionet::IOManager& io, int fd, int n) {
-  const auto give_up = lionet::now() + 10s;
-  while (io.waiting(fd) < n) {
-    if (lionet::now() > give_up) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using lionet::io_test::await_waiters;
 
 // A TCP listener on 127.0.0.1 (non-blocking, as net::Socket makes them); its port in *port.
 int tcp_listener(uint16_t* port) {

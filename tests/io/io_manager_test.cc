@@ -23,6 +23,7 @@
 
 #include "lionet/io/reactor.h"
 #include "lionet/sched/scheduler.h"
+#include "io_test_util.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -83,15 +84,7 @@ struct Rig {
   ~Rig() { sched.stop(); }
 };
 
-// Bounded wait (from the test thread) until `n` fibers wait on fd.
-bool await_waiters(lionet::IOManager& io, int fd, int n) {
-  const auto give_up = lionet::now() + 10s;
-  while (io.waiting(fd) < n) {
-    if (lionet::now() > give_up) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using lionet::io_test::await_waiters;
 
 class IoManagerTest : public ::testing::TestWithParam<std::string> {
  protected:
