@@ -17,10 +17,10 @@
 //   accept, accept4    -> on EAGAIN the fiber parks in IOManager::wait_readable/writable; on a
 //                         socket with a completion-based IOManager (io_uring, io.uring_socket_ops)
 //                         all but sendfile instead park in the kernel's own call (IOManager::recv
-//                         & co.), which returns the data. SO_RCVTIMEO / SO_SNDTIMEO give EAGAIN after the timeout, exactly as
-//                         the kernel does; a user who set O_NONBLOCK (or passes MSG_DONTWAIT)
-//                         gets the kernel's immediate EAGAIN; an fd closed meanwhile by another
-//                         fiber gives EBADF.
+//                         & co.), which returns the data. SO_RCVTIMEO / SO_SNDTIMEO give EAGAIN
+//                         after the timeout, exactly as the kernel does; a user who set
+//                         O_NONBLOCK (or passes MSG_DONTWAIT) gets the kernel's immediate EAGAIN;
+//                         an fd closed meanwhile by another fiber gives EBADF.
 //   connect            -> non-blocking connect, park until writable, then SO_ERROR. SO_SNDTIMEO
 //                         expiry gives EINPROGRESS (the kernel's own answer for a blocking
 //                         connect that timed out). A full AF_UNIX backlog is retried every 1 ms.

@@ -66,7 +66,6 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call, Ker
     int err = get_errno();
     if (err == EINTR) continue;
     if (err != EAGAIN && err != EWOULDBLOCK) return n;  // errno is still the call's
-    int w;
     if constexpr (!std::is_same_v<std::decay_t<Kernel>, NoKernelCall>) {
       IOManager* iom = io_active();
       if (iom && iom->completion_io() && e->kind.load(std::memory_order_relaxed) == FdKind::kSocket) {
@@ -82,7 +81,7 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call, Ker
         return -1;
       }
     }
-    w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
+    int w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
     if (w == ETIMEDOUT) {
       set_errno(EAGAIN);  // what the kernel reports when SO_RCVTIMEO/SO_SNDTIMEO expire
       return -1;

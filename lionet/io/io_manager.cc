@@ -464,14 +464,14 @@ void IOManager::Impl::cancel_waiters() noexcept {
   });
 }
 
-// Protocol 9, for ~IOManager: cancel the ops left and wait until their completions have been
-// dispatched, so no fiber stays parked on an op nobody would ever dispatch. While the scheduler
-// still polls this IOManager (attached), its poller dispatches them; once detached, this thread
-// reaps them itself, except from a single-issuer ring, which only its worker may enter (the
-// caller drains that one while still attached).
+// Protocol 9, for ~IOManager, right after cancel_waiters() told the kernel to cancel the ops
+// left: waits until their completions have been dispatched, so no fiber stays parked on an op
+// nobody would ever dispatch. While the scheduler still polls this IOManager (attached), its
+// poller dispatches them; once detached, this thread reaps them itself, except from a
+// single-issuer ring, which only its worker may enter (the caller drains that one while still
+// attached).
 void IOManager::Impl::drain_ops(bool attached) noexcept {
   if (ops_in_flight.load(std::memory_order_relaxed) == 0) return;
-  cancel_waiters();
   const TimePoint give_up = now() + std::chrono::seconds(10);
   while (ops_in_flight.load(std::memory_order_relaxed) > 0 && now() < give_up) {
     if (attached || reactor->single_issuer())

@@ -94,9 +94,10 @@ class IOManager final : public Driver {
   // only once they have ended, so none outlives the close that follows. Thread-safe.
   void cancel(int fd);
 
-  // Fibers waiting on fd right now (readers + writers + completion-based calls in flight). Registered waiters count even if
-  // they have not finished switching out. For tests, debugging dumps and metrics; the answer
-  // may be stale by the time it is read. Plain-thread waiters (in poll(2)) are not counted.
+  // Fibers waiting on fd right now (readers + writers + completion-based calls in flight).
+  // Registered waiters count even if they have not finished switching out. For tests,
+  // debugging dumps and metrics; the answer may be stale by the time it is read. Plain-thread
+  // waiters (in poll(2)) are not counted.
   int waiting(int fd) const noexcept;
 
   // "epoll" or "io_uring": the backend actually in use.
@@ -108,8 +109,9 @@ class IOManager final : public Driver {
   // The IOManager attached to `sched` (its own unless replaced), or nullptr (io "none").
   static IOManager* of(const Scheduler& sched) noexcept;
   // io->cancel(fd) if io has not been destroyed; nothing otherwise. Does not wait for the fd's
-  // completion-based calls to end (the caller closes the fd only once its own calls returned). For objects (Socket) that
-  // remember the IOManager their fd waited on and may outlive it. Any thread; one shared lock.
+  // completion-based calls to end (the caller closes the fd only once its own calls returned).
+  // For objects (Socket) that remember the IOManager their fd waited on and may outlive it.
+  // Any thread; one shared lock.
   static void cancel_if_alive(IOManager* io, int fd) noexcept;
 
   // Scheduler::stop (sched/driver.h): wakes every waiter with ECANCELED; later waits return

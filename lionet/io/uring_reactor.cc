@@ -51,7 +51,6 @@
 #include <cstdio>
 #include <system_error>
 #include <thread>
-#include <utility>
 
 #include "lionet/base/tsan.h"
 #include "lionet/io/detail/raw_syscall.h"
@@ -130,23 +129,14 @@ UringReactor::UringReactor(unsigned entries, bool single_issuer)
 }
 
 // Completion-based operations only if the kernel has every opcode they use (probe, 5.6+);
-// otherwise sockets wait for readiness, as with epoll, and missing_op_ names the first missing.
+// otherwise sockets wait for readiness, as with epoll (IOManager logs it).
 void UringReactor::probe_ops() noexcept {
   io_uring_probe* probe = io_uring_get_probe_ring(ring_.get());
-  if (!probe) {
-    missing_op_ = "IORING_REGISTER_PROBE";
-    return;
-  }
-  static constexpr std::pair<int, const char*> kNeeded[] = {
-      {IORING_OP_RECV, "IORING_OP_RECV"},       {IORING_OP_SEND, "IORING_OP_SEND"},
-      {IORING_OP_RECVMSG, "IORING_OP_RECVMSG"}, {IORING_OP_SENDMSG, "IORING_OP_SENDMSG"},
-      {IORING_OP_ACCEPT, "IORING_OP_ACCEPT"},   {IORING_OP_CONNECT, "IORING_OP_CONNECT"},
-      {IORING_OP_LINK_TIMEOUT, "IORING_OP_LINK_TIMEOUT"}, {IORING_OP_ASYNC_CANCEL, "IORING_OP_ASYNC_CANCEL"}};
-  for (const auto& [op, name] : kNeeded)
-    if (!io_uring_opcode_supported(probe, op)) {
-      missing_op_ = name;
-      break;
-    }
+  if (!probe) return;
+  ops_supported_ = true;
+  for (int op : {IORING_OP_RECV, IORING_OP_SEND, IORING_OP_RECVMSG, IORING_OP_SENDMSG, IORING_OP_ACCEPT,
+                 IORING_OP_CONNECT, IORING_OP_LINK_TIMEOUT, IORING_OP_ASYNC_CANCEL})
+    ops_supported_ = ops_supported_ && io_uring_opcode_supported(probe, op);
   io_uring_free_probe(probe);
 }
 

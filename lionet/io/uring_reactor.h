@@ -2,7 +2,8 @@
 // Compiled only when CMake finds liburing (LIONET_HAVE_URING); picked with io.backend: io_uring.
 //
 // Owns: one ring, an eventfd for wake(). uring_reactor.cc is the only file with io_uring_*
-// calls for readiness and for completion-based socket operations. Must not keep per-fd state (IOManager keeps it).
+// calls for readiness and for completion-based socket operations. Must not keep per-fd state
+// (IOManager keeps it).
 #pragma once
 
 #include <atomic>
@@ -35,9 +36,7 @@ class UringReactor final : public Reactor {
   void disarm(int fd) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;
   void wake() noexcept override;
-  bool supports_ops() const noexcept override { return missing_op_ == nullptr; }
-  // Why supports_ops() is false: the first opcode this kernel lacks; nullptr if none.
-  const char* missing_op() const noexcept { return missing_op_; }
+  bool supports_ops() const noexcept override { return ops_supported_; }
   int submit(ReactorOp& op) noexcept override;
   bool single_issuer() const noexcept override { return single_issuer_; }
 
@@ -50,7 +49,7 @@ class UringReactor final : public Reactor {
     uint32_t tag;
     ReactorOp* op;
   };
-  void probe_ops() noexcept;                        // sets missing_op_
+  void probe_ops() noexcept;                       // sets ops_supported_
   bool owns_ring() const noexcept;                 // may this thread enter the ring?
   io_uring_sqe* next_sqe() noexcept;               // caller holds sq_mu_
   int prep_locked(const Pending& w) noexcept;      // caller holds sq_mu_ and owns_ring()
@@ -61,7 +60,7 @@ class UringReactor final : public Reactor {
 
   std::unique_ptr<io_uring> ring_;
   bool single_issuer_;                   // set at construction (false if the kernel refused)
-  const char* missing_op_ = nullptr;     // probe_ops()
+  bool ops_supported_ = false;           // probe_ops(): the kernel has every opcode ops use
   std::atomic<pid_t> owner_{0};          // single issuer: the thread that enabled the ring
   std::vector<Pending> foreign_;         // single issuer: other threads' requests; under sq_mu_
   // Guards the submission queue: arm()/disarm() come from any thread. The completion queue
@@ -69,7 +68,7 @@ class UringReactor final : public Reactor {
   std::mutex sq_mu_;
   int wakefd_ = -1;
   std::atomic<bool> wake_pending_{false};  // as in EpollReactor
-  bool wake_armed_ = false;  // the wake poll was queued (by the first wait(), see the constructor); under sq_mu_
+  bool wake_armed_ = false;              // the wake poll was queued (first wait()); under sq_mu_
   // True while the poller is blocked in io_uring_enter: arm() then submits its SQEs itself
   // instead of leaving them for the poller's next wait/poll. Written under sq_mu_ (true) and
   // by the poller after its wait (false; a stale true only costs arm() one submit).

@@ -162,17 +162,25 @@ int Socket::release() noexcept {
   return fd;
 }
 
-int Socket::retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept {
+int Socket::retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved,
+                        IOManager** kernel) noexcept {
   if (e == EINTR) return 0;
   if (e != EAGAIN) return closed_by_other() ? ECANCELED : e;
   if (!resolved) dl = d.resolve(for_write ? write_timeout_ : read_timeout_), resolved = true;
-  return wait(for_write, dl);
+  IOManager* io = IOManager::current();
+  if (kernel && io && io->completion_io()) {
+    remember_io(io);
+    *kernel = io;
+    return 0;
+  }
+  return wait(io, for_write, dl);
 }
 
-int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline, bool after_short_read) noexcept {
+int Socket::wait(IOManager* io, bool for_write, const std::optional<TimePoint>& deadline,
+                 bool after_short_read) noexcept {
   int rc;
-  if (IOManager* io = IOManager::current()) {
-    if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
+  if (io) {
+    remember_io(io);
     // Every caller waits right after EAGAIN/EINPROGRESS or a short read (see io_manager.h).
     if (for_write)
       rc = io->wait_writable_after_eagain(fd_, deadline);
@@ -185,13 +193,6 @@ int Socket::wait(bool for_write, const std::optional<TimePoint>& deadline, bool 
   }
   if (LIONET_UNLIKELY(state_.load(std::memory_order_acquire) & kClosed)) return ECANCELED;
   return rc;
-}
-
-IOManager* Socket::completion_io() noexcept {
-  IOManager* io = IOManager::current();
-  if (!io || !io->completion_io()) return nullptr;
-  if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
-  return io;
 }
 
 Result<size_t> Socket::op_result(int64_t r) noexcept {
@@ -252,7 +253,9 @@ Result<void> Socket::listen(int backlog) noexcept {
 Result<void> Socket::connect(const Address& peer, Deadline d) noexcept {
   Op op(this);
   if (!op) return fail<void>(EBADF);
-  if (IOManager* io = completion_io()) {
+  IOManager* io = IOManager::current();
+  if (io && io->completion_io()) {
+    remember_io(io);
     const int64_t c = io->connect(fd_, peer.sockaddr_ptr(), peer.length(), d.resolve(write_timeout_));
     if (closed_by_other()) return fail<void>(ECANCELED);
     if (c < 0) return fail<void>(static_cast<int>(-c));
@@ -265,7 +268,7 @@ Result<void> Socket::connect(const Address& peer, Deadline d) noexcept {
   // In progress: writable once it completed or failed; SO_ERROR tells which.
   std::optional<TimePoint> dl = d.resolve(write_timeout_);
   for (;;) {
-    if (int w = wait(true, dl)) return fail<void>(w);
+    if (int w = wait(io, true, dl)) return fail<void>(w);
     int err = 0;
     socklen_t len = sizeof err;
     if (detail::sys::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return fail<void>(errno);
@@ -298,8 +301,9 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
     int e = errno;
     if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
     if (e != EAGAIN) return fail<Socket>(closed_by_other() ? ECANCELED : e);
-    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
-    if (IOManager* io = completion_io()) {
+    IOManager* io = nullptr;
+    if (int w = retry_after(e, /*for_write=*/false, d, dl, resolved, &io)) return fail<Socket>(w);
+    if (io) {
       len = sizeof ss;
       const int64_t r = io->accept(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC, dl);
       if (r >= 0) {
@@ -310,7 +314,6 @@ Result<Socket> Socket::accept(Address* peer, Deadline d) noexcept {
       if (r == -EINTR || r == -ECONNABORTED || r == -EPROTO || r == -EAGAIN) continue;
       return fail<Socket>(closed_by_other() ? ECANCELED : static_cast<int>(-r));
     }
-    if (int w = wait(false, dl)) return fail<Socket>(w);
   }
 }
 
@@ -322,9 +325,8 @@ Result<size_t> Socket::read_loop(Call call, Submit submit, size_t want, Deadline
   if (!op) return fail<size_t>(EBADF);
   std::optional<TimePoint> dl;
   bool resolved = false;
-  // Completion-based IO (io_uring): the kernel's read, parked on until it has data.
+  // Completion-based IO (io_uring): the kernel's read, parked on until it has data (dl resolved).
   auto in_kernel = [&](IOManager* io) -> Result<size_t> {
-    if (!resolved) dl = d.resolve(read_timeout_), resolved = true;
     Result<size_t> r = op_result(submit(io, dl));
     if (r && tcp_) read_drained_.store(*r < want, std::memory_order_relaxed);
     return r;
@@ -332,10 +334,13 @@ Result<size_t> Socket::read_loop(Call call, Submit submit, size_t want, Deadline
   // See tcp_ in socket.h: wait for the next edge, as after EAGAIN (fibers only). Relaxed: a hint.
   if (read_drained_.load(std::memory_order_relaxed)) {
     read_drained_.store(false, std::memory_order_relaxed);
-    if (IOManager* io = completion_io()) return in_kernel(io);
-    if (IOManager::current()) {
+    if (IOManager* io = IOManager::current()) {
       dl = d.resolve(read_timeout_), resolved = true;
-      if (int w = wait(/*for_write=*/false, dl, /*after_short_read=*/true)) return fail<size_t>(w);
+      if (io->completion_io()) {
+        remember_io(io);
+        return in_kernel(io);
+      }
+      if (int w = wait(io, /*for_write=*/false, dl, /*after_short_read=*/true)) return fail<size_t>(w);
     }
   }
   for (;;) {
@@ -347,10 +352,9 @@ Result<size_t> Socket::read_loop(Call call, Submit submit, size_t want, Deadline
     int e = r == 0 ? 0 : errno;
     if (closed_by_other()) return fail<size_t>(ECANCELED);  // EOF made by close()'s shutdown
     if (r == 0) return size_t{0};
-    if (e == EAGAIN) {
-      if (IOManager* io = completion_io()) return in_kernel(io);
-    }
-    if (int w = retry_after(e, /*for_write=*/false, d, dl, resolved)) return fail<size_t>(w);
+    IOManager* io = nullptr;
+    if (int w = retry_after(e, /*for_write=*/false, d, dl, resolved, &io)) return fail<size_t>(w);
+    if (io) return in_kernel(io);
   }
 }
 
@@ -384,14 +388,9 @@ Result<size_t> Socket::write_some(const void* buf, size_t n, Deadline d) noexcep
   for (;;) {
     ssize_t r = detail::sys::send(fd_, buf, n);
     if (r >= 0) return static_cast<size_t>(r);
-    int e = errno;
-    if (e == EAGAIN) {
-      if (IOManager* io = completion_io()) {
-        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-        return op_result(io->send(fd_, buf, n, MSG_NOSIGNAL, dl));
-      }
-    }
-    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
+    IOManager* io = nullptr;
+    if (int w = retry_after(errno, /*for_write=*/true, d, dl, resolved, &io)) return fail<size_t>(w);
+    if (io) return op_result(io->send(fd_, buf, n, MSG_NOSIGNAL, dl));
   }
 }
 
@@ -414,18 +413,14 @@ Result<size_t> Socket::send_flags(const void* buf, size_t n, Deadline d, int fla
       done += static_cast<size_t>(r);
       continue;
     }
-    int e = errno;
-    if (e == EAGAIN) {
-      if (IOManager* io = completion_io()) {
-        // The kernel's send, parked on until the socket takes some bytes; then try again.
-        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-        Result<size_t> k = op_result(io->send(fd_, p + done, n - done, flags | MSG_NOSIGNAL, dl));
-        if (!k) return k;
-        done += *k;
-        continue;
-      }
+    IOManager* io = nullptr;
+    if (int w = retry_after(errno, /*for_write=*/true, d, dl, resolved, &io)) return fail<size_t>(w);
+    if (io) {
+      // The kernel's send, parked on until the socket takes some bytes; then try again.
+      Result<size_t> k = op_result(io->send(fd_, p + done, n - done, flags | MSG_NOSIGNAL, dl));
+      if (!k) return k;
+      done += *k;
     }
-    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
   }
   return n;
 }
@@ -443,39 +438,35 @@ Result<size_t> Socket::writev(const iovec* iov, int iovcnt, Deadline d) noexcept
   bool resolved = false;
   while (done < total) {
     ssize_t r = detail::sys::sendv(fd_, cur, std::min(cnt, IOV_MAX));
-    if (r < 0 && errno == EAGAIN) {
-      if (IOManager* io = completion_io()) {
-        if (!resolved) dl = d.resolve(write_timeout_), resolved = true;
-        msghdr m{};
-        m.msg_iov = const_cast<iovec*>(cur);
-        m.msg_iovlen = static_cast<size_t>(std::min(cnt, IOV_MAX));
-        Result<size_t> k = op_result(io->sendmsg(fd_, &m, MSG_NOSIGNAL, dl));
-        if (!k) return k;
-        r = static_cast<ssize_t>(*k);
-      }
+    if (r < 0) {
+      IOManager* io = nullptr;
+      if (int w = retry_after(errno, /*for_write=*/true, d, dl, resolved, &io)) return fail<size_t>(w);
+      if (!io) continue;
+      // The kernel's sendmsg, parked on until the socket takes some bytes.
+      msghdr m{};
+      m.msg_iov = const_cast<iovec*>(cur);
+      m.msg_iovlen = static_cast<size_t>(std::min(cnt, IOV_MAX));
+      Result<size_t> k = op_result(io->sendmsg(fd_, &m, MSG_NOSIGNAL, dl));
+      if (!k) return k;
+      r = static_cast<ssize_t>(*k);
     }
-    if (r >= 0) {
-      done += static_cast<size_t>(r);
-      if (done == total) break;
-      if (rest.empty()) {
-        rest.assign(cur, cur + cnt);
-        cur = rest.data();
-      }
-      // Advance past the r bytes sent; cur points into rest (our copy) from here on.
-      size_t skip = static_cast<size_t>(r);
-      iovec* v = rest.data() + (cur - rest.data());
-      while (skip >= v->iov_len) {
-        skip -= v->iov_len;
-        ++v;
-        --cnt;
-      }
-      v->iov_base = static_cast<char*>(v->iov_base) + skip;
-      v->iov_len -= skip;
-      cur = v;
-      continue;
+    done += static_cast<size_t>(r);
+    if (done == total) break;
+    if (rest.empty()) {
+      rest.assign(cur, cur + cnt);
+      cur = rest.data();
     }
-    int e = errno;
-    if (int w = retry_after(e, /*for_write=*/true, d, dl, resolved)) return fail<size_t>(w);
+    // Advance past the r bytes sent; cur points into rest (our copy) from here on.
+    size_t skip = static_cast<size_t>(r);
+    iovec* v = rest.data() + (cur - rest.data());
+    while (skip >= v->iov_len) {
+      skip -= v->iov_len;
+      ++v;
+      --cnt;
+    }
+    v->iov_base = static_cast<char*>(v->iov_base) + skip;
+    v->iov_len -= skip;
+    cur = v;
   }
   return total;
 }

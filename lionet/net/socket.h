@@ -192,15 +192,22 @@ class Socket {
   void try_finish() noexcept;
   void cancel_waiters() noexcept;
   bool closed_by_other() const noexcept { return state_.load(std::memory_order_acquire) & kClosed; }
-  // 0, ETIMEDOUT or ECANCELED.
+  // Notes io in io_ (the IOManager this socket's calls parked in), for close.
+  void remember_io(IOManager* io) noexcept {
+    if (io_.load(std::memory_order_relaxed) != io) io_.store(io, std::memory_order_release);
+  }
+  // Waits in io (IOManager::current(), remembered in io_ for close) or, if io is null (a plain
+  // thread), in poll(2). 0, ETIMEDOUT or ECANCELED.
   // after_short_read: see tcp_ below (IOManager::wait_readable_after_short_read).
-  int wait(bool for_write, const std::optional<TimePoint>& deadline, bool after_short_read = false) noexcept;
+  int wait(IOManager* io, bool for_write, const std::optional<TimePoint>& deadline,
+           bool after_short_read = false) noexcept;
   // After a failed syscall with errno e: 0 to retry (EINTR, or EAGAIN and the fd became ready,
-  // waited for with the deadline resolved on the first wait), else the error to return.
-  int retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved) noexcept;
-  // The current IOManager if it performs socket calls itself (IOManager::completion_io(): the
-  // io_uring backend), remembered in io_ for close; else nullptr (wait for readiness).
-  IOManager* completion_io() noexcept;
+  // waited for with the deadline resolved on the first wait), else the error to return. A
+  // caller that can perform the call in the kernel passes `kernel`: on EAGAIN with a
+  // completion-based IOManager (IOManager::completion_io(), io_uring) nothing is waited for,
+  // *kernel is set to that IOManager (remembered in io_), dl is resolved, and 0 is returned.
+  int retry_after(int e, bool for_write, Deadline d, std::optional<TimePoint>& dl, bool& resolved,
+                  IOManager** kernel = nullptr) noexcept;
   // The result of a completion-based call (IOManager::recv & co.): >= 0 as is, else the error
   // to return (ECANCELED if close() ran meanwhile).
   Result<size_t> op_result(int64_t r) noexcept;

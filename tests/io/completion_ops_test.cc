@@ -49,6 +49,10 @@ struct Rig {
     io.cancel(fd);
     sys_close(fd);
   }
+  void close(const Pair& p) {
+    close(p.a);
+    close(p.b);
+  }
 };
 
 using lionet::io_test::await_waiters;
@@ -81,8 +85,7 @@ TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
   Pair p = make_socketpair();
   char c;
   EXPECT_EQ(rig.sched.spawn([&] { return rig.io.recv(p.a, &c, 1, 0, std::nullopt); }).join(), -ENOTSUP);
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
   Rig off(1, "io_uring", /*ops=*/false);
   EXPECT_FALSE(off.io.completion_io()) << "io.uring_socket_ops: false must turn them off";
 }
@@ -100,8 +103,7 @@ TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {
   ASSERT_EQ(sys_write(p.b, "hello", 5), 5);
   EXPECT_EQ(reader.join(), "hello");
   EXPECT_EQ(rig.io.waiting(p.a), 0);
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, RecvOfDataAlreadyThereAndEndOfStream) {
@@ -116,8 +118,7 @@ TEST_F(CompletionOpsTest, RecvOfDataAlreadyThereAndEndOfStream) {
     return std::to_string(first) + "," + std::to_string(second);
   });
   EXPECT_EQ(r.join(), "3,0");
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, DeadlineEndsARecvWithEtimedoutWithinBounds) {
@@ -141,8 +142,7 @@ TEST_F(CompletionOpsTest, DeadlineEndsARecvWithEtimedoutWithinBounds) {
   ASSERT_TRUE(await_waiters(rig.io, p.a, 1));
   ASSERT_EQ(sys_write(p.b, "k", 1), 1);
   EXPECT_EQ(again.join(), 'k');
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
@@ -159,8 +159,7 @@ TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
                 return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
               }).join(),
             -ETIMEDOUT);
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 // cancel(fd) (what a hooked close does first) wakes every call in flight on fd with ECANCELED,
@@ -211,8 +210,7 @@ TEST_F(CompletionOpsTest, SendParksWhileTheBufferIsFullAndCompletesWhenDrained) 
   }
   EXPECT_EQ(sender.join(), 4);
   EXPECT_NE(got.find("tail"), std::string::npos);
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, SendmsgAndRecvmsgMoveEveryIovec) {
@@ -237,8 +235,7 @@ TEST_F(CompletionOpsTest, SendmsgAndRecvmsgMoveEveryIovec) {
   });
   EXPECT_EQ(w.join(), 7);
   EXPECT_EQ(r.join(), "abc|defg");
-  rig.close(p.a);
-  rig.close(p.b);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, AcceptAndConnectOverLoopbackAndRefusedConnect) {
@@ -359,8 +356,7 @@ TEST_F(CompletionOpsTest, ThousandSocketpairsPingPongThroughKernelCalls) {
   for (auto& h : hs) h.join();
   EXPECT_EQ(bad.load(), 0);
   for (auto& p : pairs) {
-    rig.close(p.a);
-    rig.close(p.b);
+    rig.close(p);
   }
 }
 }  // namespace
