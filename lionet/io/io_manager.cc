@@ -53,8 +53,9 @@
 //    waits until their completions were dispatched (FdEntry::closers), so no operation outlives
 //    the fd's close. An op that completes with -ECANCELED reports ECANCELED if cancel(fd) or
 //    cancel_all() happened since it was submitted (the generation moved, or `closed`), else
-//    ETIMEDOUT once its deadline has passed. ~IOManager cancels the ops left and reaps their
-//    completions itself once no worker polls it any more.
+//    ETIMEDOUT once its deadline has passed; the dispatch decides that before the unpark, as the
+//    woken fiber must not touch the IOManager again (~IOManager cancels the ops left, reaps
+//    their completions itself once no worker polls it any more, and may be gone by then).
 //
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.
@@ -249,6 +250,7 @@ struct OpWait : ReactorOp {
     flags = fl;
   }
   Parker parker = Parker::current();
+  uint32_t gen = 0;  // the fd's generation when submitted (under its lock)
 };
 
 struct IOManager::Impl {
@@ -371,23 +373,19 @@ int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint>
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count();
     w.deadline_ns = std::max<int64_t>(ns, 1);  // 0 means "none"
   }
-  uint32_t gen;
   {
     std::lock_guard<std::mutex> lk(e->mu);
     if (closed.load(std::memory_order_seq_cst)) return -ECANCELED;
     if (const int err = reactor->submit(w)) return -err;
-    gen = e->gen;
+    w.gen = e->gen;
     ++e->ops;
     ops_in_flight.fetch_add(1, std::memory_order_relaxed);
   }
   note_wait_fd(w.fd, write);
-  park();  // exactly one unpark: complete()
-  const int64_t r = w.result;
-  if (r != -ECANCELED) return r;
-  std::lock_guard<std::mutex> lk(e->mu);
-  if (closed.load(std::memory_order_seq_cst) || e->gen != gen) return -ECANCELED;
-  if (deadline && now() >= *deadline) return -ETIMEDOUT;
-  return -ECANCELED;  // ~IOManager cancelled it
+  park();  // exactly one unpark: complete(), which also settled ECANCELED vs ETIMEDOUT
+  // Nothing of this IOManager may be touched from here: ~IOManager may have cancelled the op,
+  // reaped it and freed the fd table before this fiber runs again.
+  return w.result;
 }
 
 void IOManager::Impl::complete(ReactorOp* op) noexcept {
@@ -395,6 +393,12 @@ void IOManager::Impl::complete(ReactorOp* op) noexcept {
   const Parker p = w->parker;
   if (FdEntry* e = table.find(op->fd)) {
     std::lock_guard<std::mutex> lk(e->mu);
+    // A cancelled op timed out if neither cancel(fd) nor cancel_all() ended it and its
+    // deadline has passed; else (those, or ~IOManager) it reports ECANCELED.
+    if (w->result == -ECANCELED && !closed.load(std::memory_order_seq_cst) && e->gen == w->gen &&
+        w->deadline_ns != 0 &&
+        now().time_since_epoch() >= std::chrono::nanoseconds(w->deadline_ns))
+      w->result = -ETIMEDOUT;
     if (--e->ops == 0) e->closers.notify_all(kReady);
   }
   ops_in_flight.fetch_sub(1, std::memory_order_relaxed);
