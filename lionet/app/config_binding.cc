@@ -103,6 +103,10 @@ AppConfig define_config(config::Registry& r) {
       "io.uring_socket_ops", id.uring_socket_ops,
       "With io_uring: socket reads, blocked writes, accepts and connects are completion-based operations (the "
       "kernel performs the call); false: io_uring only reports readiness, as epoll.");
+  c.io_uring_shared_ring_ops = r.define<bool>(
+      "io.uring_shared_ring_ops", id.uring_shared_ring_ops,
+      "With io_uring and several workers (which share one ring): use the completion-based socket calls there too "
+      "(measured slower than readiness on a shared ring, so off by default).");
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
                                   config::range(1, 65536));
   const OffloadOptions od;
@@ -208,6 +212,7 @@ IOManagerOptions io_options(const AppConfig& c) {
   o.uring_entries = c.io_uring_entries->value();
   o.max_events = c.io_max_events->value();
   o.uring_socket_ops = c.io_uring_socket_ops->value();
+  o.uring_shared_ring_ops = c.io_uring_shared_ring_ops->value();
   return o;
 }
 

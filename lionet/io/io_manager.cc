@@ -265,9 +265,10 @@ struct IOManager::Impl {
       : sched(s),
         opts(std::move(o)),
         reactor(choose_reactor(opts, s.threads() == 1)),
-        completion_io(opts.uring_socket_ops && reactor->supports_ops()) {
+        completion_io(opts.uring_socket_ops && reactor->supports_ops() &&
+                      (reactor->single_issuer() || opts.uring_shared_ring_ops)) {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
-    if (opts.uring_socket_ops && std::string_view(reactor->name()) == "io_uring" && !completion_io) {
+    if (opts.uring_socket_ops && std::string_view(reactor->name()) == "io_uring" && !reactor->supports_ops()) {
       static const auto lg = log::get("io");
       LIONET_LOG_INFO(lg, "this kernel's io_uring lacks an operation of the completion-based socket calls (probe); "
                           "sockets wait for readiness instead");

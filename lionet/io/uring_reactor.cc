@@ -30,7 +30,11 @@
 // Completions (of polls and ops) are posted by task work of the thread that submitted the
 // request. On the shared ring (several workers submit) the kernel runs it at that thread's next
 // system call exit, or interrupts the thread for it: an op's recv then runs inside another
-// connection's sendto, contending for socket locks (measured: 118k vs 135k QPS with polls).
+// connection's sendto, contending for socket locks (measured: 118k vs 135k QPS with polls), so
+// IOManager submits ops to a shared ring only if IoOptions::uring_shared_ring_ops asks it to.
+// Not COOP_TASKRUN: it drops the interrupt, but then a completion waits until its submitter
+// enters the kernel again, and a submitter asleep on a futex while another worker polls (arm()
+// submits from any thread) would hold it back indefinitely.
 // A one-worker scheduler gets the single-issuer ring instead (SINGLE_ISSUER | DEFER_TASKRUN |
 // TASKRUN_FLAG): task work waits until the worker enters the kernel to wait or poll (TASKRUN
 // tells it without a syscall), and runs there in one batch. Only the owner (the first thread

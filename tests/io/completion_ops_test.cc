@@ -43,7 +43,8 @@ struct Rig {
   lionet::Scheduler sched;
   lionet::IOManager io;
   Rig(int threads, const std::string& backend, bool ops = true)
-      : sched({.threads = threads, .name = "ops-test"}), io(sched, {.backend = backend, .uring_socket_ops = ops}) {}
+      : sched({.threads = threads, .name = "ops-test"}),
+        io(sched, {.backend = backend, .uring_socket_ops = ops, .uring_shared_ring_ops = true}) {}
   ~Rig() { sched.stop(); }
   void close(int fd) {
     io.cancel(fd);
@@ -88,6 +89,25 @@ TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
   rig.close(p);
   Rig off(1, "io_uring", /*ops=*/false);
   EXPECT_FALSE(off.io.completion_io()) << "io.uring_socket_ops: false must turn them off";
+}
+
+// The defaults: one worker (a single-issuer ring) uses the operations; several workers, which
+// share the ring, wait for readiness unless io.uring_shared_ring_ops asks for the operations.
+TEST_F(CompletionOpsTest, SeveralWorkersUseThemOnlyWhenAskedTo) {
+  lionet::Scheduler one({.threads = 1, .name = "ops-test"});
+  lionet::IOManager one_io(one, {.backend = "io_uring"});
+  EXPECT_TRUE(one_io.completion_io());
+  one.stop();
+  lionet::Scheduler two({.threads = 2, .name = "ops-test"});
+  {
+    lionet::IOManager shared(two, {.backend = "io_uring"});
+    EXPECT_FALSE(shared.completion_io()) << "a shared ring waits for readiness by default";
+  }
+  {
+    lionet::IOManager asked(two, {.backend = "io_uring", .uring_shared_ring_ops = true});
+    EXPECT_TRUE(asked.completion_io());
+  }
+  two.stop();
 }
 
 TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {
@@ -287,7 +307,7 @@ TEST_F(CompletionOpsTest, AcceptAndConnectOverLoopbackAndRefusedConnect) {
 // driver's cancel_all() ends it with ECANCELED, the fiber returns, and stop() finishes.
 TEST_F(CompletionOpsTest, StopCancelsACallThatWouldNeverComplete) {
   lionet::Scheduler sched({.threads = 1, .stop_io_grace = 50ms});
-  lionet::IOManager io(sched, {.backend = "io_uring"});
+  lionet::IOManager io(sched, {.backend = "io_uring", .uring_shared_ring_ops = true});
   Pair p = make_socketpair();
   std::atomic<int64_t> result{1};
   sched.spawn([&] {
@@ -312,7 +332,7 @@ TEST_F(CompletionOpsTest, DestroyedWithACallInFlightEndsItWithEcanceled) {
   std::atomic<int64_t> result{1};
   lionet::JoinHandle<void> h;
   {
-    lionet::IOManager io(sched, {.backend = "io_uring"});
+    lionet::IOManager io(sched, {.backend = "io_uring", .uring_shared_ring_ops = true});
     h = sched.spawn([&] {
       char c;
       result = io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
