@@ -21,8 +21,9 @@
 //    report a change only once, so forgetting it could hang a later waiter;
 //    for one-shot backends it costs at most one extra retry.
 // 4. Timeout. WaitClaim's deadline won: the waiter re-takes the lock and unlinks itself if a
-//    notifier has not already done so. The armed direction stays armed (lazy disarm); the next
-//    event with no waiter is remembered as in 3.
+//    notifier has not already done so (a notifier that did counts it in WaitList::stragglers
+//    until it has, and ~IOManager frees nothing before every count is back to 0). The armed
+//    direction stays armed (lazy disarm); the next event with no waiter is remembered as in 3.
 // 5. Cancel (before close, and on fd reuse). Under the lock: bump the generation, notify every
 //    waiter with kCancelled (-> ECANCELED), disarm the fd in the reactor, forget armed/ready.
 //    Events in flight for the old file carry the old generation and are dropped by 2.
@@ -99,6 +100,9 @@ struct Waiter {
 struct WaitList {
   Waiter* head = nullptr;
   Waiter* tail = nullptr;
+  // Waiters unlinked by notify_all after their timer had won: each one's fiber still comes
+  // back to take the lock (wait()'s timeout path), so ~IOManager waits for them to reach 0.
+  uint32_t stragglers = 0;
 
   bool empty() const noexcept { return head == nullptr; }
   void push_back(Waiter* w) noexcept {
@@ -122,7 +126,11 @@ struct WaitList {
       WaitClaim* claim = w->claim;
       w->prev = w->next = nullptr;
       w->linked = false;
-      any |= claim->notify(value);  // last touch: the waiter may run (and return) from here on
+      // Last touch: the waiter may run (and return) from here on.
+      if (claim->notify(value))
+        any = true;
+      else
+        ++stragglers;  // its timer won: its fiber comes back for the lock
       w = next;
     }
     tail = nullptr;
@@ -296,6 +304,7 @@ struct IOManager::Impl {
   int64_t perform(OpWait& w, bool write, std::optional<TimePoint> deadline) noexcept;
   void complete(ReactorOp* op) noexcept;
   void drain_ops(bool attached) noexcept;
+  void await_stragglers() noexcept;
   std::atomic<int64_t> ops_in_flight{0};
 };
 
@@ -345,7 +354,10 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
   const uint32_t v = claim.wait(deadline);
   if (v == WaitClaim::kTimedOut) {
     std::lock_guard<std::mutex> lk(e->mu);
-    if (w.linked) list.remove(&w);
+    if (w.linked)
+      list.remove(&w);
+    else
+      --list.stragglers;  // the last touch of this IOManager (await_stragglers)
     return ETIMEDOUT;
   }
   return v == kCancelled ? ECANCELED : 0;
@@ -455,7 +467,10 @@ void IOManager::Impl::cancel(int fd, bool wait_ops) noexcept {
   lk.unlock();
   if (claim.wait(now() + std::chrono::seconds(5)) == WaitClaim::kTimedOut) {
     lk.lock();
-    if (w.linked) e->closers.remove(&w);
+    if (w.linked)
+      e->closers.remove(&w);
+    else
+      --e->closers.stragglers;
   }
 }
 
@@ -484,6 +499,23 @@ void IOManager::Impl::drain_ops(bool attached) noexcept {
     else
       run(now() + std::chrono::milliseconds(10));
   }
+}
+
+// For ~IOManager, after the last cancel_waiters(): a wait whose deadline passed just before it
+// was cancelled has its fiber come back to unlink itself under the fd's lock (wait()); the
+// table may be freed only once every such fiber has (WaitList::stragglers).
+void IOManager::Impl::await_stragglers() noexcept {
+  const auto left = [this] {
+    uint32_t n = 0;
+    table.for_each([&n](int, FdEntry& e) {
+      std::lock_guard<std::mutex> lk(e.mu);
+      n += e.waiters[0].stragglers + e.waiters[1].stragglers + e.closers.stragglers;
+    });
+    return n;
+  };
+  const TimePoint give_up = now() + std::chrono::seconds(10);
+  while (left() > 0 && now() < give_up)
+    this_fiber::sleep_for(std::chrono::milliseconds(1));  // in a fiber: lets them run on this worker
 }
 
 namespace {
@@ -525,6 +557,7 @@ IOManager::~IOManager() {
   }
   impl_->cancel_waiters();  // a waiter that raced the hand-over
   impl_->drain_ops(/*attached=*/false);
+  impl_->await_stragglers();
 }
 
 void IOManager::cancel_all() noexcept {

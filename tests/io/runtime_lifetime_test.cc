@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "lionet/http/client.h"
 #include "lionet/http/server.h"
@@ -145,6 +146,53 @@ TEST(Lifetimes, IoManagerDestroyedWhileFibersWaitOnItThenSchedulerDestroyedWitho
   }  // ~IOManager first (its waiter sees ECANCELED), then ~Scheduler: no hang
   EXPECT_EQ(result.load(), ECANCELED);
   EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+// Waits whose deadline passes just as their IOManager is destroyed: a fiber whose timer won
+// comes back to unlink itself from the fd's wait list, and ~IOManager must not free the fd
+// table before it has (ASan saw that fiber lock a freed entry). Every wait ends with ETIMEDOUT
+// or ECANCELED, whichever came first, and nothing touches freed memory (the ASan build).
+TEST(Lifetimes, WaitsTimingOutWhileTheirIoManagerIsDestroyedEndCleanly) {
+  Scheduler sched({.threads = 2});
+  constexpr int kFibers = 16;
+  int fds[kFibers][2];
+  for (auto& f : fds) ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, f), 0);
+  int timed_out = 0, cancelled = 0;
+  for (int round = 0; round < 150; ++round) {
+    std::vector<JoinHandle<int>> waits;
+    {
+      IOManager io(sched, {.backend = "epoll"});
+      const auto deadline = now() + std::chrono::microseconds(3000 + (round % 7) * 300);
+      std::atomic<int> returned[kFibers] = {};
+      for (int i = 0; i < kFibers; ++i)
+        waits.push_back(sched.spawn([&io, &returned, i, fd = fds[i][0], deadline] {
+          const int r = io.wait_readable(fd, deadline);
+          returned[i].store(1);
+          return r;
+        }));
+      // Every fiber parked on io (or already back from it): none calls into a destroyed one.
+      const auto give_up = now() + 10s;
+      for (int i = 0; i < kFibers; ++i)
+        while (io.waiting(fds[i][0]) < 1 && returned[i].load() == 0) {
+          ASSERT_LT(now(), give_up);
+          std::this_thread::yield();
+        }
+      std::this_thread::sleep_until(deadline - std::chrono::microseconds((round % 5) * 100));
+    }
+    for (auto& w : waits) {
+      const int r = w.join();
+      ASSERT_TRUE(r == ETIMEDOUT || r == ECANCELED) << r;
+      (r == ETIMEDOUT ? timed_out : cancelled)++;
+    }
+  }
+  for (auto& f : fds) {
+    ::close(f[0]);
+    ::close(f[1]);
+  }
+  sched.stop();
+  // Both outcomes occurred, so the destruction did meet waits on both sides of their deadline.
+  EXPECT_GT(timed_out, 0);
+  EXPECT_GT(cancelled, 0);
 }
 
 TEST(Lifetimes, SocketsThatWaitedOnADestroyedIoManagerCloseSafely) {
