@@ -42,11 +42,11 @@ struct IoOptions {
   // of a readiness wait and a retry. Off: io_uring is used for readiness only, as epoll. YAML:
   // io.uring_socket_ops.
   bool uring_socket_ops = true;
-  // ... also when the ring is shared by several workers (a scheduler with more than one thread;
-  // one worker gets a single-issuer ring). Off by default: on a shared ring the operations
-  // measured slower than readiness (2 workers, echo: 0.84x vs 0.92x the epoll backend, the
-  // completions' task work interrupting the submitting worker; bench/RESULTS.md). YAML:
-  // io.uring_shared_ring_ops.
+  // ... also on a shared ring: several workers share one (a single worker gets a single-issuer
+  // ring, Linux 6.1+, and uses the operations). Off by default: on a shared ring they measured
+  // slower than readiness (2 workers, echo at 1000 / 100 connections: 0.85x / 0.83x the epoll
+  // backend vs 0.91x / 0.92x; the completions' task work interrupts the submitting worker;
+  // bench/RESULTS.md). YAML: io.uring_shared_ring_ops.
   bool uring_shared_ring_ops = false;
   // Most events taken from the kernel per wait. YAML: io.max_events.
   int max_events = 256;

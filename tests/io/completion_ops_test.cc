@@ -8,12 +8,14 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -94,10 +96,16 @@ TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
 // The defaults: one worker (a single-issuer ring) uses the operations; several workers, which
 // share the ring, wait for readiness unless io.uring_shared_ring_ops asks for the operations.
 TEST_F(CompletionOpsTest, SeveralWorkersUseThemOnlyWhenAskedTo) {
-  lionet::Scheduler one({.threads = 1, .name = "ops-test"});
-  lionet::IOManager one_io(one, {.backend = "io_uring"});
-  EXPECT_TRUE(one_io.completion_io());
-  one.stop();
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  int major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(u.release, "%d.%d", &major, &minor), 2);
+  if (major > 6 || (major == 6 && minor >= 1)) {  // single-issuer rings (older: a shared one)
+    lionet::Scheduler one({.threads = 1, .name = "ops-test"});
+    lionet::IOManager one_io(one, {.backend = "io_uring"});
+    EXPECT_TRUE(one_io.completion_io()) << "one worker, a single-issuer ring";
+    one.stop();
+  }
   lionet::Scheduler two({.threads = 2, .name = "ops-test"});
   {
     lionet::IOManager shared(two, {.backend = "io_uring"});

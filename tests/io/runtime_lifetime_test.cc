@@ -160,10 +160,10 @@ TEST(Lifetimes, WaitsTimingOutWhileTheirIoManagerIsDestroyedEndCleanly) {
   int timed_out = 0, cancelled = 0;
   for (int round = 0; round < 150; ++round) {
     std::vector<JoinHandle<int>> waits;
+    std::atomic<int> returned[kFibers] = {};  // outlives io: its destructor wakes the fibers
     {
       IOManager io(sched, {.backend = "epoll"});
       const auto deadline = now() + std::chrono::microseconds(3000 + (round % 7) * 300);
-      std::atomic<int> returned[kFibers] = {};
       for (int i = 0; i < kFibers; ++i)
         waits.push_back(sched.spawn([&io, &returned, i, fd = fds[i][0], deadline] {
           const int r = io.wait_readable(fd, deadline);
