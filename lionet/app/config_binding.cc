@@ -106,7 +106,7 @@ AppConfig define_config(config::Registry& r) {
   c.io_uring_shared_ring_ops = r.define<bool>(
       "io.uring_shared_ring_ops", id.uring_shared_ring_ops,
       "With io_uring and several workers (which share one ring): use the completion-based socket calls there too "
-      "(measured slower than readiness on a shared ring, so off by default).");
+      "(measured no faster than readiness on a shared ring, so off by default).");
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
                                   config::range(1, 65536));
   const OffloadOptions od;

@@ -44,8 +44,8 @@ struct IoOptions {
   bool uring_socket_ops = true;
   // ... also on a shared ring: several workers share one (a single worker gets a single-issuer
   // ring, Linux 6.1+, and uses the operations). Off by default: on a shared ring they measured
-  // slower than readiness (2 workers, echo at 1000 / 100 connections: 0.85x / 0.83x the epoll
-  // backend vs 0.91x / 0.92x; the completions' task work interrupts the submitting worker;
+  // no faster than readiness (2 workers, echo at 1000 / 100 connections: 0.77x / 0.94x the epoll
+  // backend vs 0.78x / 0.97x; the completions' task work interrupts the submitting worker;
   // bench/RESULTS.md). YAML: io.uring_shared_ring_ops.
   bool uring_shared_ring_ops = false;
   // Most events taken from the kernel per wait. YAML: io.max_events.
