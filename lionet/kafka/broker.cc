@@ -14,6 +14,8 @@
 #include "lionet/kafka/log_watchers.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/record_batch.h"
+#include "lionet/log/log.h"
+#include "lionet/storage/file_system.h"
 #include "lionet/storage/store.h"
 
 namespace lionet::kafka {
@@ -24,6 +26,12 @@ ErrorCode from_storage(const std::error_code& ec) {
   if (ec == storage::Errc::kOffsetOutOfRange) return ErrorCode::kOffsetOutOfRange;
   if (ec == storage::Errc::kRecordTooLarge) return ErrorCode::kMessageTooLarge;
   return ErrorCode::kKafkaStorageError;  // kCorrupt, kLogFailed, IO errors
+}
+
+// An append's error: kInvalidArgument there is a batch the store refused (decode_batches
+// accepted it, so the store's stricter rules did: CreateTime, no transaction or control bits).
+ErrorCode append_error(const std::error_code& ec) {
+  return ec == storage::Errc::kInvalidArgument ? ErrorCode::kCorruptMessage : from_storage(ec);
 }
 
 int16_t code(ErrorCode e) { return static_cast<int16_t>(e); }
@@ -123,9 +131,14 @@ struct Broker::Impl {
     int64_t log_start = -1;
   };
 
-  // One batch's records into the log; with headers, through HeaderStore's protocol.
+  // One batch into the log: as sent (headers, compression and producer fields in it) where the
+  // log writes Kafka's batch format (the default); else its records, with headers through
+  // HeaderStore's protocol.
   Result<int64_t> append(storage::Log& log, std::string_view topic, int32_t partition, const DecodedBatch& b,
                          std::span<const storage::Record> recs) {
+    if (log.options().batch_format == storage::BatchFormat::kKafka) {
+      return log.append_kafka_batches(std::span<const std::string_view>(&b.raw, 1));
+    }
     bool headed = false;
     for (const DecodedRecord& r : b.records) headed |= r.header_count > 0;
     if (!headed) return log.append_batch(recs);
@@ -181,7 +194,7 @@ struct Broker::Impl {
           base = *c.duplicate_of;
         } else {
           auto r = append(**log, topic, p.index, b, recs);
-          if (!r) return {from_storage(r.error())};
+          if (!r) return {append_error(r.error())};
           base = *r;
           records_in.fetch_add(recs.size(), std::memory_order_relaxed);
           if (auto s = producers->record(topic, p.index, b.producer_id, b.producer_epoch, b.base_sequence, last, base); !s)
@@ -189,7 +202,7 @@ struct Broker::Impl {
         }
       } else {
         auto r = append(**log, topic, p.index, b, recs);
-        if (!r) return {from_storage(r.error())};
+        if (!r) return {append_error(r.error())};
         base = *r;
         records_in.fetch_add(recs.size(), std::memory_order_relaxed);
       }
@@ -231,8 +244,11 @@ struct Broker::Impl {
   struct FetchPart {
     storage::Log* log = nullptr;
     ErrorCode error = ErrorCode::kNone;
-    storage::ReadResult rr;
+    storage::ReadResult rr;             // records of a BatchFormat::kLionet segment, re-encoded
+    storage::Log::StoredBatches stored;  // or stored Kafka batches, sent as they are
     bool read = false;
+    bool from_store = false;  // read: `stored` holds the answer, not rr
+    std::size_t bytes() const { return !read ? 0 : from_store ? stored.bytes : rr.bytes(); }
   };
 
   // One pass over every partition; returns the bytes read.
@@ -253,18 +269,26 @@ struct Broker::Impl {
         if (total >= max_total && total > 0) continue;
         const std::size_t want = std::min<std::size_t>(p.max_bytes > 0 ? static_cast<std::size_t>(p.max_bytes) : 1,
                                                        max_total > total ? max_total - total : 1);
-        if (auto r = fp.log->read(p.fetch_offset, want, fp.rr); !r) {
+        auto st = fp.log->read_stored(p.fetch_offset, want);
+        if (!st) {
+          fp.error = from_storage(st.error());
+          continue;
+        }
+        fp.from_store = st->format == storage::BatchFormat::kKafka;
+        if (fp.from_store) {
+          fp.stored = std::move(*st);
+        } else if (auto r = fp.log->read(p.fetch_offset, want, fp.rr); !r) {
           fp.error = from_storage(r.error());
           continue;
         }
         fp.read = true;
-        total += fp.rr.bytes();
+        total += fp.bytes();
       }
     }
     return total;
   }
 
-  void fetch(const RequestHeader& h, const FetchRequest& f, Writer& w) {
+  void fetch(const RequestHeader& h, const FetchRequest& f, Writer& w, std::vector<FileSlice>& slices) {
     const int16_t v = h.api_version;
     w.i32(0);  // throttle_time_ms
     if (v >= 7 && (f.session_id != 0 || f.session_epoch > 0)) {
@@ -325,7 +349,7 @@ struct Broker::Impl {
     // The response is sized once for the records read (a kept buffer when it is big: see
     // detail/buffer_pool.h), so encoding them never reallocates it.
     std::size_t payload = 0;
-    for (const FetchPart& fp : parts) payload += fp.read ? fp.rr.bytes() : 0;
+    for (const FetchPart& fp : parts) payload += fp.read && !fp.from_store ? fp.rr.bytes() : 0;
     const std::size_t need = w.size() + payload + 128 * (parts.size() + 1);
     if (std::string& buf = w.buffer(); need > buf.capacity()) {
       if (need >= detail::kPoolMinBytes) {
@@ -353,7 +377,15 @@ struct Broker::Impl {
         // The records' bytes (NULLABLE_BYTES), encoded in place: a length patched afterwards.
         const std::size_t len_at = w.reserve_i32();
         const std::size_t records_from = w.size();
-        if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
+        std::size_t stored_bytes = 0;
+        if (fp.read && fp.error == ErrorCode::kNone && fp.from_store) {
+          if (fp.stored.bytes > 0) {
+            stored_bytes = static_cast<std::size_t>(fp.stored.bytes);
+            slices.push_back({w.size(), std::move(fp.stored.keep), fp.stored.file, fp.stored.position, fp.stored.bytes});
+            records_out.fetch_add(static_cast<uint64_t>(fp.stored.next_offset - std::max(fp.stored.first_offset, p.fetch_offset)),
+                                  std::memory_order_relaxed);
+          }
+        } else if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
           // Records whose headers are still being recorded wait for the next Fetch.
           const int64_t visible = headers->visible_end(t.name, p.index);
           out.clear();
@@ -367,7 +399,7 @@ struct Broker::Impl {
             records_out.fetch_add(out.size(), std::memory_order_relaxed);
           }
         }
-        w.patch_i32(len_at, static_cast<int32_t>(w.size() - records_from));
+        w.patch_i32(len_at, static_cast<int32_t>(w.size() - records_from + stored_bytes));
       }
     }
     i = 0;
@@ -544,6 +576,12 @@ Broker::Broker(storage::Store& store, BrokerOptions options)
   auto p = ProducerState::open(store);
   if (!p) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + p.error().message());
   impl_->producers = std::move(*p);
+  auto tails = impl_->producers->recover_tails(store);
+  if (!tails) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + tails.error().message());
+  if (*tails > 0) {
+    LIONET_LOG_INFO(lionet::log::get("kafka"), "kafka: {} idempotent batch(es) appended before a crash cut off their "
+                    "producer state: state restored from the stored batches (their retries will not be appended twice)", *tails);
+  }
   auto h = HeaderStore::open(store);
   if (!h) throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
   impl_->headers = std::move(*h);
@@ -555,9 +593,30 @@ Broker::Broker(storage::Store& store, BrokerOptions options)
 Broker::~Broker() { stop(); }
 
 Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
+  std::vector<FileSlice> slices;
+  const Outcome o = handle(frame, response, slices);
+  if (slices.empty()) return o;
+  // Inline the stored bytes (tests, and callers that cannot sendfile).
+  std::string whole;
+  std::size_t from = 0;
+  for (const FileSlice& sl : slices) {
+    whole.append(response, from, sl.at - from);
+    const std::size_t at = whole.size();
+    whole.resize(at + static_cast<std::size_t>(sl.bytes));
+    auto n = sl.file->pread(whole.data() + at, static_cast<std::size_t>(sl.bytes), sl.position);
+    if (!n || *n != sl.bytes) return {Outcome::kClose, "stored batches could not be read back (truncated meanwhile?)"};
+    from = sl.at;
+  }
+  whole.append(response, from, std::string::npos);
+  response.swap(whole);
+  return o;
+}
+
+Broker::Outcome Broker::handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices) {
   Impl& im = *impl_;
   im.requests.fetch_add(1, std::memory_order_relaxed);
   response.clear();
+  slices.clear();
   Writer w(response);
   const std::size_t size_at = w.reserve_i32();
   RequestHeader h;
@@ -565,7 +624,11 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
     im.malformed.fetch_add(1, std::memory_order_relaxed);
     return {Outcome::kClose, e.why};
   }
-  auto finish = [&] { w.patch_i32(size_at, static_cast<int32_t>(response.size() - 4)); };
+  auto finish = [&] {
+    std::size_t stored = 0;
+    for (const FileSlice& sl : slices) stored += static_cast<std::size_t>(sl.bytes);
+    w.patch_i32(size_at, static_cast<int32_t>(response.size() - 4 + stored));
+  };
   if (!supported(h.api_key, h.api_version)) {
     w.i32(h.correlation_id);
     if (h.api_key == static_cast<int16_t>(ApiKey::kApiVersions)) {
@@ -598,7 +661,7 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
   } else if (auto* m = std::get_if<MetadataRequest>(&body)) {
     im.metadata(h, *m, w);
   } else if (auto* f = std::get_if<FetchRequest>(&body)) {
-    im.fetch(h, *f, w);
+    im.fetch(h, *f, w, slices);
   } else if (auto* l = std::get_if<ListOffsetsRequest>(&body)) {
     im.list_offsets(h, *l, w);
   } else if (auto* ip = std::get_if<InitProducerIdRequest>(&body)) {

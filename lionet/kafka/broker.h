@@ -9,8 +9,7 @@
 //
 // Owns: ApiVersions, Metadata, Produce, Fetch, ListOffsets, InitProducerId, FindCoordinator
 // and the wire side of the group APIs (protocol.h has the versions), the idempotent-producer
-// state (producer_state.h), the record headers kept beside the store's records
-// (header_store.h), the group coordinator (group_coordinator.h: groups and committed offsets),
+// state (producer_state.h), the record headers of kLionet-layout logs (header_store.h), the group coordinator (group_coordinator.h: groups and committed offsets),
 // the mapping of Kafka's model onto the store's. Must not: read configuration (BrokerOptions is data), keep
 // per-connection state (requests are independent, so a connection's fiber may call handle()
 // for each of its requests in order), or throw on a request path.
@@ -19,17 +18,18 @@
 //  - A topic is a Store topic; a partition its Log; offsets are the store's. Metadata creates a
 //    missing topic (store's default_partitions) when the request allows it and the store's
 //    auto_create_topics is on; Produce never creates (Kafka's behaviour).
-//  - A produced record keeps its key, value and timestamp (CreateTime; -1: the append time).
-//    A null key and an empty key are one (the store has no null), so are a null value
-//    (tombstone) and an empty one. Headers, which the store's records cannot hold, are kept
-//    beside them (header_store.h) and returned by Fetch; the HTTP API does not see them.
-//    Compressed batches (gzip, snappy, lz4, zstd) are inflated (at most storage.max_batch_bytes
-//    of records each: MESSAGE_TOO_LARGE past it) and stored as plain records.
+//  - A produced batch is checked (decode_batches: lengths, counts, CRC; a compressed one
+//    inflated, at most storage.max_batch_bytes of records: MESSAGE_TOO_LARGE past it) and
+//    stored as it was sent (Log::append_kafka_batches: the store's kKafka layout), headers,
+//    producer fields and compression included. The HTTP API reads the same records (a null key
+//    or value reads as empty there). A log in the store's older kLionet layout gets the
+//    records instead, with headers kept beside them (header_store.h).
 //  - acks 1 and -1 (all) are one on a single node: the response is sent when append_batch has
 //    returned, i.e. when the topic's flush policy is met (every_batch: after fdatasync).
 //    acks 0: appended the same way, and no response is sent (Kafka's behaviour).
-//  - Fetch re-encodes the stored records as one RecordBatch per partition read (producer id
-//    -1, uncompressed). It parks in Log::wait_beyond until min_bytes arrive or max_wait_ms
+//  - Fetch returns the stored batches as they are (Log::read_stored; handle()'s FileSlices let
+//    the server sendfile them), from kLionet segments re-encoded as one RecordBatch per
+//    partition read. It parks in Log::wait_beyond until min_bytes arrive or max_wait_ms
 //    passes; over several partitions, on all of them at once (log_watchers.h).
 //  - Consumer groups: FindCoordinator names this broker (node_id, the advertised address) for
 //    any group; JoinGroup and SyncGroup park the request's fiber until the rebalance answers
@@ -46,6 +46,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lionet/kafka/group_coordinator.h"
 #include "lionet/kafka/producer_state.h"
@@ -53,6 +54,7 @@
 
 namespace lionet::storage {
 class Store;
+class File;
 }
 
 namespace lionet::kafka {
@@ -74,6 +76,15 @@ struct BrokerStats {
   GroupStats groups;
 };
 
+// Stored bytes of a segment that belong in a response at position `at` of its buffer.
+struct FileSlice {
+  std::size_t at = 0;
+  std::shared_ptr<const void> keep;  // the segment, open while the slice is sent
+  storage::File* file = nullptr;
+  uint64_t position = 0;
+  uint64_t bytes = 0;
+};
+
 class Broker {
  public:
   // Opens the idempotent-producer state, the header index and the committed offsets in
@@ -87,7 +98,12 @@ class Broker {
     const char* why = "";  // kClose: what was malformed
   };
   // `response` is cleared, then (kRespond) holds the whole response frame, size prefix included.
+  // Stored batches a Fetch returns are read into it (pread).
   Outcome handle(std::string_view frame, std::string& response);
+  // The same, but the stored batches of a Fetch stay where they are: the frame is `response`
+  // with each slice's bytes inserted at its `at` (in order; the size prefix and the records'
+  // lengths count them), for the server to send with sendfile.
+  Outcome handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices);
 
   // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
   void advertise(std::string host, int32_t port);

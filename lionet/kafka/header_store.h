@@ -1,5 +1,6 @@
-// lionet/kafka/header_store.h: Kafka record headers, which the store's records cannot hold,
-// kept beside them: one record per headed Kafka record in the internal topic `__kafka_headers`
+// lionet/kafka/header_store.h: Kafka record headers of logs in the store's older kLionet
+// layout, which cannot hold them (the default kKafka layout keeps them inside the stored
+// batch, and none of this is used for it), kept beside them: one record per headed Kafka record in the internal topic `__kafka_headers`
 // (value: topic, partition, offset, the header section as the producer sent it), and in memory
 // an index (topic, partition, offset) -> offset in that topic, rebuilt by a scan at open.
 //

@@ -5,6 +5,7 @@
 
 #include "lionet/kafka/codec.h"
 #include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/storage/file_system.h"
 #include "lionet/storage/store.h"
 
 namespace lionet::kafka {
@@ -39,6 +40,48 @@ Result<void> ProducerState::replay() {
     const std::string_view topic = in.string();
     if (in.ok()) apply(pid, epoch, topic, partition, first, last, base);
   });
+}
+
+Result<std::size_t> ProducerState::recover_tails(storage::Store& store) {
+  std::size_t learned = 0;
+  for (const std::string& topic : store.list_topics()) {
+    if (topic.compare(0, 7, "__kafka") == 0) continue;  // this layer's own state
+    for (uint32_t p = 0;; ++p) {
+      auto log = store.find(topic, p);
+      if (!log) break;
+      const int64_t end = (*log)->end_offset();
+      if (end <= (*log)->start_offset()) continue;
+      auto st = (*log)->read_stored(end - 1, 1);  // the partition's last batch
+      if (!st || st->format != storage::BatchFormat::kKafka || st->bytes < 61) continue;
+      char h[61];
+      auto n = st->file->pread(h, sizeof h, st->position);
+      if (!n || *n != sizeof h) continue;
+      Reader in(std::string_view(h, sizeof h));
+      in.raw(43);  // base offset .. max timestamp
+      const int64_t pid = in.i64();
+      const int16_t epoch = in.i16();
+      const int32_t first = in.i32();
+      const int32_t count = in.i32();
+      if (!in.ok() || pid < 0 || count <= 0) continue;
+      const int64_t last64 = static_cast<int64_t>(first) + count - 1;  // sequences wrap at INT32_MAX to 0
+      const auto last = static_cast<int32_t>(last64 > INT32_MAX ? last64 - INT32_MAX - 1 : last64);
+      const auto partition = static_cast<int32_t>(p);
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (pid >= next_id_) continue;  // not an id this broker handed out
+        const auto it = entries_.find(KeyView(pid, topic, partition));
+        if (it != entries_.end()) {
+          if (it->second.epoch > epoch) continue;
+          bool known = false;
+          for (const Batch& b : it->second.batches) known |= b.base_offset == st->first_offset;
+          if (known) continue;
+        }
+      }
+      if (auto r = record(topic, partition, pid, epoch, first, last, st->first_offset); !r) return r.error();
+      learned++;
+    }
+  }
+  return learned;
 }
 
 Result<int64_t> ProducerState::allocate() {

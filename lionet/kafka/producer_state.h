@@ -9,13 +9,15 @@
 // locks that make check + append + record one step. Must not: append client records (the
 // broker does, between check() and record()).
 //
-// Crash window, stated plainly: the state record is appended after the batch it describes
-// (the batch's offset is only known then). A crash between the two appends forgets that
-// batch's sequence numbers, so the client's retry of it (it never got the acknowledgement)
-// is appended again: one duplicate at most per partition per crash. Kafka avoids this by
-// keeping producer ids inside the stored batches; the store's batch format does not carry
-// them yet. The topic grows by about 60 bytes per idempotent batch (retention applies to it
-// like to any topic; there is no compaction yet).
+// Crash window: the state record is appended after the batch it describes (the batch's offset
+// is only known then), so a crash between the two appends would forget that batch's sequence
+// numbers and the client's retry of it (it never got the acknowledgement) would be appended
+// again. The stored batch carries its producer id, epoch and sequence (the store keeps Kafka's
+// batches as sent), so at open recover_tails() reads each partition's last batch and records
+// what the crash lost: no duplicate. (A partition in the store's older kLionet layout has no
+// producer fields: there one duplicate per partition per crash remains possible.) The topic
+// grows by about 60 bytes per idempotent batch (retention applies to it like to any topic;
+// there is no compaction yet).
 //
 // Concurrency: every method may be called from any fiber. lock_for() returns a fiber Mutex
 // (one of 64 stripes by topic and partition) held by the caller across check(), the append and
@@ -50,6 +52,12 @@ class ProducerState {
  public:
   // Opens (creating it if missing) and replays the state topic. Errors: the store's.
   static Result<std::unique_ptr<ProducerState>> open(storage::Store& store);
+
+  // After open, before any Produce: for every partition of `store` whose last batch is an
+  // idempotent producer's stored batch (kKafka layout) that the state does not know (a crash
+  // came between its append and record()), records it. Returns how many. check/append/record
+  // run under one lock per partition, so only a partition's last batch can be missing.
+  Result<std::size_t> recover_tails(storage::Store& store);
 
   // A new producer id (epoch 0), recorded before it is returned.
   Result<int64_t> allocate();

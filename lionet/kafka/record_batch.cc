@@ -4,10 +4,12 @@
 #include <algorithm>
 
 #include "lionet/kafka/codec.h"
-#include "lionet/kafka/compression.h"
+#include "lionet/storage/compression.h"
 #include "lionet/storage/crc32c.h"
 
 namespace lionet::kafka {
+using storage::decompress;
+using storage::Inflate;
 namespace {
 
 // One record inside its length-delimited slice; false (with why) on any framing error.
@@ -63,12 +65,14 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
   Reader r(bytes);
   while (!r.at_end()) {
     DecodedBatch b;
+    const char* batch_start = r.position();
     b.base_offset = r.i64();
     const int32_t len = r.i32();
     if (!r.ok() || len < static_cast<int32_t>(kBatchHeaderBytes - 12) ||
         static_cast<std::size_t>(len) > r.remaining())
       return {ErrorCode::kCorruptMessage, "a batch length past the records"};
     Reader br(r.raw(static_cast<std::size_t>(len)));
+    b.raw = std::string_view(batch_start, static_cast<std::size_t>(len) + 12);
     br.i32();  // partition leader epoch
     const int8_t magic = br.i8();
     if (magic != 2) return {ErrorCode::kCorruptMessage, "a batch of magic other than 2"};

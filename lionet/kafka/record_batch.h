@@ -4,9 +4,9 @@
 //
 // Owns: DecodedBatch/DecodedRecord (views into the request frame), decode_batches(),
 // encode_batch(). Must not: touch the store, or accept a batch it cannot fully account for.
-// Compressed batches (gzip, snappy, lz4, zstd: compression.h) are inflated here, bounded, and
-// their records decoded like any others: the store keeps plain records, and Fetch serves them
-// uncompressed (every client reads that).
+// Compressed batches (gzip, snappy, lz4, zstd: storage/compression.h) are inflated here,
+// bounded, and their records decoded like any others (to check them; the store then keeps the
+// batch as it was sent). encode_batch serves records of the store's older kLionet layout.
 //
 // Layout (big-endian; "varint" is zig-zag):
 //   base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 (=2) |
@@ -41,6 +41,7 @@ struct DecodedRecord {
 };
 
 struct DecodedBatch {
+  std::string_view raw;  // the whole batch as sent (base_offset .. end)
   int64_t base_offset = 0;
   int16_t attributes = 0;
   int32_t last_offset_delta = 0;

@@ -9,6 +9,7 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/kafka/detail/buffer_pool.h"
+#include "lionet/storage/file_system.h"
 #include "lionet/log/log.h"
 #include "lionet/net/stream.h"
 
@@ -28,6 +29,29 @@ void log_closed(const std::string& server, SocketStream& s, const char* why) {
   LIONET_LOG_WARN(kafka_log(), "kafka '{}': {}: malformed request ({}): connection closed ({} more held back)", server,
                   peer, why, held);
 }
+
+// The response frame: `response` with the slices' stored bytes in their places, those by
+// sendfile(2) (a Fetch's batches go from the page cache to the socket, never through here).
+// false: the connection is to be closed (a write failed, or a segment shrank under a slice:
+// the frame could not be completed, and a client must not see a short one).
+bool send_response(SocketStream& s, const std::string& response, const std::vector<FileSlice>& slices) {
+  std::size_t from = 0;
+  std::string copy;
+  for (const FileSlice& sl : slices) {
+    if (sl.at > from && !s.write_more(response.data() + from, sl.at - from)) return false;
+    from = sl.at;
+    if (const int fd = sl.file->native_handle(); fd >= 0) {
+      auto n = s.sendfile(fd, static_cast<off_t>(sl.position), static_cast<std::size_t>(sl.bytes));
+      if (!n || *n != sl.bytes) return false;
+      continue;
+    }
+    copy.resize(static_cast<std::size_t>(sl.bytes));  // a file system without descriptors (tests)
+    auto n = sl.file->pread(copy.data(), copy.size(), sl.position);
+    if (!n || *n != copy.size() || !s.write(copy.data(), copy.size())) return false;
+  }
+  return from == response.size() || s.write(response.data() + from, response.size() - from).ok();
+}
+
 }  // namespace
 
 Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options)
@@ -74,6 +98,7 @@ bool Server::stop(Duration drain) {
 void Server::serve(SocketStream& s) {
   s.set_timeouts(opt_.idle_timeout, opt_.idle_timeout);
   std::string frame, response;
+  std::vector<FileSlice> slices;
   for (;;) {
     char size_buf[4];
     auto n = s.read_full(size_buf, 4);
@@ -88,12 +113,13 @@ void Server::serve(SocketStream& s) {
     frame.resize(static_cast<std::size_t>(size));
     n = s.read_full(frame.data(), frame.size());
     if (!n || *n < frame.size()) return;
-    const Broker::Outcome o = broker_->handle(frame, response);
+    const Broker::Outcome o = broker_->handle(frame, response, slices);
     if (o.kind == Broker::Outcome::kClose) {
       log_closed(opt_.name, s, o.why);
       return;
     }
-    if (o.kind == Broker::Outcome::kRespond && !s.write(response.data(), response.size())) return;
+    if (o.kind == Broker::Outcome::kRespond && !send_response(s, response, slices)) return;
+    slices.clear();  // lets go of the segments
     if (frame.capacity() > (1u << 20)) std::string().swap(frame);  // one huge request keeps no memory
     // A big response (a consumer's Fetch) goes to the Fetch buffer pool, not to the allocator.
     if (response.capacity() > (1u << 20)) detail::give_string(std::exchange(response, std::string()));

@@ -15,6 +15,7 @@ class PosixFile final : public File {
  public:
   explicit PosixFile(int fd) : fd_(fd) {}
   ~PosixFile() override { ::close(fd_); }
+  int native_handle() const override { return fd_; }
 
   Result<std::size_t> pread(void* buf, std::size_t n, uint64_t off) override {
     std::size_t done = 0;

@@ -41,6 +41,9 @@ class File {
   // fdatasync after an append need not commit a size change. EOPNOTSUPP (the default, and
   // file systems without fallocate) turns preallocation off for that file.
   virtual Result<void> allocate(uint64_t size) { return Result<void>::failure(EOPNOTSUPP); }
+  // The file descriptor, for sendfile(2) of stored bytes; -1 (the default) where there is none
+  // (then callers pread).
+  virtual int native_handle() const { return -1; }
 };
 
 class FileSystem {

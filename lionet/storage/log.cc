@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
 
 #include "lionet/log/log.h"
-#include "lionet/storage/detail/batch_format.h"
+#include "lionet/storage/detail/formats.h"
 #include "lionet/storage/detail/segment.h"
 #include "lionet/storage/file_system.h"
 
@@ -140,7 +141,7 @@ Result<std::shared_ptr<Segment>> Log::create_segment(int64_t base) {
   if (auto r = (*f)->truncate(0); !r) return r.error();
   // The new name must survive power loss before anything acknowledged lands in it.
   if (auto r = fs_.sync_dir(dir_); !r) return r.error();
-  return std::make_shared<Segment>(prefix, base, std::move(*f), active_index_capacity());
+  return std::make_shared<Segment>(prefix, base, std::move(*f), active_index_capacity(), opt_.batch_format);
 }
 
 Result<void> Log::recover() {
@@ -167,7 +168,14 @@ Result<void> Log::recover() {
     const bool sealed = i + 1 < bases.size();
     const std::size_t cap = sealed ? static_cast<std::size_t>(*size / opt_.index_interval_bytes + 2)
                                    : active_index_capacity();
-    auto seg = std::make_shared<Segment>(prefix, bases[i], std::move(*f), cap);
+    BatchFormat format = opt_.batch_format;  // an empty file's
+    if (*size > 0) {
+      char first[detail::kKafkaHeaderBytes];
+      auto n = (*f)->pread(first, sizeof first, 0);
+      if (!n) return n.error();
+      format = detail::detect_format(first, *n, bases[i]);
+    }
+    auto seg = std::make_shared<Segment>(prefix, bases[i], std::move(*f), cap, format);
     if (sealed && seg->load_index_files(fs_, *size, bases[i + 1])) {
       list->push_back(std::move(seg));
       continue;
@@ -223,6 +231,28 @@ Result<void> Log::recover() {
   end_offset_.store(next_offset_, std::memory_order_release);
   last_flush_ms_ = wall_ms();
   publish(std::move(list));
+  std::lock_guard<lionet::Mutex> g(append_mu_);
+  return adopt_format(wall_ms());
+}
+
+Result<void> Log::adopt_format(int64_t now_ms) {
+  if (active_->format() == opt_.batch_format) return {};
+  if (active_->size() > 0) {
+    LIONET_LOG_INFO(logger(), "{}.log holds batches in the {} format: sealed, appends go to a new segment in the {} format",
+                    active_->prefix(), active_->format() == BatchFormat::kKafka ? "kafka" : "lionet",
+                    opt_.batch_format == BatchFormat::kKafka ? "kafka" : "lionet");
+    return roll(now_ms);
+  }
+  // Empty (or zeros only): the same file becomes a segment of the configured format.
+  if (auto r = active_->file().truncate(0); !r) return r;
+  auto f = fs_.open(active_->prefix() + ".log", false);
+  if (!f) return f.error();
+  auto fresh = std::make_shared<Segment>(active_->prefix(), active_->base_offset(), std::move(*f),
+                                         active_index_capacity(), opt_.batch_format);
+  auto list = std::make_shared<SegmentList>(*snapshot());
+  list->back() = fresh;
+  active_ = std::move(fresh);
+  publish(std::move(list));
   return {};
 }
 
@@ -230,34 +260,111 @@ Result<int64_t> Log::append(const Record& record) { return append_batch(std::spa
 
 Result<int64_t> Log::append_batch(std::span<const Record> records) {
   if (records.empty()) return make_error_code(Errc::kInvalidArgument);
-  const std::size_t len = detail::encoded_size(records);
+  const int64_t now = wall_ms();
+  const BatchFormat fmt = opt_.batch_format;  // the active segment's (adopt_format sees to it)
+  if (fmt == BatchFormat::kKafka) {
+    for (const Record& r : records) {
+      if (!r.headers.empty() && !detail::kafka_headers_valid(r.headers)) return make_error_code(Errc::kInvalidArgument);
+    }
+  }
+  const std::size_t len = detail::encoded_size(fmt, records, now);
   if (len > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);
   std::unique_lock<lionet::Mutex> lk(append_mu_);
-  if (failed_.load(std::memory_order_relaxed)) return make_error_code(Errc::kLogFailed);
+  auto pos = prepare_append(len, records.size(), now);
+  if (!pos) return pos.error();
+  const int64_t base = next_offset_;
+  const int64_t max_ts = detail::encode_batch(fmt, encode_buf_.data(), base, records, now);
+  const Written w{base, base + static_cast<int64_t>(records.size()), 0, static_cast<uint32_t>(len), max_ts};
+  return finish_append(lk, *pos, len, std::span<const Written>(&w, 1), now);
+}
+
+Result<int64_t> Log::append_kafka_batches(std::span<const std::string_view> batches) {
+  if (batches.empty()) return make_error_code(Errc::kInvalidArgument);
   const int64_t now = wall_ms();
+  // Every batch is checked before anything is written.
+  std::vector<std::string> inflated(batches.size());  // never resized: the views stay valid
+  std::vector<std::string_view> sections(batches.size());
+  std::vector<int64_t> max_ts(batches.size());
+  std::size_t total = 0, count = 0;
+  for (std::size_t i = 0; i < batches.size(); i++) {
+    const std::string_view b = batches[i];
+    if (b.size() > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);
+    if (b.size() < detail::kKafkaHeaderBytes) return make_error_code(Errc::kInvalidArgument);
+    const detail::BatchHeader h = detail::read_kafka_header(b.data());
+    if (h.length != b.size() || !detail::kafka_batch_valid(b.data(), h, opt_.max_batch_bytes)) {
+      return make_error_code(Errc::kInvalidArgument);
+    }
+    const Inflate in = detail::kafka_records(b.data(), h, opt_.max_batch_bytes, inflated[i], sections[i]);
+    if (in == Inflate::kTooLarge) return make_error_code(Errc::kRecordTooLarge);
+    if (in != Inflate::kOk || !detail::walk_kafka_records(sections[i], h, &max_ts[i], [](const RecordView&) {})) {
+      return make_error_code(Errc::kInvalidArgument);
+    }
+    total += b.size();
+    count += h.record_count;
+  }
+  if (total > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);  // one write, one segment
+  if (opt_.batch_format != BatchFormat::kKafka) {
+    // A kLionet log: the records, without their headers, as one batch of that format.
+    std::vector<Record> recs;
+    recs.reserve(count);
+    for (std::size_t i = 0; i < batches.size(); i++) {
+      const detail::BatchHeader h = detail::read_kafka_header(batches[i].data());
+      int64_t ignored = 0;
+      (void)detail::walk_kafka_records(sections[i], h, &ignored, [&](const RecordView& v) {
+        recs.push_back(Record{v.key, v.value, v.timestamp});
+      });
+    }
+    return append_batch(recs);
+  }
+  std::unique_lock<lionet::Mutex> lk(append_mu_);
+  auto pos = prepare_append(total, count, now);
+  if (!pos) return pos.error();
+  std::vector<Written> written(batches.size());
+  int64_t next = next_offset_;
+  uint32_t at = 0;
+  for (std::size_t i = 0; i < batches.size(); i++) {
+    char* p = encode_buf_.data() + at;
+    std::memcpy(p, batches[i].data(), batches[i].size());
+    const uint32_t n = detail::read_kafka_header(p).record_count;
+    detail::stamp_kafka_batch(p, batches[i].size(), next, max_ts[i]);
+    written[i] = Written{next, next + n, at, static_cast<uint32_t>(batches[i].size()), max_ts[i]};
+    next += n;
+    at += static_cast<uint32_t>(batches[i].size());
+  }
+  return finish_append(lk, *pos, total, written, now);
+}
+
+Result<uint64_t> Log::prepare_append(std::size_t len, std::size_t records, int64_t now) {
+  if (failed_.load(std::memory_order_relaxed)) return make_error_code(Errc::kLogFailed);
   uint64_t pos = active_->size();
   const bool too_big = pos + len > opt_.segment_bytes;
   const bool too_old = opt_.segment_ms > 0 && active_->first_append_ms >= 0 &&
                        now - active_->first_append_ms >= opt_.segment_ms;
-  const bool offsets_full = next_offset_ + static_cast<int64_t>(records.size()) - active_->base_offset() >=
+  const bool offsets_full = next_offset_ + static_cast<int64_t>(records) - active_->base_offset() >=
                             int64_t{std::numeric_limits<uint32_t>::max()};
   if (pos > 0 && (too_big || too_old || offsets_full)) {
     if (auto r = roll(now); !r) return r.error();
     pos = 0;
   }
   if (encode_buf_.size() < len) encode_buf_.resize(len);
-  const int64_t base = next_offset_;
-  const int64_t max_ts = detail::encode_batch(encode_buf_.data(), base, records, now);
+  return pos;
+}
+
+Result<int64_t> Log::finish_append(std::unique_lock<lionet::Mutex>& lk, uint64_t pos, std::size_t len,
+                                   std::span<const Written> batches, int64_t now) {
   Segment& seg = *active_;
   preallocate(seg, pos + len);
   if (auto r = seg.file().pwrite(encode_buf_.data(), len, pos); !r) {
-    // Nothing published: the next append overwrites whatever part of this batch landed.
+    // Nothing published: the next append overwrites whatever part of these batches landed.
     return r.error();
   }
   if (seg.first_append_ms < 0) seg.first_append_ms = now;
   seg.file_bytes = std::max(seg.file_bytes, pos + len);
-  next_offset_ = base + static_cast<int64_t>(records.size());
-  seg.publish_batch(base, next_offset_, pos, static_cast<uint32_t>(len), max_ts, opt_.index_interval_bytes);
+  const int64_t base = batches.front().first;
+  for (const Written& w : batches) {
+    seg.publish_batch(w.first, w.next, pos + w.at, w.len, w.max_ts, opt_.index_interval_bytes);
+  }
+  next_offset_ = batches.back().next;
   end_offset_.store(next_offset_, std::memory_order_release);  // after the segment published /*1*/
   notify_appended();
 
@@ -276,7 +383,7 @@ Result<int64_t> Log::append_batch(std::span<const Record> records) {
       return base;
     }
     case FlushPolicy::kMessages:
-      unflushed_messages_ += records.size();
+      unflushed_messages_ += static_cast<uint64_t>(next_offset_ - base);
       sync_now = unflushed_messages_ >= opt_.flush_messages;
       break;
     case FlushPolicy::kInterval:
@@ -385,29 +492,48 @@ Result<void> Log::truncate_to(int64_t offset) {
   detail::IndexEntry e = seg->lookup_offset(offset);
   uint64_t pos = e.position;
   int64_t off = seg->base_offset() + e.rel_offset;
-  char hdr[detail::kBatchHeaderBytes];
+  const BatchFormat fmt = seg->format();
+  const std::size_t hn = detail::header_bytes(fmt);
+  char hdr[detail::kKafkaHeaderBytes];
   detail::BatchHeader h;
   for (;;) {
-    auto r = seg->file().pread(hdr, sizeof hdr, pos);
+    auto r = seg->file().pread(hdr, hn, pos);
     if (!r) return r.error();
-    if (*r != sizeof hdr) return make_error_code(Errc::kCorrupt);
-    h = detail::read_header(hdr);
-    if (h.base_offset != off || h.length < detail::kBatchHeaderBytes) return make_error_code(Errc::kCorrupt);
+    if (*r != hn) return make_error_code(Errc::kCorrupt);
+    h = detail::read_header(fmt, hdr);
+    if (h.base_offset != off || h.length < detail::min_batch_bytes(fmt)) return make_error_code(Errc::kCorrupt);
     if (h.next_offset() > offset) break;
     pos += h.length;
     off = h.next_offset();
   }
   uint64_t new_size = pos;
   if (h.base_offset < offset) {
-    // Rewrite the batch with only its records below `offset` (read() verified its CRC).
+    // Rewrite the batch with only its records below `offset` (read() verified its CRC), in the
+    // segment's format; a compressed or producer-stamped Kafka batch becomes plain ones: as
+    // many as max_batch_bytes needs (its records inflated may take more than it did). All is
+    // encoded before any file is touched, so a refusal changes nothing.
     ReadResult whole;
     if (auto r = read_segment(*seg, h.base_offset, 1, whole); !r) return r;
     std::vector<Record> keep;
     for (const RecordView& v : whole.records()) {
-      if (v.offset < offset) keep.push_back(Record{v.key, v.value, v.timestamp});
+      if (v.offset < offset) keep.push_back(Record{v.key, v.value, v.timestamp, v.headers});
     }
-    std::vector<char> buf(detail::encoded_size(keep));
-    detail::encode_batch(buf.data(), h.base_offset, keep, wall_ms());
+    const int64_t now = wall_ms();
+    std::vector<char> buf;
+    int64_t base = h.base_offset;
+    for (std::size_t from = 0; from < keep.size();) {
+      std::size_t n = keep.size() - from;  // the most records (at least one) that fit in one batch
+      while (n > 1 && detail::encoded_size(fmt, std::span(keep).subspan(from, n), now) > opt_.max_batch_bytes) {
+        n = n / 2;
+      }
+      const auto part = std::span<const Record>(keep).subspan(from, n);
+      const std::size_t len = detail::encoded_size(fmt, part, now);
+      if (len > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);  // one record alone
+      buf.resize(buf.size() + len);
+      detail::encode_batch(fmt, buf.data() + buf.size() - len, base, part, now);
+      base += static_cast<int64_t>(n);
+      from += n;
+    }
     if (auto r = seg->file().pwrite(buf.data(), buf.size(), pos); !r) return r;
     new_size = pos + buf.size();
   }
@@ -424,10 +550,16 @@ Result<void> Log::truncate_to(int64_t offset) {
   // objects keep them until they finish.
   auto f = fs_.open(seg->prefix() + ".log", false);
   if (!f) return f.error();
-  auto fresh = std::make_shared<Segment>(seg->prefix(), seg->base_offset(), std::move(*f), active_index_capacity());
+  auto fresh = std::make_shared<Segment>(seg->prefix(), seg->base_offset(), std::move(*f), active_index_capacity(),
+                                        fmt);
   auto scan = detail::scan_segment(*fresh, new_size, opt_.index_interval_bytes, opt_.max_batch_bytes);
-  if (!scan) return scan.error();
-  if (scan->next_offset != offset) return make_error_code(Errc::kCorrupt);
+  if (!scan || scan->next_offset != offset) {
+    // The files no longer match the published state: no append may land on them.
+    failed_.store(true, std::memory_order_relaxed);
+    LIONET_LOG_ERROR(logger(), "{}: truncate_to({}) left a segment that does not scan back ({}); the log refuses appends",
+                     dir_, offset, scan ? scan->reason : scan.error().message());
+    return scan ? make_error_code(Errc::kCorrupt) : scan.error();
+  }
   fresh->first_append_ms = seg->first_append_ms;
   fresh->file_bytes = new_size;
   auto list = std::make_shared<SegmentList>(cur->begin(), it - 1);
@@ -438,7 +570,7 @@ Result<void> Log::truncate_to(int64_t offset) {
   publish(std::move(list));
   if (auto r = fs_.sync_dir(dir_); !r) return r;
   unflushed_messages_ = 0;
-  return {};
+  return adopt_format(wall_ms());
 }
 
 uint64_t Log::size_bytes() const {

@@ -35,9 +35,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lionet/base/spinlock.h"
@@ -51,6 +53,7 @@
 
 namespace lionet::storage {
 
+class File;
 namespace detail {
 class Segment;
 }
@@ -67,8 +70,19 @@ class Log {
   // Appends one record; returns its offset once the flush policy is satisfied.
   Result<int64_t> append(const Record& record);
   // Appends the records as one batch (one write, one CRC, one sync); returns the first offset:
-  // the records get first, first+1, ... Empty: Errc::kInvalidArgument.
+  // the records get first, first+1, ... Empty, or a record whose `headers` is not a Kafka
+  // header section (kKafka format): Errc::kInvalidArgument.
   Result<int64_t> append_batch(std::span<const Record> records);
+  // Appends Kafka RecordBatches (magic 2, e.g. a Kafka Produce's) as they are, one after the
+  // other (one write, one sync; a roll never splits them): each is checked first (header rules
+  // and CRC-32C of detail/kafka_format.h, then every record, a compressed one inflated within
+  // max_batch_bytes), then gets its base offset (the next offset) and partition leader epoch 0,
+  // and its max timestamp if its records say otherwise (the CRC recomputed: what Kafka does).
+  // Returns the first batch's base offset. Errors, nothing appended: kInvalidArgument (empty,
+  // or a batch that is not valid), kRecordTooLarge (together larger than max_batch_bytes, or
+  // one whose records inflate past it). A log writing BatchFormat::kLionet stores their records as one
+  // batch of its own format, without their headers.
+  Result<int64_t> append_kafka_batches(std::span<const std::string_view> batches);
 
   // Whole records from `offset` on, from one segment: always the batch holding `offset` (even
   // if larger than max_bytes, so a reader always progresses), then following batches while the
@@ -79,13 +93,35 @@ class Log {
   Result<void> read(int64_t offset, std::size_t max_bytes, ReadResult& out) const;
   Result<ReadResult> read(int64_t offset, std::size_t max_bytes) const;
 
+  // Where stored Kafka batches (BatchFormat::kKafka segments) lie, to send them as they are (a
+  // Kafka Fetch by sendfile): whole batches from the one holding `offset` (which may begin
+  // before it: Kafka consumers skip those records), at least that one, then following ones
+  // of the same segment while the total stays within max_bytes. Their headers are checked
+  // (offsets follow on, lengths fit, magic 2), not their CRCs: the consumer checks those, as
+  // with Kafka (read() checks them). Offsets as read(); offset == end_offset(): ok, 0 bytes.
+  // When the segment holding `offset` is in BatchFormat::kLionet, `format` says so and
+  // nothing else is set: use read().
+  struct StoredBatches {
+    BatchFormat format = BatchFormat::kKafka;
+    std::shared_ptr<const void> keep;  // keeps the segment's file open while it is sent
+    File* file = nullptr;              // the segment's file (native_handle() for sendfile)
+    uint64_t position = 0;
+    uint64_t bytes = 0;
+    int64_t first_offset = 0;          // the first batch's base offset (<= offset)
+    int64_t next_offset = 0;           // one past the range's last record
+  };
+  Result<StoredBatches> read_stored(int64_t offset, std::size_t max_bytes) const;
+
   // The first offset whose record has timestamp >= ts_ms (end_offset() if none).
   Result<int64_t> offset_for_time(int64_t ts_ms) const;
 
   // fdatasync of everything appended so far (whatever the policy).
   Result<void> flush();
   // Removes every record with offset >= offset (a batch cut in the middle is rewritten with its
-  // first records); the next append gets `offset`. Durable when it returns.
+  // first records: a compressed Kafka batch as plain ones, split to fit max_batch_bytes, or
+  // kRecordTooLarge with nothing changed if one record alone cannot); the next append gets
+  // `offset`. Durable when it returns. If the files do not scan back as expected afterwards
+  // (an IO error), the log refuses appends (kLogFailed), as after a failed fdatasync.
   Result<void> truncate_to(int64_t offset);
   // Deletes whole oldest segments per retention_bytes / retention_ms (now_ms < 0: the wall
   // clock). Returns how many were deleted. Also runs at each roll.
@@ -118,6 +154,22 @@ class Log {
   Result<void> recover();
   Result<std::shared_ptr<detail::Segment>> create_segment(int64_t base);
   Result<void> roll(int64_t now_ms);
+  // One batch of an append: offsets [first, next), `len` bytes at encode_buf_[at].
+  struct Written {
+    int64_t first, next;
+    uint32_t at, len;
+    int64_t max_ts;
+  };
+  // Under append_mu_: refuses a failed log, rolls when the append (len bytes, `records`
+  // records) needs it, sizes encode_buf_; returns the file position to write at.
+  Result<uint64_t> prepare_append(std::size_t len, std::size_t records, int64_t now);
+  // Under lk (append_mu_): writes encode_buf_[0, len) at pos, publishes `batches`, applies the
+  // flush policy (kEveryBatch unlocks lk for the sync). Returns the first batch's offset.
+  Result<int64_t> finish_append(std::unique_lock<lionet::Mutex>& lk, uint64_t pos, std::size_t len,
+                                std::span<const Written> batches, int64_t now);
+  // Under append_mu_: the active segment takes appends in opt_.batch_format (an empty one is
+  // reopened in it; one holding batches of the other format is sealed by a roll).
+  Result<void> adopt_format(int64_t now_ms);
   Result<std::size_t> enforce_retention_locked(int64_t now_ms);
   void remove_segment_files(const detail::Segment& seg);
   Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes,

@@ -26,6 +26,16 @@ class FileSystem;
 // any torn batch.
 enum class FlushPolicy { kEveryBatch, kMessages, kInterval, kNone };
 
+// The layout of the batches a Log writes into its new segments (a segment keeps the format it
+// was created with; each segment's is read from its first batch, so a directory may hold both):
+//  kKafka   Kafka's RecordBatch (magic 2), byte for byte as a Kafka producer sends it and a
+//           consumer reads it (detail/kafka_format.h): a Kafka Fetch can send the segment's
+//           bytes as they are (sendfile), compressed batches stay compressed, record headers
+//           are kept. The default.
+//  kLionet  the format segments had before kKafka (detail/batch_format.h): still read, and
+//           still written by a log opened with it (tests; a downgrade path).
+enum class BatchFormat : uint8_t { kLionet = 1, kKafka = 2 };
+
 // "every_batch", "messages", "ms", "none".
 std::optional<FlushPolicy> parse_flush_policy(std::string_view s) noexcept;
 const char* to_string(FlushPolicy p) noexcept;
@@ -60,6 +70,9 @@ struct LogOptions {
   // sync). Cost: up to this much extra disk per partition, given back when the segment rolls
   // or the log closes (after a crash, recovery cuts the zeros). 0 = off.
   uint64_t preallocate_bytes = uint64_t{1} << 20;
+  // Not YAML: the format of new segments (see BatchFormat). Opening a log whose active segment
+  // holds batches of the other format seals it, so appends go to a segment of this one.
+  BatchFormat batch_format = BatchFormat::kKafka;
 
   // Not YAML: the file layer (nullptr = default_file_system()); tests put a fault-injecting
   // one here. Must outlive the Log.

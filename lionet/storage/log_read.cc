@@ -7,15 +7,13 @@
 #include <algorithm>
 #include <limits>
 
-#include "lionet/storage/detail/batch_format.h"
+#include "lionet/storage/detail/formats.h"
 #include "lionet/storage/detail/segment.h"
 #include "lionet/storage/log.h"
 
 namespace lionet::storage {
 
 using detail::BatchHeader;
-using detail::kBatchHeaderBytes;
-using detail::kRecordHeaderBytes;
 using detail::Segment;
 
 Result<ReadResult> Log::read(int64_t offset, std::size_t max_bytes) const {
@@ -26,6 +24,7 @@ Result<ReadResult> Log::read(int64_t offset, std::size_t max_bytes) const {
 
 Result<void> Log::read(int64_t offset, std::size_t max_bytes, ReadResult& out) const {
   out.records_.clear();
+  out.inflated_used_ = 0;
   out.bytes_ = 0;
   out.next_offset_ = offset;
   if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
@@ -70,6 +69,9 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     if (offset >= end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
     return make_error_code(Errc::kCorrupt);
   }
+  const BatchFormat fmt = seg.format();
+  const std::size_t hdr = detail::header_bytes(fmt);
+  const std::size_t min_batch = detail::min_batch_bytes(fmt);
   std::vector<char>& buf = out.buffer_;
   uint64_t pos = 0;        // file position of buf[0]
   std::size_t have = 0;    // bytes of buf holding file bytes [pos, pos + have)
@@ -83,8 +85,7 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     return {};
   };
   auto sane = [&](const BatchHeader& h, uint64_t at) {
-    return h.length >= kBatchHeaderBytes + kRecordHeaderBytes && h.length <= opt_.max_batch_bytes &&
-           h.length <= limit - at;
+    return h.length >= min_batch && h.length <= opt_.max_batch_bytes && h.length <= limit - at;
   };
 
   WalkStart start{0, offset};
@@ -92,12 +93,12 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
   if (!from_hint) start = index_start(seg, offset);
   for (;;) {
     pos = start.pos;
-    want = std::max(max_bytes, kBatchHeaderBytes + kRecordHeaderBytes);
-    if (start.first != offset) want += opt_.index_interval_bytes + kBatchHeaderBytes;
+    want = std::max(max_bytes, min_batch);
+    if (start.first != offset) want += opt_.index_interval_bytes + hdr;
     if (pos < limit) {  // else a hint or entry past the published bytes: wrong too
       if (auto r = fill(want); !r) return r;
-      if (have >= kBatchHeaderBytes) {
-        const BatchHeader h = detail::read_header(buf.data());
+      if (have >= hdr) {
+        const BatchHeader h = detail::read_header(fmt, buf.data());
         if (h.base_offset == start.first && sane(h, pos)) break;
       }
     }
@@ -117,14 +118,14 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
   int64_t expected = start.first;  // the offset the batch at cur must begin with
   bool accepted = false;
   while (pos + cur < limit) {
-    if (cur > have || have - cur < kBatchHeaderBytes) {
+    if (cur > have || have - cur < hdr) {
       if (accepted) break;
       pos += cur;  // nothing accepted yet: slide the window to the batch we are looking at
       cur = 0;
-      if (auto r = fill(kBatchHeaderBytes); !r) return r;
-      if (have < kBatchHeaderBytes) return make_error_code(Errc::kCorrupt);
+      if (auto r = fill(hdr); !r) return r;
+      if (have < hdr) return make_error_code(Errc::kCorrupt);
     }
-    const BatchHeader h = detail::read_header(buf.data() + cur);
+    const BatchHeader h = detail::read_header(fmt, buf.data() + cur);
     if (h.base_offset != expected || !sane(h, pos + cur)) {
       if (accepted) break;  // return the good batches before the damage; reading on from here fails
       return make_error_code(Errc::kCorrupt);
@@ -148,8 +149,15 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
     // From here on buf is not resized again, so views into it stay valid.
     const char* p = buf.data() + cur;
     const std::size_t before = out.records_.size();
-    const bool valid = detail::batch_valid(p, h, opt_.max_batch_bytes) &&
-                       detail::for_each_record(p, h, [&](const RecordView& v) {
+    // A compressed batch's records are inflated into a string of out's pool (views point there).
+    std::string none;
+    std::string* scratch = &none;
+    if (fmt == BatchFormat::kKafka && (h.attributes & 0x7u) != 0) {
+      if (out.inflated_used_ == out.inflated_.size()) out.inflated_.push_back(std::make_unique<std::string>());
+      scratch = out.inflated_[out.inflated_used_++].get();
+    }
+    const bool valid = detail::batch_valid(fmt, p, h, opt_.max_batch_bytes) &&
+                       detail::for_each_record(fmt, p, h, opt_.max_batch_bytes, *scratch, [&](const RecordView& v) {
                          if (v.offset >= offset) out.records_.push_back(v);
                        });
     if (!valid) {
@@ -166,6 +174,96 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
   out.next_offset_ = expected;
   seg.set_hint(expected, pos + cur);
   return {};
+}
+
+// Header walk only: a 4 KiB window of the file is read at a time, so small batches cost one pread
+// per window and large ones one per batch, and their bytes are never copied here.
+Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_bytes) const {
+  StoredBatches out;
+  out.first_offset = out.next_offset = offset;
+  if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
+  if (offset == end_offset()) return out;
+  auto list = snapshot();
+  auto it = std::upper_bound(list->begin(), list->end(), offset,
+                             [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
+  if (it == list->begin()) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
+  const std::shared_ptr<Segment>& seg = *(it - 1);
+  out.format = seg->format();
+  if (out.format != BatchFormat::kKafka) return out;
+  const int64_t seg_next = seg->next_offset();  // before size: see read_segment
+  const uint64_t limit = seg->size();
+  if (offset >= seg_next) {
+    if (offset >= end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
+    return make_error_code(Errc::kCorrupt);
+  }
+  constexpr std::size_t kWindow = 4096;
+  char win[kWindow];
+  uint64_t win_pos = 0;
+  std::size_t win_have = 0;
+  // The header of the batch at `at` if it is one that begins with `expect`.
+  auto header_at = [&](uint64_t at, int64_t expect, BatchHeader& h) -> Result<bool> {
+    if (at >= limit || limit - at < detail::kKafkaHeaderBytes) return false;
+    if (at < win_pos || at + detail::kKafkaHeaderBytes > win_pos + win_have) {
+      auto r = seg->file().pread(win, static_cast<std::size_t>(std::min<uint64_t>(kWindow, limit - at)), at);
+      if (!r) return r.error();
+      win_pos = at;
+      win_have = *r;
+      if (win_have < detail::kKafkaHeaderBytes) return false;
+    }
+    const char* p = win + (at - win_pos);
+    h = detail::read_kafka_header(p);
+    return h.base_offset == expect && p[16] == 2 && h.length >= detail::kKafkaMinBatchBytes &&
+           h.length <= opt_.max_batch_bytes && h.length <= limit - at;
+  };
+  // Start points as read_segment's: the hint, else the index entry, else the segment's start.
+  uint64_t pos = 0;
+  int64_t first = offset;
+  BatchHeader h;
+  bool found = false;
+  if (seg->hint(offset, &pos)) {
+    auto r = header_at(pos, offset, h);
+    if (!r) return r.error();
+    found = *r;
+  }
+  if (!found) {
+    const detail::IndexEntry e = seg->lookup_offset(offset);
+    pos = e.position;
+    first = seg->base_offset() + e.rel_offset;
+    auto r = header_at(pos, first, h);
+    if (!r) return r.error();
+    found = *r;
+  }
+  if (!found && pos != 0) {
+    pos = 0;
+    first = seg->base_offset();
+    auto r = header_at(pos, first, h);
+    if (!r) return r.error();
+    found = *r;
+  }
+  if (!found) return make_error_code(Errc::kCorrupt);
+  while (h.next_offset() <= offset) {  // batches before the offset
+    pos += h.length;
+    first = h.next_offset();
+    auto r = header_at(pos, first, h);
+    if (!r) return r.error();
+    if (!*r) return make_error_code(Errc::kCorrupt);
+  }
+  out.keep = seg;
+  out.file = &seg->file();
+  out.position = pos;
+  out.bytes = h.length;
+  out.first_offset = h.base_offset;
+  out.next_offset = h.next_offset();
+  while (pos + out.bytes < limit) {
+    BatchHeader next;
+    auto r = header_at(pos + out.bytes, out.next_offset, next);
+    if (!r) return r.error();
+    if (!*r || out.bytes + next.length > max_bytes) break;  // damage ends the range before it
+    out.bytes += next.length;
+    out.next_offset = next.next_offset();
+  }
+  seg->set_hint(out.next_offset, pos + out.bytes);
+  return out;
 }
 
 Result<int64_t> Log::offset_for_time(int64_t ts_ms) const {

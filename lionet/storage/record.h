@@ -11,28 +11,37 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace lionet::storage {
 
-// Stored size of a batch: kBatchOverheadBytes + the sum over its records of
-// (kRecordOverheadBytes + key size + value size). Read's max_bytes counts these bytes.
-inline constexpr std::size_t kBatchOverheadBytes = 40;
-inline constexpr std::size_t kRecordOverheadBytes = 20;
+// Bounds of a batch's stored size (what Read's max_bytes counts), whichever format its segment
+// has: at most kBatchOverheadBytes + the sum over its records of (kRecordOverheadBytes + key
+// size + value size + header bytes), e.g. to keep a batch under max_batch_bytes. Exact sizes:
+// BatchFormat::kKafka 61 + per record 7 to 32 bytes of varints (less when compressed);
+// BatchFormat::kLionet 40 + per record 20 (no headers).
+inline constexpr std::size_t kBatchOverheadBytes = 61;
+inline constexpr std::size_t kRecordOverheadBytes = 32;
 
 struct Record {
   std::string_view key;
   std::string_view value;
   int64_t timestamp = -1;  // ms since epoch; < 0: now
+  // Kafka record headers, as Kafka encodes them (header count varint, then each header); empty:
+  // none. Kept by BatchFormat::kKafka segments; a kLionet segment cannot hold them (dropped).
+  std::string_view headers;
 };
 
 struct RecordView {
   int64_t offset = 0;
   int64_t timestamp = 0;
-  std::string_view key;    // points into the ReadResult that returned it
-  std::string_view value;  // idem
+  std::string_view key;      // points into the ReadResult that returned it
+  std::string_view value;    // idem
+  std::string_view headers;  // idem: the header section as in Record (empty: none)
 };
 
 // The result of Log::read: whole records, in offset order, every one from a batch whose
@@ -60,6 +69,10 @@ class ReadResult {
  private:
   friend class Log;
   std::vector<char> buffer_;
+  // Inflated records sections of compressed batches (kKafka segments): views point into them;
+  // kept (and reused) across reads, each string at a stable address.
+  std::vector<std::unique_ptr<std::string>> inflated_;
+  std::size_t inflated_used_ = 0;
   std::vector<RecordView> records_;
   int64_t next_offset_ = 0;
   std::size_t bytes_ = 0;

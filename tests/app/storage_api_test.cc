@@ -568,7 +568,9 @@ TEST_F(StorageApiTest, MaxBytesPagesThroughAndOffsetDefaultsToTheStart) {
   ao.default_read_bytes = 1000;
   ao.max_read_bytes = 2000;
   start({}, ao);
-  const std::string value(100, 'v');  // stored: 40 + 20 + 100 = 160 bytes per one-record batch
+  // Stored in Kafka's batch format: 61 bytes of batch header + 9 of record varints + the value
+  // (101-102 bytes here) = 171-172 bytes per one-record batch.
+  const std::string value(100, 'v');
   constexpr int kRecords = 50;
   for (int i = 0; i < kRecords; ++i) ASSERT_EQ(append("page", value + std::to_string(i)), i);
   // Page with max_bytes=500 following X-Next-Offset: every record exactly once, in order.
@@ -578,7 +580,7 @@ TEST_F(StorageApiTest, MaxBytesPagesThroughAndOffsetDefaultsToTheStart) {
     int64_t next = -1;
     auto got = read(records("page") + "?offset=" + std::to_string(offset) + "&max_bytes=500", &next);
     ASSERT_FALSE(got.empty());
-    EXPECT_LE(got.size(), 3u);  // 3 x 160 <= 500 < 4 x 160
+    EXPECT_LE(got.size(), 3u);  // 2 x 172 <= 500 < 3 x 171
     for (const auto& r : got) {
       EXPECT_EQ(r.value, value + std::to_string(r.offset));
       seen.push_back(r.offset);
@@ -592,9 +594,10 @@ TEST_F(StorageApiTest, MaxBytesPagesThroughAndOffsetDefaultsToTheStart) {
   int64_t next = -1;
   EXPECT_TRUE(read(records("page") + "?offset=50", &next).empty());
   EXPECT_EQ(next, 50);
-  // No max_bytes: default_read_bytes (6 x 160 <= 1000); a huge one: capped at max_read_bytes.
-  EXPECT_EQ(read(records("page")).size(), 6u);
-  EXPECT_EQ(read(records("page") + "?max_bytes=99999999999").size(), 12u);
+  // No max_bytes: default_read_bytes (5 x 172 <= 1000 < 6 x 171); a huge one: capped at
+  // max_read_bytes (11 x 172 <= 2000 < 12 x 171).
+  EXPECT_EQ(read(records("page")).size(), 5u);
+  EXPECT_EQ(read(records("page") + "?max_bytes=99999999999").size(), 11u);
   // No offset: the partition's start, which retention moved past 0.
   stop();
   storage::StoreOptions so;

@@ -1,4 +1,4 @@
-// libFuzzer target for lionet/kafka/compression.h's decompress(): the first byte picks the
+// libFuzzer target for lionet/storage/compression.h's decompress(): the first byte picks the
 // codec (gzip, snappy raw or xerial-framed, lz4 frame, zstd, or an unknown one), the rest is
 // the stream. Any input is refused or inflated without reading past it, never to more than the
 // limit (a compression bomb stops there), and an accepted stream's bytes compress and inflate
@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "lionet/kafka/compression.h"
+#include "lionet/storage/compression.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace lionet::kafka;
+  using namespace lionet::storage;
   if (size == 0) return 0;
   const int codec = data[0] % 6;  // 0 and 5: not a codec
   const std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);

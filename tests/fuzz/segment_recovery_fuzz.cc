@@ -2,11 +2,15 @@
 // segment file, and recovery must give a log a user can rely on.
 //
 // Input byte 0 picks the mode:
-//   even: the bytes are the only (active) segment 00000000000000000000.log of a fresh directory;
-//   odd:  the files of a real log (written once per process by the Log itself: 24 records in
-//         12 batches over 4 KiB segments, kept in memory and copied in each run) with one file
-//         replaced by the bytes: (byte 0 >> 1) % 4 = 0 the first sealed segment's .log, 1 its
-//         .index, 2 its .timeindex, 3 the active segment's .log.
+//   bit 0 clear: the bytes are the only (active) segment 00000000000000000000.log of a fresh
+//         directory;
+//   bit 0 set: the files of a real log (written once per process and format by the Log itself:
+//         24 records in 12 batches over 4 KiB segments, kept in memory and copied in each run)
+//         with one file replaced by the bytes: (byte 0 >> 1) % 4 = 0 the first sealed
+//         segment's .log, 1 its .index, 2 its .timeindex, 3 the active segment's .log;
+//   bit 3: the batch format the Log is opened with and the real log was written in: clear
+//         BatchFormat::kLionet, set BatchFormat::kKafka (Kafka's RecordBatch; the replaced
+//         bytes may be either: a segment's format is read from its first batch).
 // Invariants (a violation traps, so libFuzzer reports it):
 //   - open() succeeds (damage is cut from the active segment or reported on read, never an
 //     open error on tmpfs), without crashing, hanging or leaking;
@@ -25,7 +29,8 @@
 // Seeds (tests/corpus/segment_recovery_fuzz/): files of a real log produced by the Log itself
 // (seed_log() below, dumped once by a one-off program that includes this file): each of the four replaceable files as
 // it is, the active segment alone, and damaged variants: torn mid-batch, one byte flipped, zero
-// tail, index entries shifted inside their batches; and the inputs that failed on earlier code
+// tail, index entries shifted inside their batches (kafka-*: the same in the kKafka format,
+// byte 0 with bit 3 set); and the inputs that failed on earlier code
 // (crash-*: a large read failing past damage, found by this target in under a minute; a sealed
 // batch's record count lowered, made by hand to reach a read overflow seen in review).
 #include <unistd.h>
@@ -48,6 +53,7 @@
 
 namespace {
 namespace fs = std::filesystem;
+using lionet::storage::BatchFormat;
 using lionet::storage::Errc;
 using lionet::storage::Log;
 using lionet::storage::LogOptions;
@@ -68,8 +74,9 @@ fs::path scratch() {
   return dir;
 }
 
-LogOptions options() {
+LogOptions options(BatchFormat format) {
   LogOptions o;
+  o.batch_format = format;
   o.segment_bytes = 4096;  // a few batches per segment: the odd modes get sealed segments
   o.index_interval_bytes = 128;
   o.flush_policy = lionet::storage::FlushPolicy::kNone;
@@ -95,14 +102,13 @@ struct SeedLog {
   std::map<std::string, std::string> files;
 };
 
-const SeedLog& seed_log() {
-  static const SeedLog seed = [] {
+SeedLog make_seed_log(BatchFormat format) {
     SeedLog s;
     const fs::path dir = scratch_base() / ("lionet-segment-fuzz-seed-" + std::to_string(::getpid()));
     std::error_code ec;
     fs::remove_all(dir, ec);
     {
-      auto log = Log::open(dir.string(), options());
+      auto log = Log::open(dir.string(), options(format));
       CHECK(log.ok());
       for (int b = 0; b < 12; ++b) {
         std::vector<std::string> values;
@@ -121,8 +127,14 @@ const SeedLog& seed_log() {
     for (const auto& e : fs::directory_iterator(dir)) s.files[e.path().filename().string()] = read_file(e.path());
     fs::remove_all(dir, ec);
     return s;
-  }();
-  return seed;
+}
+
+BatchFormat g_format = BatchFormat::kLionet;  // this run's (byte 0, bit 3)
+
+const SeedLog& seed_log() {
+  static const SeedLog lionet = make_seed_log(BatchFormat::kLionet);
+  static const SeedLog kafka = make_seed_log(BatchFormat::kKafka);
+  return g_format == BatchFormat::kKafka ? kafka : lionet;
 }
 
 std::string segment_name(int64_t base, const char* ext) {
@@ -258,7 +270,8 @@ void check_log(const Log& log, const Expectation& x) {
   CHECK(0 <= start && start <= end);
   if (x.seeded && x.which != 3) CHECK(end == static_cast<int64_t>(seed_log().values.size()));
   if (x.seeded && x.which == 3) CHECK(end >= seed_log().bases.back());
-  CHECK(end - start <= (int64_t{1} << 22));  // a record takes at least 20 bytes of a small file
+  // A record takes at least 20 bytes of a small file, or 7 of at most max_batch_bytes inflated.
+  CHECK(end - start <= (int64_t{1} << 22));
   const Seen seen = read_every_offset(log, x);
   read_backwards(log, seen, x);
   consume(log, seen);
@@ -296,10 +309,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Expectation x;
   x.seeded = data[0] & 1;
   x.which = (data[0] >> 1) % 4;
+  g_format = (data[0] & 8) ? BatchFormat::kKafka : BatchFormat::kLionet;
   set_up(dir, x, data + 1, size - 1);
   int64_t end = -1;
   {
-    auto log = Log::open(dir.string(), options());
+    auto log = Log::open(dir.string(), options(g_format));
     CHECK(log.ok());  // damage is recovered from or reported on read; only IO errors fail open
     check_log(*log.value(), x);
     end = log.value()->end_offset();
@@ -310,7 +324,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK(back.ok() && back.value().size() == 1 && back.value()[0].value == v && back.value()[0].offset == end);
   }
   {
-    auto again = Log::open(dir.string(), options());
+    auto again = Log::open(dir.string(), options(g_format));
     CHECK(again.ok() && again.value()->end_offset() == end + 1);
     auto back = again.value()->read(end, 1 << 16);
     CHECK(back.ok() && back.value().size() == 1 && back.value()[0].value == "after-recovery");

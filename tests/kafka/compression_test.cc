@@ -1,9 +1,9 @@
 // tests/kafka/compression_test.cc: the four codecs producers compress record batches with
-// (lionet/kafka/compression.h) and compressed batches through decode_batches: every record
+// (lionet/storage/compression.h) and compressed batches through decode_batches: every record
 // back as sent, a truncated or corrupted stream refused, a compression bomb stopped at the
 // limit (MESSAGE_TOO_LARGE), snappy both raw and in the Java client's xerial framing. The
 // round trip through real producers (kcat -z) is in clients_test.cc.
-#include "lionet/kafka/compression.h"
+#include "lionet/storage/compression.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,10 @@
 #include "lionet/storage/crc32c.h"
 
 namespace lionet::kafka {
+using storage::codec_name;
+using storage::compress;
+using storage::decompress;
+using storage::Inflate;
 namespace {
 
 constexpr int kCodecs[] = {1, 2, 3, 4};

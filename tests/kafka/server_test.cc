@@ -309,8 +309,12 @@ TEST(KafkaServer, HeadersRoundTripAndSurviveARestart) {
   hw.varint(-1);  // a null header value
   auto check = [&](RawClient& c) {
     auto f = read_fetch(c, send_fetch(c, "t", 0, 0, 0));
-    ASSERT_EQ(f.batches.size(), 1u);
-    const auto& recs = f.batches[0].records;
+    // The produced batch as it was sent, then the store API's record in a batch of its own.
+    ASSERT_EQ(f.batches.size(), 2u);
+    EXPECT_EQ(f.batches[0].base_offset, 0);
+    EXPECT_EQ(f.batches[1].base_offset, 2);
+    std::vector<DecodedRecord> recs;
+    for (const auto& b : f.batches) recs.insert(recs.end(), b.records.begin(), b.records.end());
     ASSERT_EQ(recs.size(), 3u);
     EXPECT_EQ(recs[0].header_count, 0u);
     EXPECT_EQ(recs[1].header_count, 2u);
@@ -560,6 +564,41 @@ TEST(KafkaServer, IdempotentProduceDeduplicatesRetriesRefusesGapsAndSurvivesRest
   EXPECT_EQ(produce(c, "t", 0, batch({{0, 1, "", "d", {}}}, pid, 0, 3)).base_offset, 3);
   EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 4);
   EXPECT_GT(init_producer_id(c).first, pid);
+}
+
+// The crash window between a batch's append and its producer-state record: the batch is in the
+// store (as the producer sent it, producer fields included) but the state never learned it. At
+// the next start the broker reads each partition's last batch and learns it, so the client's
+// retry is acknowledged with the stored offset instead of being appended twice.
+TEST(KafkaServer, AnIdempotentBatchWhoseStateACrashLostIsNotAppendedTwice) {
+  KafkaFixture fx(storage::FlushPolicy::kEveryBatch);
+  create(fx.store(), "t");
+  int64_t pid;
+  const auto batch_at = [&](int32_t seq, const char* v) { return batch({{0, 1, "", v, {}}}, pid, 0, seq); };
+  {
+    RawClient c(fx.port());
+    pid = init_producer_id(c).first;
+    ASSERT_GE(pid, 0);
+    EXPECT_EQ(produce(c, "t", 0, batch_at(0, "a")).base_offset, 0);
+  }
+  // What a crash right after the append of seq 1 leaves: the batch, not its state record.
+  const std::string lost = batch_at(1, "b");
+  const std::string_view view(lost);
+  ASSERT_EQ(fx.store().find("t", 0).value()->append_kafka_batches(std::span<const std::string_view>(&view, 1)).value(), 1);
+  fx.close();
+  fx.open();
+  RawClient c(fx.port());
+  EXPECT_EQ(produce(c, "t", 0, batch_at(1, "b")).base_offset, 1);  // the retry: a duplicate
+  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 2);
+  EXPECT_EQ(produce(c, "t", 0, batch_at(2, "c")).base_offset, 2);  // the sequence goes on
+  EXPECT_EQ(produce(c, "t", 0, batch_at(4, "e")).error, 45);       // and gaps are still gaps
+  EXPECT_EQ(values(read_fetch(c, send_fetch(c, "t", 0, 0, 0))), (std::vector<std::string>{"a", "b", "c"}));
+  // Learned once: a second restart finds it in the state topic.
+  fx.close();
+  fx.open();
+  RawClient c2(fx.port());
+  EXPECT_EQ(produce(c2, "t", 0, batch_at(2, "c")).base_offset, 2);
+  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 3);
 }
 
 TEST(KafkaServer, TransactionalProducersAreRefused) {

@@ -20,8 +20,11 @@ using test::segment_file;
 using test::TempDir;
 using test::verify_range;
 
+// The batches these tests take apart are in the kLionet layout (batch_format.h); the kKafka
+// layout's damage is in kafka_format_test.cc, and both go through the same index and read code.
 LogOptions opts(uint32_t index_interval = 256) {
   LogOptions o;
+  o.batch_format = BatchFormat::kLionet;
   o.segment_bytes = 4096;
   o.index_interval_bytes = index_interval;
   o.flush_policy = FlushPolicy::kNone;

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "lionet/storage/detail/batch_format.h"
+#include "lionet/storage/detail/formats.h"
 #include "lionet/storage/errors.h"
 
 namespace lionet::storage::detail {
@@ -18,10 +18,12 @@ std::string segment_prefix(const std::string& dir, int64_t base_offset) {
   return dir + "/" + name;
 }
 
-Segment::Segment(std::string prefix, int64_t base_offset, std::unique_ptr<File> log, std::size_t index_capacity)
+Segment::Segment(std::string prefix, int64_t base_offset, std::unique_ptr<File> log, std::size_t index_capacity,
+                 BatchFormat format)
     : prefix_(std::move(prefix)),
       base_(base_offset),
       log_(std::move(log)),
+      format_(format),
       next_offset_(base_offset),
       // default-initialised (not zeroed): a large active-segment index costs address space,
       // not memory, until entries are written.
@@ -176,12 +178,13 @@ bool Segment::load_index_files(FileSystem& fs, uint64_t log_size, int64_t next_o
   // Walk batch headers from the last entry to the end: framing and offsets must meet exactly.
   uint64_t pos = n ? e[n - 1].position : 0;
   int64_t off = base_ + (n ? e[n - 1].rel_offset : 0);
-  char h[kBatchHeaderBytes];
+  char h[kKafkaHeaderBytes];
+  const std::size_t hn = header_bytes(format_);
   while (pos < log_size) {
-    auto r = log_->pread(h, sizeof h, pos);
-    if (!r || *r != sizeof h) return false;
-    BatchHeader bh = read_header(h);
-    if (bh.base_offset != off || bh.length < kBatchHeaderBytes || pos + bh.length > log_size) return false;
+    auto r = log_->pread(h, hn, pos);
+    if (!r || *r != hn) return false;
+    BatchHeader bh = read_header(format_, h);
+    if (bh.base_offset != off || bh.length < min_batch_bytes(format_) || pos + bh.length > log_size) return false;
     pos += bh.length;
     off = bh.next_offset();
   }
@@ -194,9 +197,13 @@ bool Segment::load_index_files(FileSystem& fs, uint64_t log_size, int64_t next_o
 
 Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index_interval, uint32_t max_batch_bytes) {
   seg.reset();
+  const BatchFormat fmt = seg.format();
+  const std::size_t hdr = header_bytes(fmt);
+  const std::size_t len_end = length_field_end(fmt);
   ScanResult res;
   res.next_offset = seg.base_offset();
-  std::vector<char> buf(std::max<std::size_t>(1 << 20, kBatchHeaderBytes));
+  std::vector<char> buf(std::max<std::size_t>(1 << 20, hdr));
+  std::string scratch;    // a compressed batch's inflated records
   uint64_t buf_pos = 0;   // file position of buf[0]
   std::size_t have = 0;   // valid bytes in buf
   uint64_t pos = 0;
@@ -216,24 +223,24 @@ Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index
       have = *r;
       return need <= have;
     };
-    if (file_size - pos < 4) {
+    if (file_size - pos < len_end) {
       stop("torn length field");
       break;
     }
-    auto ok = ensure(std::min<uint64_t>(kBatchHeaderBytes, file_size - pos));
+    auto ok = ensure(std::min<uint64_t>(hdr, file_size - pos));
     if (!ok) return ok.error();
     const char* p = buf.data() + (pos - buf_pos);
-    if (load_le<uint32_t>(p) == 0) {
+    if (zero_length(fmt, p)) {
       stop("zero length (end of data)");
       res.zero_tail = true;
       break;
     }
-    if (file_size - pos < kBatchHeaderBytes) {
+    if (file_size - pos < hdr) {
       stop("torn batch header");
       break;
     }
-    BatchHeader h = read_header(p);
-    if (h.length < kBatchHeaderBytes + kRecordHeaderBytes || h.length > max_batch_bytes) {
+    BatchHeader h = read_header(fmt, p);
+    if (h.length < min_batch_bytes(fmt) || h.length > max_batch_bytes) {
       stop("bad batch length " + std::to_string(h.length));
       break;
     }
@@ -248,7 +255,7 @@ Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index
       break;
     }
     p = buf.data() + (pos - buf_pos);
-    if (!batch_valid(p, h, max_batch_bytes)) {
+    if (!batch_valid(fmt, p, h, max_batch_bytes)) {
       stop("CRC mismatch");
       break;
     }
@@ -256,7 +263,7 @@ Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index
       stop("offset " + std::to_string(h.base_offset) + " where " + std::to_string(res.next_offset) + " was expected");
       break;
     }
-    if (!for_each_record(p, h, [](const RecordView&) {})) {
+    if (!for_each_record(fmt, p, h, max_batch_bytes, scratch, [](const RecordView&) {})) {
       stop("bad record framing");
       break;
     }

@@ -24,6 +24,7 @@
 
 #include "lionet/net/result.h"
 #include "lionet/storage/file_system.h"
+#include "lionet/storage/log_options.h"
 #include "lionet/sync/mutex.h"
 
 namespace lionet::storage::detail {
@@ -40,10 +41,13 @@ std::string segment_prefix(const std::string& dir, int64_t base_offset);  // dir
 
 class Segment {
  public:
-  Segment(std::string prefix, int64_t base_offset, std::unique_ptr<File> log, std::size_t index_capacity);
+  // `format`: the layout of the segment's batches (formats.h; fixed for the segment's life).
+  Segment(std::string prefix, int64_t base_offset, std::unique_ptr<File> log, std::size_t index_capacity,
+          BatchFormat format);
 
   const std::string& prefix() const { return prefix_; }
   int64_t base_offset() const { return base_; }
+  BatchFormat format() const { return format_; }
   File& file() const { return *log_; }
 
   // Published state; see /*1*/.
@@ -96,6 +100,7 @@ class Segment {
   const std::string prefix_;
   const int64_t base_;
   const std::unique_ptr<File> log_;
+  const BatchFormat format_;
 
   std::atomic<uint64_t> size_{0};
   std::atomic<int64_t> next_offset_;

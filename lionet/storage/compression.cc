@@ -1,6 +1,6 @@
-// lionet/kafka/compression.cc: gzip, snappy, lz4 and zstd for RecordBatch records (see
+// lionet/storage/compression.cc: gzip, snappy, lz4 and zstd for RecordBatch records (see
 // compression.h).
-#include "lionet/kafka/compression.h"
+#include "lionet/storage/compression.h"
 
 #include <lz4frame.h>
 #include <snappy-c.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-namespace lionet::kafka {
+namespace lionet::storage {
 namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;  // output grows by this much at a time
@@ -253,4 +253,4 @@ bool compress(int codec, std::string_view in, std::string& out) {
   }
 }
 
-}  // namespace lionet::kafka
+}  // namespace lionet::storage

@@ -1,4 +1,4 @@
-// lionet/kafka/compression.h: the four codecs a Kafka producer may compress a RecordBatch's
+// lionet/storage/compression.h: the four codecs a Kafka producer may compress a RecordBatch's
 // records with (attributes & 7): 1 gzip (zlib), 2 snappy (libsnappy: raw, or the xerial framing
 // the Java client writes), 3 lz4 (liblz4's frame format, as Kafka's magic-2 batches use), 4
 // zstd (libzstd).
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace lionet::kafka {
+namespace lionet::storage {
 
 enum class Codec : int { kNone = 0, kGzip = 1, kSnappy = 2, kLz4 = 3, kZstd = 4 };
 
@@ -31,4 +31,4 @@ Inflate decompress(int codec, std::string_view in, std::size_t max_out, std::str
 // failure. Snappy is written raw (no xerial framing), as librdkafka does.
 bool compress(int codec, std::string_view in, std::string& out);
 
-}  // namespace lionet::kafka
+}  // namespace lionet::storage
