@@ -8,7 +8,9 @@
 // scripts/bench-storage.sh runs this beside logbench and prints the ratios.
 //
 // Usage: bench_storage [--dir DIR] [benchmark flags]   (DIR also from LIONET_BENCH_DIR;
-// default /tmp/lionet-bench-storage). Page cache figures swing with the VM's memory balloon:
+// default /tmp/lionet-bench-storage). LIONET_BENCH_BATCH_FORMAT=lionet measures the store's
+// older batch layout (BatchFormat::kLionet) instead of the default Kafka one.
+// Page cache figures swing with the VM's memory balloon:
 // run bench/reference's `warm` (touch and free 1.25 GiB) first, as the script does.
 #include <benchmark/benchmark.h>
 
@@ -88,6 +90,8 @@ struct BenchLog {
     LogOptions o;
     o.segment_bytes = 1u << 30;  // 1 GiB, as the reference (and Kafka's default)
     o.flush_policy = policy;
+    if (const char* f = std::getenv("LIONET_BENCH_BATCH_FORMAT"); f && std::strcmp(f, "lionet") == 0)
+      o.batch_format = lionet::storage::BatchFormat::kLionet;
     auto r = Log::open(dir, o);
     if (!r) {
       std::fprintf(stderr, "bench_storage: open %s: %s\n", dir.c_str(), r.error().message().c_str());

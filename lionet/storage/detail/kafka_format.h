@@ -52,9 +52,20 @@ static_assert(kKafkaHeaderBytes <= kBatchOverheadBytes && 5 + 1 + 10 + 5 + 5 + 5
 
 template <class T>
 inline T load_be(const char* p) {
-  uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); i++) v = v << 8 | static_cast<uint8_t>(p[i]);
-  return static_cast<T>(v);
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (sizeof(T) == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return static_cast<T>(__builtin_bswap16(v));
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return static_cast<T>(__builtin_bswap32(v));
+  } else {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return static_cast<T>(__builtin_bswap64(v));
+  }
 }
 template <class T>
 inline void store_be(char* p, T v) {
