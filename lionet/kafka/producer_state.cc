@@ -1,7 +1,10 @@
 // lionet/kafka/producer_state.cc: ProducerState (see producer_state.h).
 #include "lionet/kafka/producer_state.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
+#include <utility>
 
 #include "lionet/kafka/codec.h"
 #include "lionet/kafka/detail/internal_topic.h"
@@ -43,42 +46,74 @@ Result<void> ProducerState::replay() {
 }
 
 Result<std::size_t> ProducerState::recover_tails(storage::Store& store) {
+  // Per partition, the newest batch the state knows: an idempotent batch whose record a crash
+  // lost is newer than every recorded one of its partition (append and record hold the
+  // partition's lock, so it was the last idempotent append there; other appends may follow it).
+  std::map<std::pair<std::string, int32_t>, int64_t, std::less<>> known_end;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [key, e] : entries_) {
+      if (e.batches.empty()) continue;
+      int64_t& end = known_end[{std::get<1>(key), std::get<2>(key)}];
+      end = std::max(end, e.batches.back().base_offset + 1);
+    }
+  }
   std::size_t learned = 0;
+  std::string buf;
   for (const std::string& topic : store.list_topics()) {
     if (topic.compare(0, 7, "__kafka") == 0) continue;  // this layer's own state
     for (uint32_t p = 0;; ++p) {
       auto log = store.find(topic, p);
       if (!log) break;
-      const int64_t end = (*log)->end_offset();
-      if (end <= (*log)->start_offset()) continue;
-      auto st = (*log)->read_stored(end - 1, 1);  // the partition's last batch
-      if (!st || st->format != storage::BatchFormat::kKafka || st->bytes < 61) continue;
-      char h[61];
-      auto n = st->file->pread(h, sizeof h, st->position);
-      if (!n || *n != sizeof h) continue;
-      Reader in(std::string_view(h, sizeof h));
-      in.raw(43);  // base offset .. max timestamp
-      const int64_t pid = in.i64();
-      const int16_t epoch = in.i16();
-      const int32_t first = in.i32();
-      const int32_t count = in.i32();
-      if (!in.ok() || pid < 0 || count <= 0) continue;
-      const int64_t last64 = static_cast<int64_t>(first) + count - 1;  // sequences wrap at INT32_MAX to 0
-      const auto last = static_cast<int32_t>(last64 > INT32_MAX ? last64 - INT32_MAX - 1 : last64);
       const auto partition = static_cast<int32_t>(p);
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (pid >= next_id_) continue;  // not an id this broker handed out
-        const auto it = entries_.find(KeyView(pid, topic, partition));
-        if (it != entries_.end()) {
-          if (it->second.epoch > epoch) continue;
-          bool known = false;
-          for (const Batch& b : it->second.batches) known |= b.base_offset == st->first_offset;
-          if (known) continue;
+      // From past the newest known batch; for a partition the state knows nothing of, the
+      // active segment (where a batch appended just before a crash is).
+      const auto k = known_end.find(std::make_pair(topic, partition));
+      int64_t offset = k != known_end.end() ? k->second : (*log)->segment_base_offsets().back();
+      offset = std::max(offset, (*log)->start_offset());
+      while (offset < (*log)->end_offset()) {
+        auto st = (*log)->read_stored(offset, 1 << 20);
+        if (!st || st->bytes == 0) break;
+        if (st->format != storage::BatchFormat::kKafka) {  // an older segment: no producer fields
+          const auto bases = (*log)->segment_base_offsets();
+          const auto next = std::upper_bound(bases.begin(), bases.end(), offset);
+          if (next == bases.end()) break;
+          offset = *next;
+          continue;
         }
+        buf.resize(static_cast<std::size_t>(st->bytes));
+        auto n = st->file->pread(buf.data(), buf.size(), st->position);
+        if (!n || *n != buf.size()) break;
+        for (std::size_t at = 0; at + 61 <= buf.size();) {
+          Reader in(std::string_view(buf).substr(at, 61));
+          const int64_t base = in.i64();
+          const int32_t len = in.i32();
+          in.raw(31);  // leader epoch .. max timestamp
+          const int64_t pid = in.i64();
+          const int16_t epoch = in.i16();
+          const int32_t first = in.i32();
+          const int32_t count = in.i32();
+          if (!in.ok() || len < 49) break;
+          at += static_cast<std::size_t>(len) + 12;
+          if (pid < 0 || count <= 0) continue;
+          const int64_t last64 = static_cast<int64_t>(first) + count - 1;  // sequences wrap at INT32_MAX to 0
+          const auto last = static_cast<int32_t>(last64 > INT32_MAX ? last64 - INT32_MAX - 1 : last64);
+          {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (pid >= next_id_) continue;  // not an id this broker handed out
+            const auto it = entries_.find(KeyView(pid, topic, partition));
+            if (it != entries_.end()) {
+              if (it->second.epoch > epoch) continue;
+              bool known = false;
+              for (const Batch& b : it->second.batches) known |= b.base_offset == base;
+              if (known) continue;
+            }
+          }
+          if (auto r = record(topic, partition, pid, epoch, first, last, base); !r) return r.error();
+          learned++;
+        }
+        offset = st->next_offset;
       }
-      if (auto r = record(topic, partition, pid, epoch, first, last, st->first_offset); !r) return r.error();
-      learned++;
     }
   }
   return learned;

@@ -13,8 +13,8 @@
 // is only known then), so a crash between the two appends would forget that batch's sequence
 // numbers and the client's retry of it (it never got the acknowledgement) would be appended
 // again. The stored batch carries its producer id, epoch and sequence (the store keeps Kafka's
-// batches as sent), so at open recover_tails() reads each partition's last batch and records
-// what the crash lost: no duplicate. (A partition in the store's older kLionet layout has no
+// batches as sent), so at open recover_tails() reads each partition's batches after the newest
+// one the state knows and records what the crash lost: no duplicate. (A partition in the store's older kLionet layout has no
 // producer fields: there one duplicate per partition per crash remains possible.) The topic
 // grows by about 60 bytes per idempotent batch (retention applies to it like to any topic;
 // there is no compaction yet).
@@ -53,10 +53,14 @@ class ProducerState {
   // Opens (creating it if missing) and replays the state topic. Errors: the store's.
   static Result<std::unique_ptr<ProducerState>> open(storage::Store& store);
 
-  // After open, before any Produce: for every partition of `store` whose last batch is an
-  // idempotent producer's stored batch (kKafka layout) that the state does not know (a crash
-  // came between its append and record()), records it. Returns how many. check/append/record
-  // run under one lock per partition, so only a partition's last batch can be missing.
+  // After open, before any Produce: records every idempotent producer's stored batch (kKafka
+  // layout) that the state does not know (a crash came between its append and record()).
+  // check/append/record run under one lock per partition, so such a batch is newer than every
+  // batch the state knows in its partition (appends without that lock, from non-idempotent
+  // producers or the HTTP API, may follow it): each partition is read from past the newest
+  // known batch, or, when the state knows none there, from its active segment's start (its
+  // bytes are read: a 1 GiB active segment costs what recovery's scan of it does).
+  // Returns how many.
   Result<std::size_t> recover_tails(storage::Store& store);
 
   // A new producer id (epoch 0), recorded before it is returned.

@@ -176,12 +176,43 @@ Result<void> Log::recover() {
       format = detail::detect_format(first, *n, bases[i]);
     }
     auto seg = std::make_shared<Segment>(prefix, bases[i], std::move(*f), cap, format);
-    if (sealed && seg->load_index_files(fs_, *size, bases[i + 1])) {
+    // The same file as a segment of the other layout: for when damage to its first batch made
+    // the detection guess wrong (the index files, or a scan, then tell which layout it has).
+    const BatchFormat other = format == BatchFormat::kKafka ? BatchFormat::kLionet : BatchFormat::kKafka;
+    auto reopen_as_other = [&]() -> Result<std::shared_ptr<Segment>> {
+      auto g = fs_.open(prefix + ".log", false);
+      if (!g) return g.error();
+      return std::make_shared<Segment>(prefix, bases[i], std::move(*g), cap, other);
+    };
+    if (sealed && *size > 0) {
+      if (seg->load_index_files(fs_, *size, bases[i + 1])) {
+        list->push_back(std::move(seg));
+        continue;
+      }
+      auto alt = reopen_as_other();
+      if (!alt) return alt.error();
+      if ((*alt)->load_index_files(fs_, *size, bases[i + 1])) {
+        list->push_back(std::move(*alt));
+        continue;
+      }
+    } else if (sealed && seg->load_index_files(fs_, *size, bases[i + 1])) {
       list->push_back(std::move(seg));
       continue;
     }
     auto scan = detail::scan_segment(*seg, *size, opt_.index_interval_bytes, opt_.max_batch_bytes);
     if (!scan) return scan.error();
+    if (scan->valid_end == 0 && scan->stopped_early && !scan->zero_tail && *size > 0) {
+      // Nothing good from the first byte on: the other layout may read it (a damaged first
+      // batch made the guess); kept if it gets further.
+      auto alt = reopen_as_other();
+      if (!alt) return alt.error();
+      auto alt_scan = detail::scan_segment(**alt, *size, opt_.index_interval_bytes, opt_.max_batch_bytes);
+      if (!alt_scan) return alt_scan.error();
+      if (alt_scan->valid_end > 0) {
+        seg = std::move(*alt);
+        scan = std::move(alt_scan);
+      }
+    }
     if (sealed && scan->zero_tail && scan->next_offset == bases[i + 1]) {
       // Preallocated zeros a crash left behind while the segment was being sealed.
       LIONET_LOG_INFO(logger(), "{}.log: {} preallocated bytes after the last batch cut", prefix,
@@ -336,6 +367,11 @@ Result<int64_t> Log::append_kafka_batches(std::span<const std::string_view> batc
 
 Result<uint64_t> Log::prepare_append(std::size_t len, std::size_t records, int64_t now) {
   if (failed_.load(std::memory_order_relaxed)) return make_error_code(Errc::kLogFailed);
+  // Appends are encoded in opt_.batch_format: never into a segment of the other layout (an
+  // adopt_format that failed at open or after truncate_to is retried here).
+  if (active_->format() != opt_.batch_format) {
+    if (auto r = adopt_format(now); !r) return r.error();
+  }
   uint64_t pos = active_->size();
   const bool too_big = pos + len > opt_.segment_bytes;
   const bool too_old = opt_.segment_ms > 0 && active_->first_append_ms >= 0 &&
@@ -449,7 +485,9 @@ Result<std::size_t> Log::enforce_retention_locked(int64_t now_ms) {
   while (drop + 1 < cur->size()) {  // never the active segment
     const Segment& s = *(*cur)[drop];
     const bool by_bytes = opt_.retention_bytes >= 0 && total - s.size() >= static_cast<uint64_t>(opt_.retention_bytes);
-    const bool by_time = opt_.retention_ms >= 0 && s.max_timestamp() != std::numeric_limits<int64_t>::min() &&
+    // A segment without a known record time (none, or only Kafka's "no timestamp" -1) is never
+    // old enough: only retention.bytes removes it.
+    const bool by_time = opt_.retention_ms >= 0 && s.max_timestamp() >= 0 &&
                          now_ms - s.max_timestamp() > opt_.retention_ms;
     if (!by_bytes && !by_time) break;
     total -= s.size();

@@ -60,7 +60,8 @@ struct LogOptions {
   // this big without them; -1 = unlimited. The active segment is never deleted.
   int64_t retention_bytes = -1;
   // YAML: storage.retention.ms. Delete whole segments whose newest record is older than
-  // this; -1 = forever. Retention runs at each roll and at Log::enforce_retention().
+  // this; -1 = forever. Retention runs at each roll and at Log::enforce_retention(). A segment
+  // whose records carry no time (Kafka's timestamp -1) is left to retention_bytes.
   int64_t retention_ms = -1;
   // YAML: storage.max_batch_bytes. Largest batch accepted (and believed during recovery).
   uint32_t max_batch_bytes = 64u << 20;

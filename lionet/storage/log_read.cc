@@ -59,6 +59,9 @@ WalkStart index_start(const Segment& seg, int64_t offset) {
 // start header is judged this way: once it matches, a broken chain after it is damaged data
 // (kCorrupt), which bounds the fallback to one walk per index entry.
 Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const {
+  out.records_.clear();  // (offset_for_time reuses one ReadResult across calls)
+  out.inflated_used_ = 0;
+  out.bytes_ = 0;
   // next_offset first, then size: the writer stores size before next_offset, so the size we
   // read afterwards covers every offset below the next_offset we saw.
   const int64_t seg_next = seg.next_offset();
@@ -117,6 +120,10 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
   std::size_t cur = 0;
   int64_t expected = start.first;  // the offset the batch at cur must begin with
   bool accepted = false;
+  // Inflated records of compressed batches count against max_bytes too (after the first
+  // batch): a read holds at most about max_bytes of memory plus one batch, however well its
+  // batches compress.
+  std::size_t inflated = 0;
   while (pos + cur < limit) {
     if (cur > have || have - cur < hdr) {
       if (accepted) break;
@@ -165,11 +172,20 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
       if (accepted) break;
       return make_error_code(Errc::kCorrupt);
     }
+    if (scratch != &none) {
+      if (accepted && out.bytes_ + inflated + scratch->size() > max_bytes) {
+        out.records_.resize(before);  // for the next read
+        out.inflated_used_--;
+        break;
+      }
+      inflated += scratch->size();
+    }
     out.bytes_ += h.length;
     expected = h.next_offset();
     accepted = true;
     cur += h.length;
   }
+  out.inflated_.resize(out.inflated_used_);  // keeps no inflated buffer this read does not use
   if (!accepted) return make_error_code(Errc::kCorrupt);
   out.next_offset_ = expected;
   seg.set_hint(expected, pos + cur);

@@ -581,24 +581,27 @@ TEST(KafkaServer, AnIdempotentBatchWhoseStateACrashLostIsNotAppendedTwice) {
     ASSERT_GE(pid, 0);
     EXPECT_EQ(produce(c, "t", 0, batch_at(0, "a")).base_offset, 0);
   }
-  // What a crash right after the append of seq 1 leaves: the batch, not its state record.
+  // What a crash right after the append of seq 1 leaves: the batch, not its state record; and
+  // an append that does not take the producer lock (the HTTP API's) landed after it.
   const std::string lost = batch_at(1, "b");
   const std::string_view view(lost);
-  ASSERT_EQ(fx.store().find("t", 0).value()->append_kafka_batches(std::span<const std::string_view>(&view, 1)).value(), 1);
+  storage::Log& log = *fx.store().find("t", 0).value();
+  ASSERT_EQ(log.append_kafka_batches(std::span<const std::string_view>(&view, 1)).value(), 1);
+  ASSERT_EQ(log.append(storage::Record{"", "http", 7}).value(), 2);
   fx.close();
   fx.open();
   RawClient c(fx.port());
   EXPECT_EQ(produce(c, "t", 0, batch_at(1, "b")).base_offset, 1);  // the retry: a duplicate
-  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 2);
-  EXPECT_EQ(produce(c, "t", 0, batch_at(2, "c")).base_offset, 2);  // the sequence goes on
+  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 3);
+  EXPECT_EQ(produce(c, "t", 0, batch_at(2, "c")).base_offset, 3);  // the sequence goes on
   EXPECT_EQ(produce(c, "t", 0, batch_at(4, "e")).error, 45);       // and gaps are still gaps
-  EXPECT_EQ(values(read_fetch(c, send_fetch(c, "t", 0, 0, 0))), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(values(read_fetch(c, send_fetch(c, "t", 0, 0, 0))), (std::vector<std::string>{"a", "b", "http", "c"}));
   // Learned once: a second restart finds it in the state topic.
   fx.close();
   fx.open();
   RawClient c2(fx.port());
-  EXPECT_EQ(produce(c2, "t", 0, batch_at(2, "c")).base_offset, 2);
-  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 3);
+  EXPECT_EQ(produce(c2, "t", 0, batch_at(2, "c")).base_offset, 3);
+  EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 4);
 }
 
 TEST(KafkaServer, TransactionalProducersAreRefused) {

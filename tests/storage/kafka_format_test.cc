@@ -1196,5 +1196,107 @@ TEST(StorageKafkaFormat, ReadStoredReturnsWholeBatchesWithinMaxBytes) {
   EXPECT_EQ(s->next_offset, log->end_offset());
 }
 
+// Review findings (each failed before its fix):
+// A. Kafka's "no timestamp" (-1) records: their segment has no known time, so time retention
+//    leaves it (only retention.bytes removes it). It was deleted at the next roll, however new.
+TEST(StorageKafkaFormat, RecordsWithoutATimestampAreNotDeletedByTimeRetention) {
+  TempDir d;
+  LogOptions o = opts();
+  o.segment_bytes = 4096;
+  o.retention_ms = 60 * 1000;
+  auto log = Log::open(d.path(), o).value();
+  for (int64_t i = 0; i < 40; i++) {
+    const std::string b = kafka_batch({Rec{i, -1, "k", std::string(300, 'n'), ""}});
+    const std::vector<std::string_view> in = {b};
+    ASSERT_TRUE(log->append_kafka_batches(in).ok());
+  }
+  ASSERT_GE(log->segment_count(), 3u);
+  EXPECT_EQ(log->enforce_retention(wall_ms()).value(), 0u);
+  EXPECT_EQ(log->start_offset(), 0);
+  ReadResult rr;
+  ASSERT_TRUE(log->read(0, 1, rr).ok());
+  EXPECT_EQ(rr[0].timestamp, -1);
+  // Records with times still age out.
+  const int64_t old = wall_ms() - 3600 * 1000;
+  TempDir d2;
+  auto aged = Log::open(d2.path(), o).value();
+  for (int64_t i = 0; i < 40; i++) ASSERT_TRUE(aged->append(Record{"k", std::string(300, 'o'), old}).ok());
+  EXPECT_GE(aged->enforce_retention(wall_ms()).value() + (aged->start_offset() > 0 ? 1u : 0u), 1u);
+  EXPECT_GT(aged->start_offset(), 0);
+}
+
+// B. A read's memory is bounded by max_bytes, not only its stored (compressed) bytes: after the
+//    first batch, inflated records count. Four gzip batches of ~1 MiB of records each take a
+//    few KiB on disk; a 64 KiB read returned all four (4 MiB inflated).
+TEST(StorageKafkaFormat, InflatedRecordsCountAgainstMaxBytes) {
+  TempDir d;
+  auto log = Log::open(d.path(), opts()).value();
+  for (int64_t b = 0; b < 4; b++) {
+    std::vector<Rec> recs;
+    for (int64_t i = 0; i < 16; i++) recs.push_back(Rec{b * 16 + i, 1000, "k", std::string(64 * 1024, 'z'), ""});
+    const std::string z = compressed(kafka_batch(recs), 1);
+    ASSERT_LT(z.size(), 16u * 1024);
+    const std::vector<std::string_view> in = {z};
+    ASSERT_TRUE(log->append_kafka_batches(in).ok());
+  }
+  ReadResult rr;
+  ASSERT_TRUE(log->read(0, 64 * 1024, rr).ok());
+  EXPECT_EQ(rr.size(), 16u);  // the first batch (always whole), then the budget is spent
+  EXPECT_EQ(rr.next_offset(), 16);
+  for (const RecordView& v : rr.records()) EXPECT_EQ(v.value, std::string(64 * 1024, 'z'));
+  ASSERT_TRUE(log->read(0, 5 << 19, rr).ok());  // 2.5 MiB: two batches' records (~1.05 MiB each), not three
+  EXPECT_EQ(rr.size(), 32u);
+  EXPECT_EQ(read_all(*log, 0, 64 * 1024).size(), 64u);  // paging still reaches everything
+}
+
+// C. Damage to the first four bytes of a sealed segment's first batch (its base offset, which
+//    the CRC does not cover) made the layout detection guess kLionet: the index files did not
+//    load, the rebuild found nothing, and every offset of the segment read kCorrupt. Now only
+//    that batch's offsets do.
+TEST(StorageKafkaFormat, DamagedFirstBatchOfASealedSegmentCostsOnlyThatBatch) {
+  TempDir d;
+  LogOptions o = opts();
+  o.segment_bytes = 4096;
+  o.index_interval_bytes = 1;  // an index entry per batch: a read never walks from the damaged one
+  std::vector<int64_t> bases;
+  {
+    auto log = Log::open(d.path(), o).value();
+    test::append_n(*log, 120, 3);
+    bases = log->segment_base_offsets();
+    ASSERT_GE(bases.size(), 3u);
+  }
+  const std::string path = segment_file(d.path(), bases[1], ".log");
+  std::string bytes = test::read_file(path);
+  const int64_t first_next = bases[1] + 3;  // batches of 3 records
+  bytes[2] ^= 0x5a;
+  test::write_file(path, bytes);
+  for (bool drop_index : {false, true}) {
+    SCOPED_TRACE(drop_index ? "index files removed" : "index files loaded");
+    if (drop_index) {
+      std::filesystem::remove(segment_file(d.path(), bases[1], ".index"));
+      std::filesystem::remove(segment_file(d.path(), bases[1], ".timeindex"));
+    }
+    auto log = Log::open(d.path(), o).value();
+    ReadResult rr;
+    for (int64_t off = bases[1]; off < bases[2]; off++) {
+      auto r = log->read(off, 1, rr);
+      if (off < first_next) {
+        EXPECT_FALSE(r.ok()) << off;
+        continue;
+      }
+      if (drop_index) {
+        // Without index files the rebuild stops at the damaged first batch (a sealed segment's
+        // damage is reported, not skipped): the rest reads kCorrupt, the other segments do not.
+        EXPECT_FALSE(r.ok()) << off;
+        continue;
+      }
+      ASSERT_TRUE(r.ok()) << "offset " << off << ": " << r.error().message();
+      EXPECT_EQ(rr[0].offset, off);
+      EXPECT_EQ(rr[0].value, test::value_for(off));
+    }
+    EXPECT_EQ(read_all(*log, bases[2]).size(), static_cast<std::size_t>(log->end_offset() - bases[2]));
+  }
+}
+
 }  // namespace
 }  // namespace lionet::storage

@@ -53,15 +53,20 @@ inline int64_t encode_batch(BatchFormat f, char* dst, int64_t base_offset, std::
 }
 
 // The format of a non-empty segment file whose base offset is `base`, from its first n bytes
-// (n >= header_bytes(kKafka), or all of the file if shorter): kKafka when they read as a magic-2
-// batch that begins with `base`, else kLionet (whose batches begin with their length, never 0:
-// for bases below 2^32 the two cannot be confused; above, a kLionet batch would also need its
-// CRC to equal the base's low 32 bits).
-// A first batch whose magic was damaged still reads as kKafka when its first four bytes are zero
-// and bytes after them are not: a kLionet batch never starts with a zero length before data
-// (recovery then cuts it as damage, with a warning, instead of as preallocated zeros).
+// (n >= header_bytes(kKafka), or all of the file if shorter): kKafka when they begin with
+// `base` big-endian and carry magic 2; kLionet when they begin with a plausible length and
+// hold `base` little-endian at byte 8; when neither is clear-cut (a damaged first batch),
+// kKafka if one of its two marks is there, or if the first four bytes are zero and bytes
+// after them are not (a kLionet batch never starts with a zero length before data), else
+// kLionet. A wrong guess is corrected at open (Log::recover tries the other layout when the
+// index files or the scan disagree with it).
 inline BatchFormat detect_format(const char* p, std::size_t n, int64_t base) {
-  if (n >= 17 && load_be<int64_t>(p) == base && p[16] == 2) return BatchFormat::kKafka;
+  const bool kafka_base = n >= 8 && load_be<int64_t>(p) == base;
+  const bool kafka_magic = n >= 17 && p[16] == 2;
+  if (kafka_base && kafka_magic) return BatchFormat::kKafka;
+  if (n >= 16 && load_le<int64_t>(p + 8) == base && load_le<uint32_t>(p) >= kBatchHeaderBytes + kRecordHeaderBytes)
+    return BatchFormat::kLionet;
+  if (kafka_base || kafka_magic) return BatchFormat::kKafka;
   if (n >= 12 && load_le<uint32_t>(p) == 0) {
     for (std::size_t i = 4; i < n; i++)
       if (p[i] != 0) return BatchFormat::kKafka;
