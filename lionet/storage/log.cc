@@ -184,20 +184,19 @@ Result<void> Log::recover() {
       if (!g) return g.error();
       return std::make_shared<Segment>(prefix, bases[i], std::move(*g), cap, other);
     };
-    if (sealed && *size > 0) {
+    if (sealed) {
       if (seg->load_index_files(fs_, *size, bases[i + 1])) {
         list->push_back(std::move(seg));
         continue;
       }
-      auto alt = reopen_as_other();
-      if (!alt) return alt.error();
-      if ((*alt)->load_index_files(fs_, *size, bases[i + 1])) {
-        list->push_back(std::move(*alt));
-        continue;
+      if (*size > 0) {
+        auto alt = reopen_as_other();
+        if (!alt) return alt.error();
+        if ((*alt)->load_index_files(fs_, *size, bases[i + 1])) {
+          list->push_back(std::move(*alt));
+          continue;
+        }
       }
-    } else if (sealed && seg->load_index_files(fs_, *size, bases[i + 1])) {
-      list->push_back(std::move(seg));
-      continue;
     }
     auto scan = detail::scan_segment(*seg, *size, opt_.index_interval_bytes, opt_.max_batch_bytes);
     if (!scan) return scan.error();

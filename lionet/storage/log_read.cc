@@ -30,10 +30,9 @@ Result<void> Log::read(int64_t offset, std::size_t max_bytes, ReadResult& out) c
   if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
   if (offset == end_offset()) return {};
   auto list = snapshot();
-  auto it = std::upper_bound(list->begin(), list->end(), offset,
-                             [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
-  if (it == list->begin()) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
-  return read_segment(**(it - 1), offset, max_bytes, out);
+  const std::shared_ptr<Segment>* seg = detail::segment_holding(*list, offset);
+  if (!seg) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
+  return read_segment(**seg, offset, max_bytes, out);
 }
 
 namespace {
@@ -200,10 +199,9 @@ Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_byte
   if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
   if (offset == end_offset()) return out;
   auto list = snapshot();
-  auto it = std::upper_bound(list->begin(), list->end(), offset,
-                             [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
-  if (it == list->begin()) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
-  const std::shared_ptr<Segment>& seg = *(it - 1);
+  const std::shared_ptr<Segment>* holding = detail::segment_holding(*list, offset);
+  if (!holding) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
+  const std::shared_ptr<Segment>& seg = *holding;
   out.format = seg->format();
   if (out.format != BatchFormat::kKafka) return out;
   const int64_t seg_next = seg->next_offset();  // before size: see read_segment

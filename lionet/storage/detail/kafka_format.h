@@ -181,19 +181,10 @@ bool walk_kafka_records(std::string_view records, const BatchHeader& h, int64_t*
     const int32_t vlen = r.varint();
     if (vlen < -1) return false;
     if (vlen > 0) v.value = r.take(static_cast<std::size_t>(vlen));
-    const char* hstart = r.pos();
-    const int32_t hn = r.varint();
-    if (!r.ok() || hn < 0 || static_cast<std::size_t>(hn) > r.left()) return false;
-    for (int32_t k = 0; k < hn && r.ok(); k++) {
-      const int32_t hk = r.varint();
-      if (hk < 0) return false;
-      r.take(static_cast<std::size_t>(hk));
-      const int32_t hv = r.varint();
-      if (hv < -1) return false;
-      if (hv > 0) r.take(static_cast<std::size_t>(hv));
-    }
-    if (!r.ok() || !r.at_end()) return false;
-    if (hn > 0) v.headers = std::string_view(hstart, static_cast<std::size_t>(r.pos() - hstart));
+    // The rest of the record is its header section; a count of 0 is the one byte 0.
+    const std::string_view headers = r.ok() ? std::string_view(r.pos(), r.left()) : std::string_view();
+    if (!kafka_headers_valid(headers)) return false;
+    if (headers.size() > 1) v.headers = headers;
     mx = i == 0 ? v.timestamp : std::max(mx, v.timestamp);
     f(v);
   }

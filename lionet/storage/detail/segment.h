@@ -16,11 +16,13 @@
 //    binary-search below the count they acquired while the writer appends.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lionet/net/result.h"
 #include "lionet/storage/file_system.h"
@@ -116,6 +118,15 @@ class Segment {
   lionet::Mutex sync_mu_;                // one fdatasync at a time
   std::atomic<uint64_t> synced_{0};      // bytes known durable (written under sync_mu_)
 };
+
+// The segment of `list` (ordered by base offset) that holds `offset`; nullptr when offset is
+// below the first one's base (e.g. retention removed it after the caller checked the range).
+inline const std::shared_ptr<Segment>* segment_holding(const std::vector<std::shared_ptr<Segment>>& list,
+                                                       int64_t offset) {
+  auto it = std::upper_bound(list.begin(), list.end(), offset,
+                             [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
+  return it == list.begin() ? nullptr : &*(it - 1);
+}
 
 struct ScanResult {
   uint64_t valid_end = 0;        // end of the last good batch
