@@ -669,11 +669,15 @@ TEST(ProxyPool, AnIdleConnectionIsClosedAfterIdleTimeoutWithNoFurtherTraffic) {
   p.stop();
 }
 
-// After a burst fills the pool, steady light traffic keeps reusing the newest connections: the
-// ones under them pass idle_timeout and must be closed too, not kept open for ever.
+// After a burst fills the pool, steady light traffic keeps reusing the newest connection: the
+// ones under it pass idle_timeout and must be closed too, not kept open for ever. One worker:
+// with several, the pool's shards and fibers moving between workers let two or three
+// connections take turns, and one that expired after the last sweep (sweeps run with requests
+// here; no reaper) may still be open when the traffic stops, so the count at the end would be a
+// guess; with one there is one shard and exactly one connection in use.
 TEST(ProxyPool, IdleTimeoutClosesThePooledConnectionsUnderTheOneInUse) {
   test::InFlight inflight;
-  ProxyHarness h;  // after what its servers use: stopped first
+  ProxyHarness h(1);  // after what its servers use: stopped first
   auto& up = h.http_upstream("a", [&, slow = inflight.sleeper(100ms, "slow")](Request& q, Response& s) {
     if (q.path() == "/slow") return slow(q, s);
     s.reply(200, "fast");
@@ -695,11 +699,9 @@ TEST(ProxyPool, IdleTimeoutClosesThePooledConnectionsUnderTheOneInUse) {
     ASSERT_TRUE(c.get(h.url("/fast")));
     std::this_thread::sleep_for(50ms);
   }
-  // The pool is sharded per worker (2 here): one request at a time, whose fiber may run on
-  // either worker, keeps at most one connection per worker in use; the 4+ others expire.
   EXPECT_EQ(up.connections(), 6u) << "the light traffic needed no new connection";
-  EXPECT_LE(h.proxy().stats()[0].idle, 2u);
-  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() <= 2; }, 1s))
+  EXPECT_EQ(h.proxy().stats()[0].idle, 1u);
+  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() == 1; }, 1s))
       << up.server->tcp().connections() << " upstream connections open, idle for up to 1 s";
 }
 

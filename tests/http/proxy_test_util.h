@@ -123,7 +123,7 @@ class ProxyHarness {
     uint64_t connections() const { return server->accepted(); }
   };
 
-  ProxyHarness() : sched_({.threads = 2, .name = "proxyt"}), io_(sched_) {}
+  explicit ProxyHarness(int threads = 2) : sched_({.threads = threads, .name = "proxyt"}), io_(sched_) {}
   ~ProxyHarness() { shutdown(); }
   ProxyHarness(const ProxyHarness&) = delete;
   ProxyHarness& operator=(const ProxyHarness&) = delete;
