@@ -7,7 +7,9 @@
 # p99 through the proxy minus direct to the upstream) at most nginx's.
 #
 # The proxies run with 1 worker pinned to CPU 0; the upstream and `wrk -t1` share CPU 1 (the
-# same for both proxies). RUNS interleaved runs of SECS s (which proxy goes first alternates),
+# same for both proxies). Beside them, the throughput rows run the ceiling of this layout:
+# bench/reference/http/proxy_floor.c, a C proxy that does the least any proxy can per request
+# (see its header); its ratio to nginx is the most any proxy could show here. RUNS interleaved runs of SECS s (which proxy goes first alternates),
 # medians. A run with socket errors or non-2xx answers counts as 0 (and as an error). The latency
 # is also taken with lionet's `scheduler.idle_poll_us: POLL_US` (off by default): the worker
 # polls that long before sleeping, so the upstream's reply skips a cross-CPU wake-up.
@@ -16,15 +18,16 @@
 #
 # Usage: scripts/bench-proxy.sh [--write] [--no-build] [--quick]
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
-# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), POLL_US (50), REF_DIR (bench/reference).
-#   Needs wrk and nginx.
-# Last line: RESULT ka16_ratio=.. ka100_ratio=.. mib_ratio=.. p50_added_us=.. nginx_p50_added_us=..
-#   p99_added_us=.. nginx_p99_added_us=.. poll_p50_added_us=.. poll_p99_added_us=.. errors=N
+# Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), POLL_US (50), REF_DIR (bench/reference),
+#   BACKEND (lionet's io.backend: epoll or io_uring; epoll). Needs wrk, nginx and a C compiler.
+# Last line: RESULT ka16_ratio=.. ka100_ratio=.. mib_ratio=.. floor_ka16_ratio=.. floor_ka100_ratio=..
+#   floor_mib_ratio=.. p50_added_us=.. nginx_p50_added_us=.. p99_added_us=.. nginx_p99_added_us=..
+#   poll_p50_added_us=.. poll_p99_added_us=.. errors=N (floor_*: proxy_floor / nginx)
 BENCH="proxy"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 bench_parse "--write --no-build --quick" "$@"
-bench_defaults RUNS=3 SECS=5 POLL_US=50
+bench_defaults RUNS=3 SECS=5 POLL_US=50 BACKEND=epoll
 bench_need wrk nginx
 bench_build http_file_server lionet_app
 upstream_bin=$(bench_bin http_file_server)
@@ -32,6 +35,7 @@ lionet=$BUILD_DIR/bin/lionet
 [[ "$lionet" == /* ]] || lionet=$REPO/$lionet
 [ -x "$lionet" ] || bench_die "$lionet is not built (run without --no-build)"
 nginx_run=$(ref_file nginx/run.sh)
+floor_bin=$(ref proxy_floor)
 bench_start
 chmod 755 "$tmp"  # nginx workers run as an unprivileged user
 root=$tmp/www; mkdir -p "$root"; chmod 755 "$root"
@@ -60,15 +64,18 @@ us_of() {
       if (v ~ /us$/) { sub(/us$/, "", v) } else if (v ~ /ms$/) { sub(/ms$/, "", v); u = 1000 } else if (v ~ /s$/) { sub(/s$/, "", v); u = 1000000 }
       printf "%.1f\n", v * u }' <<<"$2"
 }
-start_proxy() {  # lionet|nginx [IDLE_POLL_US] -> sets port, SERVER_PID
+start_proxy() {  # lionet|nginx|floor [IDLE_POLL_US] -> sets port, SERVER_PID
   port=$(free_port)
-  if [ "$1" = nginx ]; then
+  if [ "$1" = floor ]; then
+    start_server "$floor_bin -p $port -u $uport" "$port"
+  elif [ "$1" = nginx ]; then
     PROXY="127.0.0.1:$uport" "$nginx_run" "$root" "$port" >/dev/null 2>&1 &
     SERVER_PID=$!
     wait_port "$port" || echo "bench-$BENCH: nginx did not listen on $port" >&2
   else
     cat >"$tmp/proxy.yml" <<EOF
 scheduler: {threads: 1, idle_poll_us: ${2:-0}}
+io: {backend: $BACKEND}
 log: {loggers: [{name: root, level: warn}]}
 servers:
   - name: proxy
@@ -94,22 +101,26 @@ rows=()
 summary="RESULT"
 for cfg in "1k.bin:16:ka16" "1k.bin:100:ka100" "1m.bin:16:mib"; do
   IFS=: read -r file conns key <<<"$cfg"
-  l=(); n=()
+  l=(); n=(); f=()
   for i in $(seq "$RUNS"); do
-    if [ $((i % 2)) = 1 ]; then n+=("$(one nginx "$file" "$conns")"); l+=("$(one lionet "$file" "$conns")")
-    else l+=("$(one lionet "$file" "$conns")"); n+=("$(one nginx "$file" "$conns")"); fi
+    if [ $((i % 2)) = 1 ]; then
+      n+=("$(one nginx "$file" "$conns")"); l+=("$(one lionet "$file" "$conns")"); f+=("$(one floor "$file" "$conns")")
+    else
+      f+=("$(one floor "$file" "$conns")"); l+=("$(one lionet "$file" "$conns")"); n+=("$(one nginx "$file" "$conns")")
+    fi
   done
-  for v in "${l[@]}" "${n[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
-  lm=$(med "${l[@]}"); nm=$(med "${n[@]}"); r=$(ratio "$lm" "$nm")
+  for v in "${l[@]}" "${n[@]}" "${f[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
+  lm=$(med "${l[@]}"); nm=$(med "${n[@]}"); fm=$(med "${f[@]}"); r=$(ratio "$lm" "$nm"); fr=$(ratio "$fm" "$nm")
   if [ "$file" = 1m.bin ]; then
-    lmb=$(awk -v r="$lm" 'BEGIN { printf "%.0f", r * 1.048576 }'); nmb=$(awk -v r="$nm" 'BEGIN { printf "%.0f", r * 1.048576 }')
-    rows+=("| 1 MiB | $conns | $lmb MB/s | $nmb MB/s | $r | ${l[*]} / ${n[*]} req/s |")
-    echo "1m conns=$conns lionet=$lmb MB/s nginx=$nmb MB/s ratio=$r (req/s runs: ${l[*]} | ${n[*]})"
+    mb() { awk -v r="$1" 'BEGIN { printf "%.0f", r * 1.048576 }'; }
+    lmb=$(mb "$lm"); nmb=$(mb "$nm"); fmb=$(mb "$fm")
+    rows+=("| 1 MiB | $conns | $lmb MB/s | $nmb MB/s | $r | $fmb MB/s | $fr | ${l[*]} / ${n[*]} / ${f[*]} req/s |")
+    echo "1m conns=$conns lionet=$lmb MB/s nginx=$nmb MB/s ratio=$r floor=$fmb MB/s floor/nginx=$fr (req/s runs: ${l[*]} | ${n[*]} | ${f[*]})"
   else
-    rows+=("| 1 KiB | $conns | $lm req/s | $nm req/s | $r | ${l[*]} / ${n[*]} |")
-    echo "1k conns=$conns lionet=$lm nginx=$nm ratio=$r (runs: ${l[*]} | ${n[*]})"
+    rows+=("| 1 KiB | $conns | $lm req/s | $nm req/s | $r | $fm req/s | $fr | ${l[*]} / ${n[*]} / ${f[*]} |")
+    echo "1k conns=$conns lionet=$lm nginx=$nm ratio=$r floor=$fm floor/nginx=$fr (runs: ${l[*]} | ${n[*]} | ${f[*]})"
   fi
-  summary="$summary ${key}_ratio=$r"
+  summary="$summary ${key}_ratio=$r floor_${key}_ratio=$fr"
 done
 
 # Added latency at 1 connection: p50/p99 direct to the upstream, through lionet, through nginx.
@@ -149,13 +160,17 @@ cpu=$(bench_cpu)
   echo "## Reverse proxy (lionet/http/proxy.h) vs nginx proxy_pass"
   echo
   echo "Produced by \`scripts/bench-proxy.sh --write\` at commit $commit on $cpu; load average before: $load_before."
-  echo "The lionet binary with one \`type: proxy\` route (1 worker, \`keepalive: 64\`) and nginx (1 worker,"
+  echo "The lionet binary with one \`type: proxy\` route (1 worker, \`keepalive: 64\`, \`io.backend: $BACKEND\`) and nginx (1 worker,"
   echo "\`proxy_pass\` to an upstream block with \`keepalive 64\`, HTTP/1.1 upstream, buffering at its defaults), each"
   echo "pinned to CPU 0, in front of the same upstream (\`bench/http_file_server\`, 1 worker) that shares CPU 1 with"
   echo "\`wrk -t1\`; $RUNS interleaved runs of $SECS s, medians. Targets: 1 KiB >= 1.15x, 1 MiB >= 1.0x, added latency <= nginx's."
+  echo "\"C floor\" is \`bench/reference/http/proxy_floor.c\` in the same place: the least work any proxy can do per"
+  echo "request (one upstream connection per client connection, the request forwarded unchanged, no timeouts, pool or"
+  echo "error handling), so \"floor / nginx\" is the most any proxy could show in this layout, where wrk and the upstream"
+  echo "share one CPU."
   echo
-  echo "| Body | Connections | LioNet proxy | nginx proxy_pass | ratio | runs (LioNet / nginx) |"
-  echo "|---|---:|---:|---:|---:|---|"
+  echo "| Body | Connections | LioNet proxy | nginx proxy_pass | LioNet / nginx | C floor | floor / nginx | runs (LioNet / nginx / floor) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---|"
   printf '%s\n' "${rows[@]}"
   echo
   echo "Latency at 1 connection (1 KiB, wrk --latency), microseconds; \"added\" is through the proxy minus direct."

@@ -6,7 +6,7 @@
 #    BUILD_DIR picks the build), and go_websocket_server of bench/reference into $REF_OUT
 #    (needs `go`: Debian golang-go, installed with apt-get if missing and we are root; its one
 #    dependency, gorilla/websocket v1.5.3, is fetched once through the Go module proxy and
-#    checked against bench/reference/websocket/go.sum).
+#    checked against bench/reference/websocket/go_websocket_server/go.sum).
 # 2. Every server is pinned to CPU 0 (LioNet: 1 worker, backend BACKEND; Go: GOMAXPROCS=1), a
 #    fresh one per measurement; the load client, pinned to CPU 1, is for the echo rows
 #    bench/reference/websocket/ws_echo_client.c (ECHO_CLIENT=c, the default: plain C, epoll,
@@ -23,6 +23,9 @@
 #       with websocket::broadcast(), and with a Socket::send loop): delivery
 #       time of every connection from the trigger's send, p50/p99/max per round, median over
 #       the rounds, and the client's CPU share from the send to the last delivery.
+#    The echo and broadcast rows also run bench/reference/websocket/ws_floor_server.c, a C
+#    server doing the least any server can per message (see its header), in the same place
+#    and with the same clients: its figures are the ceiling of this machine and layout.
 #    c. idle: IDLE (10,000) connections opened and held HOLD (3) s; the server's VmRSS
 #       (/proc/PID/status) before the first connection and while all are held, divided by the
 #       connections.
@@ -39,7 +42,8 @@
 #   PATH unless set, e.g. GO=/usr/bin/go for Debian's; the table names its version).
 # Last line: RESULT echo64_ratio=.. echo16k_ratio=.. echo64_msgs=.. go_echo64_msgs=..
 #   echo16k_msgs=.. go_echo16k_msgs=.. client_cpu_max=.. bcast_p99_ms=.. bcast_send_p99_ms=..
-#   go_bcast_p99_ms=.. idle_bytes_per_conn=.. go_idle_bytes_per_conn=.. errors=N
+#   go_bcast_p99_ms=.. idle_bytes_per_conn=.. go_idle_bytes_per_conn=.. floor_echo64_ratio=..
+#   floor_echo16k_ratio=.. floor_bcast_p99_ms=.. errors=N (floor_*: ws_floor_server, ratios to Go)
 #   (targets: echo64_ratio >= 1.3, echo16k_ratio >= 1.0, bcast_p99_ms <= 50 (broadcast()),
 #   idle_bytes_per_conn <= 16384, errors 0)
 BENCH="websocket"
@@ -59,6 +63,7 @@ bench_build websocket_echo_server websocket_load
 server=$(bench_bin websocket_echo_server)
 load=$(bench_bin websocket_load)
 gosrv=$(ref go_websocket_server)
+floorsrv=$(ref ws_floor_server)
 case "$ECHO_CLIENT" in
   c) echo_load=$(ref ws_echo_client) ;;
   lionet) echo_load="$load echo" ;;
@@ -69,6 +74,7 @@ bench_start
 ours_tpl="$server {port} --threads 1 --backend $BACKEND"
 ours_send_tpl="$ours_tpl --broadcast send"  # /broadcast with a Socket::send loop, not broadcast()
 go_tpl="env GOMAXPROCS=1 $gosrv 127.0.0.1:{port}"
+floor_tpl="$floorsrv -p {port}"
 hz=$(getconf CLK_TCK)
 errors=0
 
@@ -147,29 +153,33 @@ idle_run() {
 
 : > "$tmp/log.txt"
 declare -a e64 g64 e16 g16 l64 lg64 l16 lg16 c64 cg64 c16 cg16 s64 sg64 s16 sg16 \
-  bp50 bp99 bmax bcpu sp50 sp99 smax scpu gp50 gp99 gmax gcpu idl gidl
+  bp50 bp99 bmax bcpu sp50 sp99 smax scpu gp50 gp99 gmax gcpu idl gidl f64 f16 fp99
 for run in $(seq "$RUNS"); do
   echo "== run $run of $RUNS: echo $CONNS conns x 64 B and 16 KiB ($SECS s), broadcast to $BCAST, $IDLE idle =="
   for size in 64 16384; do
     read -r m p50 p99 cpu us <<< "$(echo_run "$ours_tpl" "$size")"
     # (scalars named apart from the arrays below: go_p99 is not gp99, the broadcast's array)
     read -r go_m go_p50 go_p99 go_cpu go_us <<< "$(echo_run "$go_tpl" "$size")"
+    read -r fl_m _ _ fl_cpu fl_us <<< "$(echo_run "$floor_tpl" "$size")"
     echo "echo $size B: lionet $m msg/s (p50 $p50 us, p99 $p99 us, client cpu $cpu, server $us us/msg)" \
-      "| go $go_m msg/s (p50 $go_p50 us, p99 $go_p99 us, client cpu $go_cpu, server $go_us us/msg)"
+      "| go $go_m msg/s (p50 $go_p50 us, p99 $go_p99 us, client cpu $go_cpu, server $go_us us/msg)" \
+      "| floor $fl_m msg/s (client cpu $fl_cpu, server $fl_us us/msg)"
     s=$([ "$size" = 64 ] && echo 64 || echo 16)
     keep "e$s" "$m"; keep "g$s" "$go_m"; keep "l$s" "$p99"; keep "lg$s" "$go_p99"
-    keep "c$s" "$cpu"; keep "cg$s" "$go_cpu"; keep "s$s" "$us"; keep "sg$s" "$go_us"
-    for v in "$m" "$go_m"; do [ "$v" != 0 ] || errors=$((errors + 1)); done
+    keep "c$s" "$cpu"; keep "cg$s" "$go_cpu"; keep "s$s" "$us"; keep "sg$s" "$go_us"; keep "f$s" "$fl_m"
+    for v in "$m" "$go_m" "$fl_m"; do [ "$v" != 0 ] || errors=$((errors + 1)); done
   done
   read -r p50 p99 mx cpu <<< "$(bcast_run "$ours_tpl")"
   read -r q50 q99 qmx qcpu <<< "$(bcast_run "$go_tpl")"
   read -r t50 t99 tmx tcpu <<< "$(bcast_run "$ours_send_tpl")"
+  read -r _ f99 _ _ <<< "$(bcast_run "$floor_tpl")"
   echo "broadcast to $BCAST: lionet broadcast() p50 $p50 p99 $p99 max $mx ms (client cpu $cpu)" \
-    "| go p50 $q50 p99 $q99 max $qmx ms (client cpu $qcpu) | lionet send loop p50 $t50 p99 $t99 max $tmx ms (client cpu $tcpu)"
+    "| go p50 $q50 p99 $q99 max $qmx ms (client cpu $qcpu) | lionet send loop p50 $t50 p99 $t99 max $tmx ms (client cpu $tcpu)" \
+    "| floor p99 $f99 ms"
   bp50+=("$p50"); bp99+=("$p99"); bmax+=("$mx"); bcpu+=("$cpu")
   gp50+=("$q50"); gp99+=("$q99"); gmax+=("$qmx"); gcpu+=("$qcpu")
-  sp50+=("$t50"); sp99+=("$t99"); smax+=("$tmx"); scpu+=("$tcpu")
-  for v in "$p99" "$q99" "$t99"; do [ "$v" != 0 ] || errors=$((errors + 1)); done
+  sp50+=("$t50"); sp99+=("$t99"); smax+=("$tmx"); scpu+=("$tcpu"); fp99+=("$f99")
+  for v in "$p99" "$q99" "$t99" "$f99"; do [ "$v" != 0 ] || errors=$((errors + 1)); done
   i=$(idle_run "$ours_tpl") gi=$(idle_run "$go_tpl")
   echo "idle $IDLE: lionet $i B/conn | go $gi B/conn"
   idl+=("$i"); gidl+=("$gi")
@@ -182,6 +192,8 @@ r64=$(ratio "$m64" "$mg64") r16=$(ratio "$m16" "$mg16")
 cpu_max=$(printf '%s\n' "${c64[@]}" "${cg64[@]}" "${c16[@]}" "${cg16[@]}" | sort -n | tail -n 1)
 b99=$(med "${bp99[@]}") g99=$(med "${gp99[@]}") s99=$(med "${sp99[@]}")
 mi=$(med "${idl[@]}") mgi=$(med "${gidl[@]}")
+mf64=$(med "${f64[@]}") mf16=$(med "${f16[@]}") f99=$(med "${fp99[@]}")
+rf64=$(ratio "$mf64" "$mg64") rf16=$(ratio "$mf16" "$mg16")
 kib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1024 }'; }
 ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) : (v <= t); print (r ? "yes" : "**no**") }'; }
 {
@@ -213,11 +225,18 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
   echo "| echo 16 KiB: server CPU us/message | $(med "${s16[@]}") | $(med "${sg16[@]}") | | | | ${s16[*]} | ${sg16[*]} |"
   echo "| echo 64 B: load client CPU share | $(med "${c64[@]}") | $(med "${cg64[@]}") | | < 1 | | ${c64[*]} | ${cg64[*]} |"
   echo "| echo 16 KiB: load client CPU share | $(med "${c16[@]}") | $(med "${cg16[@]}") | | < 1 | | ${c16[*]} | ${cg16[*]} |"
+  echo "| echo 64 B, C floor (ws_floor_server), messages/s; its ratio to Go is the ceiling | $mf64 | $mg64 | $rf64 | | | ${f64[*]} | |"
+  echo "| echo 16 KiB, C floor, messages/s | $mf16 | $mg16 | $rf16 | | | ${f16[*]} | |"
   echo "| broadcast 64 B to $BCAST clients, \`websocket::broadcast()\`: p99 delivery, ms | $b99 | $g99 | | <= 50 ms | $(ok "$b99" 50 '<=') | ${bp99[*]} | ${gp99[*]} |"
   echo "| the same, p50 / max delivery, ms | $(med "${bp50[@]}") / $(med "${bmax[@]}") | $(med "${gp50[@]}") / $(med "${gmax[@]}") | | | | | |"
   echo "| broadcast, LioNet with a \`Socket::send\` loop instead: p99 delivery, ms | $s99 | $g99 | | <= 50 ms | $(ok "$s99" 50 '<=') | ${sp99[*]} | ${gp99[*]} |"
   echo "| the same, p50 / max delivery, ms | $(med "${sp50[@]}") / $(med "${smax[@]}") | $(med "${gp50[@]}") / $(med "${gmax[@]}") | | | | | |"
+  echo "| broadcast, C floor (ws_floor_server: one write(2) per connection in a loop): p99 delivery, ms | $f99 | $g99 | | <= 50 ms | $(ok "$f99" 50 '<=') | ${fp99[*]} | ${gp99[*]} |"
   echo "| $IDLE idle connections: server RSS per connection, KiB | $(kib "$mi") | $(kib "$mgi") | | <= 16 KiB | $(ok "$mi" 16384 '<=') | ${idl[*]} (B) | ${gidl[*]} (B) |"
+  echo
+  echo "C floor: \`bench/reference/websocket/ws_floor_server.c\`, in LioNet's place with the same clients: one thread,"
+  echo "level-triggered epoll, one read and one write per message and nothing a real server needs (no UTF-8 check,"
+  echo "fragments, limits or close handshake): what the kernel's loopback TCP path allows on this machine."
   echo
   echo "Broadcast: $ROUNDS trigger messages per run, each sent by the client on one connection and written by the server to"
   echo "every connection of the room (LioNet: \`websocket::broadcast()\`, one frame queued on every socket, or one"
@@ -230,4 +249,4 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
   echo "difference over the connections."
 } > "$tmp/section.md"
 bench_section "$tmp/section.md"
-bench_result "RESULT echo64_ratio=$r64 echo16k_ratio=$r16 echo64_msgs=$m64 go_echo64_msgs=$mg64 echo16k_msgs=$m16 go_echo16k_msgs=$mg16 client_cpu_max=${cpu_max:-0} bcast_p99_ms=$b99 bcast_send_p99_ms=$s99 go_bcast_p99_ms=$g99 idle_bytes_per_conn=$mi go_idle_bytes_per_conn=$mgi errors=$errors"
+bench_result "RESULT echo64_ratio=$r64 echo16k_ratio=$r16 echo64_msgs=$m64 go_echo64_msgs=$mg64 echo16k_msgs=$m16 go_echo16k_msgs=$mg16 client_cpu_max=${cpu_max:-0} bcast_p99_ms=$b99 bcast_send_p99_ms=$s99 go_bcast_p99_ms=$g99 idle_bytes_per_conn=$mi go_idle_bytes_per_conn=$mgi floor_echo64_ratio=$rf64 floor_echo16k_ratio=$rf16 floor_bcast_p99_ms=$f99 errors=$errors"
