@@ -2,7 +2,8 @@
 // keep-alive reverse proxy in plain C that does the least a proxy can per request (one thread,
 // edge-triggered epoll with every fd registered once, one upstream connection per client
 // connection opened with it and kept for its life, the request forwarded byte for byte without
-// a header rewritten, the response streamed through a 64 KiB buffer). It is not a proxy anyone
+// a header rewritten, the response streamed through a 64 KiB buffer, and no read(2) that would
+// only return EAGAIN: a short read means the socket is drained until its next edge). It is not a proxy anyone
 // should run (GET/HEAD without bodies only, responses must carry Content-Length, no timeouts, no
 // pool shared between clients, no error answers: anything else drops the connection), but no
 // proxy can move requests faster on the machine, so its ratio to nginx is the ceiling of any
@@ -38,6 +39,7 @@ struct pair {
   int c, u;  // client and upstream sockets
   struct end ce, ue;
   enum state st;
+  int c_ready, u_ready;       // an EPOLLIN edge came and no read has drained the socket since
   size_t req_len;            // request bytes read so far
   size_t out_head, out_tail;  // response bytes in out[] not yet written to the client
   int head_done;              // the response's header has been seen
@@ -70,9 +72,13 @@ static int64_t response_length(const char* b, size_t n) {
 static int run(struct pair* p) {
   for (;;) {
     if (p->st == READ_REQUEST) {
-      ssize_t n = read(p->c, p->req + p->req_len, sizeof p->req - p->req_len);
+      if (!p->c_ready) return 0;
+      size_t want = sizeof p->req - p->req_len;
+      ssize_t n = read(p->c, p->req + p->req_len, want);
+      if (n < 0 && errno == EAGAIN) p->c_ready = 0;
       if (n < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
       if (n == 0) return -1;
+      if ((size_t)n < want) p->c_ready = 0;
       p->req_len += (size_t)n;
       if (!memmem(p->req, p->req_len, "\r\n\r\n", 4)) {
         if (p->req_len == sizeof p->req) return -1;
@@ -94,11 +100,14 @@ static int run(struct pair* p) {
       if (p->head_done && p->left == 0) p->st = READ_REQUEST;
       continue;
     }
+    if (!p->u_ready) return 0;
     size_t room = BUF - p->out_tail;
     if (p->head_done && p->left < room) room = (size_t)p->left;
     ssize_t n = read(p->u, p->out + p->out_tail, room);
+    if (n < 0 && errno == EAGAIN) p->u_ready = 0;
     if (n < 0) return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
     if (n == 0) return -1;
+    if ((size_t)n < room) p->u_ready = 0;
     p->out_tail += (size_t)n;
     if (!p->head_done) {
       int64_t total = response_length(p->out, p->out_tail);
@@ -155,7 +164,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; i++) {
       struct end* e = evs[i].data.ptr;
       if (e) {
-        if (run(e->p) < 0) {
+        struct pair* p = e->p;
+        uint32_t ev = evs[i].events;
+        int in = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+        if (in) {
+          if (e == &p->ce) p->c_ready = 1;
+          else p->u_ready = 1;
+        }
+        // a write edge matters only to a client with response bytes waiting
+        if (!in && !(e == &p->ce && p->out_head < p->out_tail)) continue;
+        if (run(p) < 0) {
           // the other end's event of this batch, if any, must not see the freed pair
           for (int j = i + 1; j < n; j++) {
             struct end* f = evs[j].data.ptr;
