@@ -202,7 +202,7 @@ ok() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { r = (op == ">=") ? (v >= t) :
   echo "Produced by \`scripts/bench-websocket.sh --write\` at commit $(bench_commit lionet/websocket lionet/http lionet/sched bench/websocket_echo_server.cc bench/websocket_load.cc bench/reference/websocket)" \
     "on $(bench_cpu); load average before: $load_before. Backend $BACKEND; Go: $("${GO:-go}" version | cut -d' ' -f3)."
   echo "Servers pinned to CPU 0: LioNet \`websocket_echo_server\` (1 worker, \`websocket::accept\` with default Options, no"
-  echo "compression) and \`go_websocket_server\` (bench/reference/websocket: gorilla/websocket v1.5.3, a goroutine per"
+  echo "compression) and \`go_websocket_server\` (bench/reference/websocket/go_websocket_server: gorilla/websocket v1.5.3, a goroutine per"
   if [ "$ECHO_CLIENT" = c ]; then
     echo "connection, GOMAXPROCS=1). The echo load client, for both, is \`bench/reference/websocket/ws_echo_client.c\` (plain C,"
     echo "epoll, one write of a prebuilt masked frame and one read per message), pinned to CPU 1; broadcast and idle use"
