@@ -174,11 +174,10 @@ TEST(AppAccessLog, BinaryLogsBothServersToOneFileAndSighupMovesLaterLinesToANewF
   // The writer thread counts lines after its write(2): a line can be in the file a moment
   // before it is counted.
   const std::string label = "{path=\"" + log.string() + "\"} ";
-  for (int i = 0; i < 100; ++i) {
+  poll_until([&] {
     c = curl("http://127.0.0.1:" + std::to_string(http) + "/metrics");
-    if (metric(c.body, "lionet_access_log_lines_total" + label) >= 2) break;
-    std::this_thread::sleep_for(20ms);
-  }
+    return metric(c.body, "lionet_access_log_lines_total" + label) >= 2;
+  });
   ASSERT_EQ(c.status, 200);
   EXPECT_GE(metric(c.body, "lionet_access_log_lines_total" + label), 2) << c.body;
   EXPECT_EQ(metric(c.body, "lionet_access_log_dropped_total" + label), 0) << c.body;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -143,6 +144,17 @@ class TempConf {
  private:
   fs::path dir_;
 };
+
+// Calls `done` every 20 ms until it returns true, at most 100 times (2 s): for what a server
+// records a moment after the client already has its answer. Whether `done` came true.
+template <class F>
+bool poll_until(F done) {
+  for (int i = 0; i < 100; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 // A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
 inline int free_port() {

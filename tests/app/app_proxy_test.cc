@@ -149,15 +149,12 @@ class AppProxy : public ::testing::Test {
         return std::atol(line.c_str() + line.rfind(' ') + 1);
     return -1;
   }
-  // metric(), read again every 20 ms for up to 2 s until it is `want`: for values the proxy
-  // updates after the client already has its answer (a streamed body's connection goes back
-  // to the pool after the body's last bytes were sent).
+  // metric(), read again (poll_until) until it is `want`: for values the proxy updates after
+  // the client already has its answer (a streamed body's connection goes back to the pool after
+  // the body's last bytes were sent).
   long wait_metric(const std::string& name, const std::string& route_path, int upstream_port, long want) {
     long v = -1;
-    for (int i = 0; i < 100; ++i) {
-      if ((v = metric(name, route_path, upstream_port)) == want) break;
-      std::this_thread::sleep_for(20ms);
-    }
+    poll_until([&] { return (v = metric(name, route_path, upstream_port)) == want; });
     return v;
   }
   std::string upstream_stats(int upstream_port) {
@@ -567,7 +564,7 @@ TEST_F(AppProxy, HundredThousandRequestsOver16ClientConnectionsOpenAtMost16Upstr
   // response (the last ones may trail the answers the clients already have).
   std::set<std::string> connections;
   size_t lines = 0;
-  for (int i = 0; i < 100; ++i) {
+  poll_until([&] {
     connections.clear();
     lines = 0;
     for (const auto& l : nginx_log()) {
@@ -575,9 +572,8 @@ TEST_F(AppProxy, HundredThousandRequestsOver16ClientConnectionsOpenAtMost16Upstr
       ++lines;
       connections.insert(l.substr(0, l.find(' ')));
     }
-    if (lines >= static_cast<size_t>(kRequests)) break;
-    std::this_thread::sleep_for(20ms);
-  }
+    return lines >= static_cast<size_t>(kRequests);
+  });
   const long opened = metric("lionet_proxy_upstream_connections_opened_total", "/ngx", ngx_port);
   std::printf("%d requests over %d connections in %.2f s: nginx saw %zu requests on %zu connections; lionet opened %ld\n",
               kRequests, kConns, secs, lines, connections.size(), opened);

@@ -66,11 +66,10 @@ TEST(AppSyslog, LoggerOverUdpAndTcpIsReadableOverTheHttpStorageApi) {
   // A record is readable as soon as the store has it; the append returns to the syslog fiber,
   // which counts it, a moment later (under TSan that moment is visible).
   Curl m;
-  for (int i = 0; i < 100; ++i) {
+  poll_until([&] {
     m = curl("http://127.0.0.1:" + std::to_string(http) + "/metrics");
-    if (m.body.find("lionet_syslog_stored_total{server=\"logs\"} 2") != std::string::npos) break;
-    std::this_thread::sleep_for(20ms);
-  }
+    return m.body.find("lionet_syslog_stored_total{server=\"logs\"} 2") != std::string::npos;
+  });
   EXPECT_NE(m.body.find("lionet_syslog_stored_total{server=\"logs\"} 2"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("lionet_syslog_kernel_drops_total{server=\"logs\"} 0"), std::string::npos) << m.body;
   p.signal(SIGTERM);
