@@ -1,9 +1,12 @@
 // lionet/base/macros.h: branch hints, cache-line size and checks that never vanish.
 // Owns: LIONET_CHECK (always on, release builds too: sylar's asserts vanished and hid bugs),
-// LIONET_DCHECK (debug builds only, for hot paths). Must not depend on any other layer.
+// LIONET_DCHECK (for hot paths: on where the library itself was built without NDEBUG, see
+// build_config.h, whatever the includer defines). Must not depend on any other layer.
 #pragma once
 
 #include <cstddef>
+
+#include "lionet/base/build_config.h"
 
 #define LIONET_LIKELY(x) __builtin_expect(!!(x), 1)
 #define LIONET_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -24,7 +27,7 @@ namespace detail {
     if (LIONET_UNLIKELY(!(cond))) ::lionet::detail::check_failed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 
-#ifdef NDEBUG
+#if !LIONET_DEBUG_CHECKS
 #define LIONET_DCHECK(cond, msg) \
   do {                           \
   } while (0)

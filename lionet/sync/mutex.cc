@@ -133,7 +133,7 @@ bool Mutex::try_lock_until(TimePoint deadline) noexcept {
   }
 }
 
-#ifndef NDEBUG
+#if LIONET_DEBUG_CHECKS
 void Mutex::debug_acquired() noexcept { owner_.store(detail::current_owner_token(), std::memory_order_relaxed); }
 void Mutex::debug_releasing() noexcept {
   uint64_t owner = owner_.load(std::memory_order_relaxed);

@@ -23,7 +23,8 @@
 // Mutex may be destroyed by whoever acquires it after the final unlock(), even while that
 // unlock() is still returning. Uncontended lock+unlock: two CAS.
 //
-// Debug builds (!NDEBUG) check, at the cost of one relaxed store per lock/unlock:
+// Debug builds of the library (LIONET_DEBUG_CHECKS, base/build_config.h: compiled without
+// NDEBUG; the includer's NDEBUG changes nothing) check, at the cost of one relaxed store per lock/unlock:
 //  - unlock() by a fiber/thread that does not hold the mutex (a fiber that locked and then
 //    handed the unlock to another fiber, or a double unlock): fatal, with file and line;
 //  - lock() by the fiber/thread that already holds it (a certain self-deadlock): fatal.
@@ -104,12 +105,12 @@ class Mutex {
   // Enqueues `node` if the mutex is still held (returns true), else takes it (returns false).
   // Called with the queue bit held; releases it.
   bool enqueue_or_acquire(detail::WaitNode* node, bool front) noexcept;
-#ifdef NDEBUG
-  void debug_acquired() noexcept {}
-  void debug_releasing() noexcept {}
-#else
+#if LIONET_DEBUG_CHECKS
   void debug_acquired() noexcept;
   void debug_releasing() noexcept;
+#else
+  void debug_acquired() noexcept {}
+  void debug_releasing() noexcept {}
 #endif
 
   // Lock word (bits above). Every change is a CAS, except the release of the queue bit by its

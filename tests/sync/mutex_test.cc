@@ -158,7 +158,7 @@ TEST(Mutex, TimedLockersRacingWithUnlockLoseNoWakeup) {
   RecordProperty("timeouts", static_cast<int>(timeouts.load()));
 }
 
-#if !defined(NDEBUG) && !defined(LIONET_TSAN)
+#if LIONET_DEBUG_CHECKS && !defined(LIONET_TSAN)
 TEST(MutexDeathTest, UnlockByAnotherFiberIsFatalInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
