@@ -78,7 +78,7 @@ const char* to_string(AccessLogFormat f) noexcept;
 struct AccessLogOptions {
   // "stdout", or a file opened O_WRONLY | O_APPEND | O_CREAT, mode 0644 (before the umask),
   // its parent directories created. YAML: servers[].access_log.path
-  std::string path;
+  std::string path{};
   // YAML: servers[].access_log.format (combined | json)
   AccessLogFormat format = AccessLogFormat::kCombined;
   // The buffer lines wait in for the writer; a line that does not fit is dropped and counted.

@@ -81,22 +81,22 @@ struct ClientOptions {
   std::size_t max_response_head_bytes = 64 * 1024;
   uint64_t max_body_bytes = 256u << 20;
   // For https:// URLs (a client context; nullptr = https fails with EPROTONOSUPPORT).
-  std::shared_ptr<SslContext> tls;
+  std::shared_ptr<SslContext> tls{};
   std::string user_agent = "lionet";
   // HTTP/2, installed by lionet::http2::enable(ClientOptions&); empty = HTTP/1.1 only.
-  ClientProtocol http2;
+  ClientProtocol http2{};
   // With http2 installed: http:// URLs use HTTP/2 with prior knowledge (h2c) instead of 1.1.
   bool h2c = false;
 };
 
 struct ClientRequest {
   std::string method = "GET";
-  std::string url;
-  std::vector<std::pair<std::string, std::string>> headers;  // Host/Content-Length/TE are added
-  std::string body;  // sent with Content-Length (unless body_writer is set)
+  std::string url{};
+  std::vector<std::pair<std::string, std::string>> headers{};  // Host/Content-Length/TE are added
+  std::string body{};  // sent with Content-Length (unless body_writer is set)
   // A streamed body: chunked unless body_length is set. Not replayed on retry.
-  BodyWriterFn body_writer;
-  std::optional<uint64_t> body_length;
+  BodyWriterFn body_writer{};
+  std::optional<uint64_t> body_length{};
   // Over HTTP/2 a body_writer's output is gathered in memory (at most max_body_bytes) and
   // then sent as the request's DATA frames.
 };

@@ -90,7 +90,7 @@ struct ResponseHead;
 
 struct ProxyUpstream {
   // "host:port", "http://host:port" or "https://host:port" (TLS through ProxyOptions::tls).
-  std::string address;
+  std::string address{};
   unsigned weight = 1;  // 1..1000
 };
 
@@ -107,16 +107,16 @@ struct ProxyHealthCheck {
 enum class ProxyBalance : uint8_t { kRoundRobin, kLeastConn, kHash };
 
 struct ProxyOptions {
-  std::vector<ProxyUpstream> upstreams;
+  std::vector<ProxyUpstream> upstreams{};
   ProxyBalance balance = ProxyBalance::kRoundRobin;
   // kHash: "ip" (the client's address) or the name of a request header (absent: as "ip").
   std::string hash_key = "ip";
   // Removed from the front of the path when it is there ("/app": "/app/x" -> "/x", "/app" ->
   // "/"); then add_prefix is put in front ("/v2": "/x" -> "/v2/x").
-  std::string strip_prefix;
-  std::string add_prefix;
+  std::string strip_prefix{};
+  std::string add_prefix{};
   // Host sent upstream; nullopt passes the client's (the upstream's address without one).
-  std::optional<std::string> host;
+  std::optional<std::string> host{};
   bool via = false;              // add "Via: 1.1 <via_name>" both ways
   std::string via_name = "lionet";
   Duration connect_timeout = std::chrono::seconds(5);
@@ -135,8 +135,8 @@ struct ProxyOptions {
   std::size_t max_requests_per_connection = 1000;     // 0 = no limit
   std::size_t buffer_size = 16384;                    // per exchange, each direction's copy buffer
   Duration tunnel_idle_timeout = std::chrono::seconds(600);
-  std::shared_ptr<SslContext> tls;                    // client context for https:// upstreams
-  std::optional<ProxyHealthCheck> health_check;
+  std::shared_ptr<SslContext> tls{};                  // client context for https:// upstreams
+  std::optional<ProxyHealthCheck> health_check{};
   bool json_errors = false;  // 502/504 bodies as {"error": "..."} instead of plain text
 };
 

@@ -106,7 +106,7 @@ inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\
 struct ServerOptions {
   // Request line, header and body limits (keys http.max_request_line, http.max_header_bytes,
   // http.max_headers, http.max_body_bytes).
-  ParserLimits limits;
+  ParserLimits limits{};
   // Idle time allowed between requests of a kept-alive connection. YAML: http.keepalive_timeout
   Duration keepalive_timeout = std::chrono::seconds(60);
   // Whole request head, from its first byte (from accept for the first request).
@@ -128,20 +128,20 @@ struct ServerOptions {
   // YAML: http.input_buffer
   std::size_t input_buffer = 4096;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
-  RefusalHandler refusal;
+  RefusalHandler refusal{};
   // HTTP/2 over the same handler, installed by lionet/http2 (http2::enable(options)); empty =
   // HTTP/1.1 only. It serves the connection, in its fiber, instead of the HTTP/1.1 loop when
   // the stream's application_protocol() is "h2" (TLS ALPN), or when a new connection's first
   // bytes are the HTTP/2 preface (h2c with prior knowledge; `Upgrade: h2c` is not offered).
-  ProtocolServer http2;
+  ProtocolServer http2{};
   // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
   // TcpServerOptions.
-  TcpServerOptions tcp;
+  TcpServerOptions tcp{};
   // The access log (access_log.h): one line per response, HTTP/1.1 and HTTP/2 alike, the
   // answers the server itself gives to refused requests included (README "Access log"). Null =
   // none (the default). Several servers may share one. Lines name the server by tcp.name
   // (JSON "server") unless it is TcpServerOptions' default "tcp". YAML: servers[].access_log
-  std::shared_ptr<AccessLog> access_log;
+  std::shared_ptr<AccessLog> access_log{};
 };
 
 // Counters of one Server (relaxed atomics: statistics only).

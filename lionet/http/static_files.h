@@ -56,7 +56,7 @@ std::optional<FileMode> parse_file_mode(std::string_view s);
 std::string_view file_mode_name(FileMode m) noexcept;
 
 struct StaticOptions {
-  std::string root;                              // directory served          YAML: <route>.root
+  std::string root{};                            // directory served          YAML: <route>.root
   FileMode mode = FileMode::kAuto;               //                           YAML: <route>.mode
   // AUTO's thresholds, from measurements (README-static.md): MEMORY below 256 KiB, SENDFILE
   // from it; CHUNK only between the two when they are set apart.
@@ -83,7 +83,7 @@ struct StaticOptions {
   // Accept-Encoding allows it and it is not older than the file; the answer carries
   // Content-Encoding, Vary: Accept-Encoding and an ETag of its own, and a Range counts the
   // encoded bytes (as nginx's gzip_static). Empty = off.     YAML: <route>.precompressed
-  std::vector<std::string> precompressed;
+  std::vector<std::string> precompressed{};
   // nginx's try_files: candidates tried in order for GET/HEAD; the first that exists is served
   // (with everything above: modes, caches, precompressed, ETag/Range/304). In each, every
   // "$uri" becomes "/" + the decoded request path below the route (after the checks in
@@ -94,12 +94,12 @@ struct StaticOptions {
   // or '/' and have no ".", ".." or empty segment (the constructor throws). No candidate
   // "/dir" -> "/dir/" redirect is made. Empty = off: the request path alone, as described above.
   //                                                                 YAML: <route>.try_files
-  std::vector<std::string> try_files;
+  std::vector<std::string> try_files{};
   // With try_files: called with the request unchanged when no candidate exists, and for every
   // method but GET and HEAD (a file cannot be POSTed; register the route for "*" then). Empty =
   // none: fallback_status answers, and other methods get 405 as without try_files.
   //                                              YAML: <route>.try_files' last entry "@name"
-  Handler fallback;
+  Handler fallback{};
   // With try_files and no fallback: the status answered when no candidate exists, 200..599
   // (404 as a missing file; others with their reason phrase as a text body, none for 204/304).
   // 0 = none given: 404.                                        YAML: last entry "=CODE"

@@ -64,7 +64,7 @@ struct BrokerOptions {
   int32_t advertised_port = 9092;
   int32_t node_id = 1;                        // this broker's id in Metadata and FindCoordinator
   std::string cluster_id = "lionet";
-  GroupOptions groups;                        // consumer groups (group_coordinator.h)
+  GroupOptions groups{};                      // consumer groups (group_coordinator.h)
 };
 
 struct BrokerStats {

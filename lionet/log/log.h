@@ -50,7 +50,7 @@ struct SinkOptions {
   Type type = Type::kStdout;
   // kRotatingFile only: the file (parent directories are created), its size limit in bytes
   // before rotating to <path>.1 ... and how many rotated files to keep.
-  std::string path;
+  std::string path{};
   std::size_t max_size = 16 * 1024 * 1024;
   std::size_t max_files = 4;
   // Messages below this level are dropped by this sink (the logger's level applies first).
@@ -59,7 +59,7 @@ struct SinkOptions {
 };
 
 struct LoggerOptions {
-  std::string name;             // "root" is the default logger that unnamed loggers inherit
+  std::string name{};           // "root" is the default logger that unnamed loggers inherit
   Level level = Level::kInfo;
   std::string pattern = kDefaultPattern;  // spdlog pattern flags plus %* (fiber id)
   std::vector<SinkOptions> sinks{SinkOptions{}};
@@ -74,7 +74,7 @@ struct LoggerOptions {
 };
 
 struct LogOptions {
-  std::vector<LoggerOptions> loggers;  // without "root", root is stdout at info
+  std::vector<LoggerOptions> loggers{};  // without "root", root is stdout at info
   // Messages each async logger queues; when its queue is full the caller blocks (nothing is
   // dropped). Applies to async loggers (re)created by this configure().
   std::size_t async_queue_size = 8192;

@@ -69,8 +69,8 @@ struct TcpServerOptions {
   bool reuse_port = false;
   int backlog = SOMAXCONN;
   // Applied to each accepted connection's stream (nullopt = no limit).
-  std::optional<Duration> read_timeout;
-  std::optional<Duration> write_timeout;
+  std::optional<Duration> read_timeout{};
+  std::optional<Duration> write_timeout{};
   // How long an acceptor sleeps after EMFILE/ENFILE/ENOBUFS/ENOMEM before trying again.
   Duration accept_backoff = std::chrono::milliseconds(100);
   // Connections an acceptor takes in a row before it yields its worker. accept does not park

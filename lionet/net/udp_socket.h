@@ -47,7 +47,7 @@ namespace lionet {
 // outlive the call; the library never copies the payload beyond what the kernel does.
 struct Datagram {
   // Receive: where the payload is written (capacity = size()). Send: holds the payload.
-  std::span<char> buffer;
+  std::span<char> buffer{};
   // Receive: bytes written into buffer (<= buffer.size()). Send: how many bytes of buffer to
   // send (<= buffer.size(), else EINVAL). So a received slot can be sent back as it is (echo).
   size_t length = 0;
@@ -57,7 +57,7 @@ struct Datagram {
   bool truncated = false;
   // Receive: the sender (recv_from, recv_many; recv leaves it as it was).
   // Send: the destination; empty (Address()) = the connected peer.
-  Address peer;
+  Address peer{};
 
   std::span<char> payload() const noexcept { return buffer.first(length); }
 };

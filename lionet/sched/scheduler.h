@@ -54,7 +54,7 @@ struct SchedulerOptions {
   // The IO driver this scheduler comes with (sched/driver.h): backend "auto" (epoll on Linux)
   // by default, so hooked blocking calls, Socket, TcpServer and File park fibers with no other
   // object; "none" for a scheduler without IO. YAML: io.*.
-  IoOptions io;
+  IoOptions io{};
   // stop() waits for every fiber. Once every worker has been idle this long with fibers still
   // alive (parked, and nobody left to wake them), the fibers waiting on IO are woken with
   // ECANCELED (and later IO waits fail so): servers' accept loops and idle connections end.
@@ -75,7 +75,7 @@ struct SchedulerOptions {
 struct SpawnOptions {
   // Shown in logs and fiber dumps (sched/fiber_dump.h). Copied; names longer than 15 bytes
   // cost an allocation per spawn (std::string's small-string limit).
-  std::string_view name;
+  std::string_view name{};
   int pin_worker = -1;    // -1: any worker; else run only on worker pin_worker % threads
 };
 

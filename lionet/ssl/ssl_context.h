@@ -36,8 +36,8 @@
 namespace lionet {
 
 struct SslCertificate {
-  std::string cert_chain_file;  // PEM: the leaf first, then intermediates
-  std::string key_file;         // PEM private key matching the leaf
+  std::string cert_chain_file{};  // PEM: the leaf first, then intermediates
+  std::string key_file{};         // PEM private key matching the leaf
 };
 
 // YAML keys given as `YAML: servers[].tls.<key>` (app/ maps them).
@@ -45,26 +45,26 @@ struct SslOptions {
   // Server: the first is the default, the others are chosen by SNI (a certificate whose
   // subjectAltName/CN matches the client's server name). Client: an optional client
   // certificate (first entry). YAML: tls.certificates [{cert, key}].
-  std::vector<SslCertificate> certificates;
+  std::vector<SslCertificate> certificates{};
   // Peers are verified against it when verify_peer. YAML: tls.ca_file.
-  std::string ca_file;
+  std::string ca_file{};
   // Server: require and verify a client certificate. Client: verify the server (also on when
   // ca_file is set; the system trust store is used when ca_file is empty). YAML: tls.verify_peer.
   bool verify_peer = false;
   // Client: the SNI name sent and the host name checked when verifying. YAML: tls.server_name.
-  std::string server_name;
+  std::string server_name{};
   // "TLS1.2" or "TLS1.3". YAML: tls.min_version.
   std::string min_version = "TLS1.2";
   // "" (newest: TLS 1.3), "TLS1.2" or "TLS1.3". Mostly for tests and interop. YAML: tls.max_version.
-  std::string max_version;
+  std::string max_version{};
   // TLS <= 1.2 cipher list; "" = ECDHE + AES-GCM / ChaCha20-Poly1305 only. YAML: tls.ciphers.
-  std::string ciphers;
+  std::string ciphers{};
   // TLS 1.3 suites; "" = OpenSSL's default (AES-GCM, ChaCha20). YAML: tls.ciphersuites.
-  std::string ciphersuites;
+  std::string ciphersuites{};
   // ALPN protocols in preference order, e.g. {"http/1.1"}. Server: the first of these the
   // client also offers is selected (none in common: the handshake continues without ALPN).
   // YAML: tls.alpn.
-  std::vector<std::string> alpn;
+  std::vector<std::string> alpn{};
   // Resumption: server issues stateless tickets; client caches sessions. YAML: tls.session_tickets.
   bool session_tickets = true;
   // TLS 1.3 tickets a server issues per full handshake (each costs one encryption and ~200

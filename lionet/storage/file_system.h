@@ -40,7 +40,7 @@ class File {
   // reading as zeros (fallocate mode 0). A Log preallocates its active segment so that an
   // fdatasync after an append need not commit a size change. EOPNOTSUPP (the default, and
   // file systems without fallocate) turns preallocation off for that file.
-  virtual Result<void> allocate(uint64_t size) { return Result<void>::failure(EOPNOTSUPP); }
+  virtual Result<void> allocate(uint64_t /*size*/) { return Result<void>::failure(EOPNOTSUPP); }
   // The file descriptor, for sendfile(2) of stored bytes; -1 (the default) where there is none
   // (then callers pread).
   virtual int native_handle() const { return -1; }

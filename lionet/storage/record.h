@@ -28,12 +28,12 @@ inline constexpr std::size_t kBatchOverheadBytes = 61;
 inline constexpr std::size_t kRecordOverheadBytes = 32;
 
 struct Record {
-  std::string_view key;
-  std::string_view value;
+  std::string_view key{};
+  std::string_view value{};
   int64_t timestamp = -1;  // ms since epoch; < 0: now
   // Kafka record headers, as Kafka encodes them (header count varint, then each header); empty:
   // none. Kept by BatchFormat::kKafka segments; a kLionet segment cannot hold them (dropped).
-  std::string_view headers;
+  std::string_view headers{};
 };
 
 struct RecordView {

@@ -27,17 +27,17 @@
 namespace lionet::storage {
 
 struct TopicOptions {
-  std::string name;          // YAML: storage.topics[].name ([A-Za-z0-9._-], 1..200 chars)
+  std::string name{};        // YAML: storage.topics[].name ([A-Za-z0-9._-], 1..200 chars)
   uint32_t partitions = 1;   // YAML: storage.topics[].partitions (1..10000)
   // Overrides of StoreOptions::log for this topic; unset = the store-wide value.
-  std::optional<uint64_t> segment_bytes;    // YAML: storage.topics[].segment_bytes
-  std::optional<int64_t> segment_ms;        // YAML: storage.topics[].segment_ms
-  std::optional<uint32_t> index_interval_bytes;  // YAML: storage.topics[].index_interval_bytes
-  std::optional<FlushPolicy> flush_policy;  // YAML: storage.topics[].flush.policy
-  std::optional<uint64_t> flush_messages;   // YAML: storage.topics[].flush.messages
-  std::optional<int64_t> flush_ms;          // YAML: storage.topics[].flush.ms
-  std::optional<int64_t> retention_bytes;   // YAML: storage.topics[].retention.bytes
-  std::optional<int64_t> retention_ms;      // YAML: storage.topics[].retention.ms
+  std::optional<uint64_t> segment_bytes{};    // YAML: storage.topics[].segment_bytes
+  std::optional<int64_t> segment_ms{};        // YAML: storage.topics[].segment_ms
+  std::optional<uint32_t> index_interval_bytes{};  // YAML: storage.topics[].index_interval_bytes
+  std::optional<FlushPolicy> flush_policy{};  // YAML: storage.topics[].flush.policy
+  std::optional<uint64_t> flush_messages{};   // YAML: storage.topics[].flush.messages
+  std::optional<int64_t> flush_ms{};          // YAML: storage.topics[].flush.ms
+  std::optional<int64_t> retention_bytes{};   // YAML: storage.topics[].retention.bytes
+  std::optional<int64_t> retention_ms{};      // YAML: storage.topics[].retention.ms
 
   // `base` with this topic's overrides applied.
   LogOptions apply(const LogOptions& base) const;
@@ -49,12 +49,12 @@ struct StoreOptions {
   // Store-wide log options: YAML storage.segment_bytes, storage.segment_ms,
   // storage.index_interval_bytes, storage.flush.policy / .messages / .ms,
   // storage.retention.bytes / .ms, storage.max_batch_bytes (see log_options.h).
-  LogOptions log;
+  LogOptions log{};
   // YAML: storage.auto_create_topics. log() of an unknown topic creates it with
   // default_partitions partitions (a partition past that: kInvalidArgument); find() never does.
   bool auto_create_topics = true;
   uint32_t default_partitions = 1;  // YAML: storage.default_partitions
-  std::vector<TopicOptions> topics; // YAML: storage.topics (created at open)
+  std::vector<TopicOptions> topics{}; // YAML: storage.topics (created at open)
 };
 
 struct PartitionInfo {

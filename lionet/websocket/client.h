@@ -38,13 +38,16 @@ class SslContext;
 
 namespace lionet::websocket {
 
+// Filled by assignment (o.tls = ...; o.max_frame_size = ...): a designated initializer cannot
+// name the fields of the Options base, and gcc's -Wmissing-field-initializers flags the base
+// it leaves out (ClientOptions{.tls = t}).
 struct ClientOptions : Options {
   // For wss:// URLs: a client context (verification as configured there: SslOptions::ca_file,
   // verify_peer, server_name); nullptr = wss:// fails with EPROTONOSUPPORT. The host name of
   // the URL is sent as SNI and checked against the certificate.
-  std::shared_ptr<SslContext> tls;
+  std::shared_ptr<SslContext> tls{};
   // Extra request header fields (Origin, Authorization, Cookie, ...).
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 // What the server answered, for a caller that wants to say why a handshake failed.

@@ -16,7 +16,7 @@ enum class MessageType : uint8_t { kText, kBinary };
 
 struct Message {
   MessageType type = MessageType::kText;
-  std::string data;  // text: valid UTF-8 (checked on receive; the sender's promise on send)
+  std::string data{};  // text: valid UTF-8 (checked on receive; the sender's promise on send)
 
   static Message text(std::string s) { return {MessageType::kText, std::move(s)}; }
   static Message binary(std::string s) { return {MessageType::kBinary, std::move(s)}; }

@@ -37,7 +37,7 @@ struct Options {
   Duration ping_timeout = std::chrono::seconds(30);
   // No byte from the peer for this long fails the connection with 1001 "idle timeout";
   // nullopt = none (the keepalive above already finds dead peers).
-  std::optional<Duration> idle_timeout;
+  std::optional<Duration> idle_timeout{};
   // How long close() waits for the peer's close frame, and how long either side then (or
   // after failing the connection) reads until the peer ends the stream, before closing it.
   Duration close_timeout = std::chrono::seconds(5);
@@ -55,11 +55,11 @@ struct Options {
   // Subprotocols. Server: those it speaks, in preference order; the first that the client
   // also offers is chosen (none in common: no Sec-WebSocket-Protocol, the connection goes on).
   // Client: those it offers; the server's choice must be one of them.
-  std::vector<std::string> subprotocols;
+  std::vector<std::string> subprotocols{};
   // permessage-deflate (RFC 7692): off by default (its memory cost per connection is in
   // deflate.h). Server: accepted when a client offers it; client: offered. When agreed, every
   // data message we send is compressed, and a received message is inflated piece by piece
   // under max_message_size (a deflate bomb is refused with 1009 after at most that many bytes).
-  DeflateOptions deflate;
+  DeflateOptions deflate{};
 };
 }  // namespace lionet::websocket

@@ -1,9 +1,12 @@
 # cmake -P script behind the `install` ctest test (see CMakeLists.txt here for the inputs).
 # Steps, each failing the test with the command's output on error:
-#   1. cmake --install <build dir> --prefix <work>/prefix
-#   2. configure tests/install/consumer against that prefix (and nothing else)
-#   3. build it
-#   4. run it: exit code 0 and the line "lionet consumer OK: 42"
+#   1. cmake --install <build dir> --prefix <work>/prefix (once)
+#   2. for each consumer build type, Debug, Release and none (no CMAKE_BUILD_TYPE at all), in
+#      its own build directory <work>/consumer-<type>:
+#      a. configure tests/install/consumer against that prefix (and nothing else)
+#      b. build it (verbose: the compile lines must show the consumer's -Wall -Wextra -Werror,
+#         and -DNDEBUG exactly for Release), whatever type the library itself was built as
+#      c. run it: exit code 0 and the line "lionet consumer OK: 42"
 foreach(var LIONET_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER GENERATOR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run_install_test.cmake: ${var} is not set")
@@ -11,7 +14,6 @@ foreach(var LIONET_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER GENERATOR
 endforeach()
 
 set(prefix ${WORK_DIR}/prefix)
-set(consumer_build ${WORK_DIR}/consumer-build)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -30,37 +32,54 @@ if(NOT EXISTS ${prefix}/include/lionet/sched/scheduler.h)
   message(FATAL_ERROR "install test: ${prefix}/include/lionet/sched/scheduler.h was not installed")
 endif()
 
-# 2. Configure the consumer. CMAKE_FIND_USE_PACKAGE_REGISTRY=OFF and the lionet_DIR check in
-# the consumer make sure it uses the installed package, not this build tree.
+# 2. The consumer, once per build type. CMAKE_FIND_USE_PACKAGE_REGISTRY=OFF and the lionet_DIR
+# check in the consumer make sure it uses the installed package, not this build tree. In
+# sanitizer builds the consumer gets the sanitizer flags too (CMakeLists.txt here says why).
 set(flags "")
 if(SANITIZE STREQUAL "address")
   set(flags "-fsanitize=address,undefined -fno-omit-frame-pointer")
 elseif(SANITIZE STREQUAL "thread")
   set(flags "-fsanitize=thread")
 endif()
-set(configure_args
-  -S ${CONSUMER_SOURCE_DIR} -B ${consumer_build} -G ${GENERATOR}
-  -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-  -DCMAKE_PREFIX_PATH=${prefix}
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
-  -DEXPECTED_LIONET_PREFIX=${prefix})
-if(BUILD_TYPE)
-  list(APPEND configure_args -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
-endif()
-if(CXX_COMPILER_LAUNCHER)
-  list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
-endif()
-if(flags)
-  list(APPEND configure_args "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
-endif()
-run_step(configure ${CMAKE_COMMAND} ${configure_args})
+set(passed "")
+foreach(type Debug Release none)
+  set(consumer_build ${WORK_DIR}/consumer-${type})
+  if(type STREQUAL "none")
+    set(build_type "")  # explicitly empty: also overrides a CMAKE_BUILD_TYPE environment variable
+  else()
+    set(build_type ${type})
+  endif()
+  set(configure_args
+    -S ${CONSUMER_SOURCE_DIR} -B ${consumer_build} -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    -DCMAKE_BUILD_TYPE=${build_type}
+    -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    -DEXPECTED_LIONET_PREFIX=${prefix})
+  if(CXX_COMPILER_LAUNCHER)
+    list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
+  endif()
+  if(flags)
+    list(APPEND configure_args "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
+  endif()
+  run_step("configure (${type})" ${CMAKE_COMMAND} ${configure_args})
 
-# 3. Build.
-run_step(build ${CMAKE_COMMAND} --build ${consumer_build})
+  run_step("build (${type})" ${CMAKE_COMMAND} --build ${consumer_build} --verbose)
+  # The compile lines are the consumer's: its warnings as errors, and NDEBUG only in Release.
+  if(NOT step_output MATCHES "-Wall -Wextra -Werror")
+    message(FATAL_ERROR "install test: consumer (${type}) was not compiled with -Wall -Wextra -Werror:\n${step_output}")
+  endif()
+  if(type STREQUAL "Release" AND NOT step_output MATCHES "-DNDEBUG")
+    message(FATAL_ERROR "install test: consumer (Release) was compiled without -DNDEBUG:\n${step_output}")
+  elseif(NOT type STREQUAL "Release" AND step_output MATCHES "-DNDEBUG")
+    message(FATAL_ERROR "install test: consumer (${type}) was compiled with -DNDEBUG:\n${step_output}")
+  endif()
 
-# 4. Run.
-run_step(run ${consumer_build}/lionet_consumer)
-if(NOT step_output MATCHES "lionet consumer OK: 42")
-  message(FATAL_ERROR "install test: consumer ran but did not print the expected line:\n${step_output}")
-endif()
-message(STATUS "install test passed: ${step_output}")
+  run_step("run (${type})" ${consumer_build}/lionet_consumer)
+  if(NOT step_output MATCHES "lionet consumer OK: 42")
+    message(FATAL_ERROR "install test: consumer (${type}) ran but did not print the expected line:\n${step_output}")
+  endif()
+  string(STRIP "${step_output}" line)
+  string(APPEND passed "\n  ${type}: ${line}")
+endforeach()
+message(STATUS "install test passed (library built as '${BUILD_TYPE}'):${passed}")
