@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "../common/poll_until.h"
+
 extern char** environ;
 
 namespace lionet::app::testing {
@@ -145,16 +147,9 @@ class TempConf {
   fs::path dir_;
 };
 
-// Calls `done` every 20 ms until it returns true, at most 100 times (2 s): for what a server
-// records a moment after the client already has its answer. Whether `done` came true.
-template <class F>
-bool poll_until(F done) {
-  for (int i = 0; i < 100; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
+// poll_until (tests/common/poll_until.h): every 20 ms until true, 2 s (scaled under a
+// sanitizer): for what a server records a moment after the client already has its answer.
+using lionet::test::poll_until;
 
 // A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
 inline int free_port() {

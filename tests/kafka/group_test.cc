@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/poll_until.h"
 #include "kafka_test_util.h"
 #include "lionet/kafka/offset_store.h"
 
@@ -141,6 +142,14 @@ int16_t heartbeat(RawClient& c, int16_t v, const std::string& group, int32_t gen
   return err;
 }
 
+// Polls (poll_until) `member`'s heartbeat at generation `gen` until it answers
+// REBALANCE_IN_PROGRESS (27): the group is preparing a rebalance, so a JoinGroup another
+// connection sent without reading its answer has reached the group and is parked there. Two
+// connections give no order: a fixed sleep let the rejoin that follows overtake it (issue 40).
+bool rebalance_begun(RawClient& c, int32_t gen, const std::string& member) {
+  return lionet::test::poll_until([&] { return heartbeat(c, 3, "g", gen, member) == 27; });
+}
+
 // A (the leader) and B in a Stable group "g" at generation 2, both synced (empty assignments):
 // A joins alone (generation 1; with settle_alone it also completes that generation, so the group
 // is Stable before B comes), B joins, A rejoins. Call with ASSERT_NO_FATAL_FAILURE.
@@ -152,7 +161,7 @@ void form_pair(RawClient& a, RawClient& b, JoinArgs& ja, JoinArgs& jb, bool sett
   }
   jb.member_id = member_id(b, jb);
   const int32_t bc = send_join(b, 5, jb);
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(rebalance_begun(a, 1, ja.member_id)) << "B's JoinGroup never reached the group";
   ASSERT_EQ(join(a, 5, ja).generation, 2);
   ASSERT_EQ(read_join(b, bc, 5).generation, 2);
   const int32_t bs = send_sync(b, 3, "g", 2, jb.member_id);
@@ -367,8 +376,8 @@ TEST(KafkaGroups, TwoMembersJoinSyncAndGetTheLeadersAssignments) {
   jb.protocols = {{"range", "b-range"}};  // range only: the group must settle on range
   jb.member_id = member_id(b, jb);
   const int32_t b_corr = send_join(b, 5, jb);  // parks: A has not rejoined
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(heartbeat(a, 3, "g", 1, ja.member_id), 27);  // REBALANCE_IN_PROGRESS: rejoin
+  // REBALANCE_IN_PROGRESS (27): rejoin; from when the server has B's JoinGroup.
+  EXPECT_TRUE(rebalance_begun(a, 1, ja.member_id)) << "A's heartbeat never said REBALANCE_IN_PROGRESS";
   EXPECT_EQ(read_sync(a, send_sync(a, 3, "g", 1, ja.member_id), 3).first, 27);
   const Join a2 = join(a, 5, ja);  // completes the join phase for both
   const Join b2 = read_join(b, b_corr, 5);
@@ -518,7 +527,7 @@ TEST(KafkaGroups, AMemberThatDoesNotRejoinIsRemovedAtTheRebalanceDeadline) {
   jc.member_id = member_id(c, jc);
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t cc = send_join(c, 5, jc);
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(rebalance_begun(a, 2, ja.member_id)) << "C's JoinGroup never reached the group";
   const int32_t ac = send_join(a, 5, ja);
   EXPECT_EQ(heartbeat(b, 3, "g", 2, jb.member_id), 27);  // told, but it never rejoins
   const Join c3 = read_join(c, cc, 5);
@@ -637,7 +646,7 @@ TEST(KafkaGroups, StopAnswersParkedJoinGroupRequests) {
   ASSERT_EQ(join(a, 5, ja).generation, 1);
   jb.member_id = member_id(b, jb);
   const int32_t bc = send_join(b, 5, jb);  // waits for A, which never rejoins
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(rebalance_begun(a, 1, ja.member_id)) << "B's JoinGroup never reached the group";
   const auto t0 = std::chrono::steady_clock::now();
   std::thread stopper([&] { fx.server().stop(std::chrono::seconds(5)); });
   const Join jr = read_join(b, bc, 5);
@@ -655,6 +664,10 @@ TEST(KafkaGroups, MalformedGroupRequestsCloseOnlyTheirConnection) {
   ASSERT_EQ(join(leader, 5, ja).generation, 1);
   jb.member_id = member_id(parked, jb);
   const int32_t pc = send_join(parked, 5, jb);
+  // Parked before the bad requests come, and before the leader rejoins: had the rejoin come
+  // first, it would get generation 1 at once (G2: a join in CompletingRebalance with unchanged
+  // protocols) and the parked member generation 2 only at the 10 s rebalance deadline.
+  ASSERT_TRUE(rebalance_begun(leader, 1, ja.member_id)) << "the parked JoinGroup never reached the group";
   const std::vector<std::pair<std::pair<int16_t, int16_t>, std::function<void(Writer&)>>> bad = {
       {{11, 5}, [](Writer& w) {  // JoinGroup: a protocol count past the frame
          w.string("g");

@@ -542,34 +542,50 @@ long shown_ms(const std::string& dump, const std::string& name) {
 TEST(FiberDump, TimeInStateOfAParkedFiberIsWhatItWaited) {
   lionet::Scheduler s({.threads = 1, .name = "clock"});
   std::this_thread::sleep_for(300ms);  // the worker idles first
+  // The bounds are the time that really passed (measured here, so a loaded machine that
+  // stretches the sleeps cannot fail the test), 50 ms either side: the bug they catch adds the
+  // worker's 300 ms before the park.
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count());
+  };
   lionet::Event gate_a, gate_b;
+  const auto a_spawned = std::chrono::steady_clock::now();  // it parks after this
   auto a = s.spawn([&] { gate_a.wait(); }, {.name = "after-idle"});
   wait_for_snapshot(s, [&](const std::vector<FiberInfo>& v) { return parked_on(v, "after-idle", WaitKind::kEvent); });
+  const auto a_parked = std::chrono::steady_clock::now();  // it parked before this
   std::this_thread::sleep_for(200ms);
   {
+    const long at_least = ms_since(a_parked);
     const std::string dump = lionet::dump_fibers(s);
+    const long at_most = ms_since(a_spawned);
     const long ms = shown_ms(dump, "after-idle");
-    EXPECT_GE(ms, 150) << dump;
-    EXPECT_LE(ms, 400) << dump;
+    EXPECT_GE(ms, at_least - 50) << dump;
+    EXPECT_LE(ms, at_most + 50) << dump;
   }
   gate_a.set();
   a.join();
+  std::atomic<std::chrono::steady_clock::time_point> c_spawned{};
   auto b = s.spawn(
       [&] {
         const auto until = std::chrono::steady_clock::now() + 300ms;
         while (std::chrono::steady_clock::now() < until) {
         }  // a long slice: no scheduling point
+        c_spawned = std::chrono::steady_clock::now();  // "after-busy" parks after this
         auto c = lionet::Scheduler::current()->spawn([&] { gate_b.wait(); }, {.name = "after-busy"});
         gate_b.wait();
         c.join();
       },
       {.name = "busy"});
   wait_for_snapshot(s, [&](const std::vector<FiberInfo>& v) { return parked_on(v, "after-busy", WaitKind::kEvent); });
+  const auto c_parked = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(200ms);
+  const long at_least = ms_since(c_parked);
   const std::string dump = lionet::dump_fibers(s);
+  const long at_most = ms_since(c_spawned.load());
   const long ms = shown_ms(dump, "after-busy");
-  EXPECT_GE(ms, 150) << dump;
-  EXPECT_LE(ms, 400) << dump;
+  EXPECT_GE(ms, at_least - 50) << dump;
+  EXPECT_LE(ms, at_most + 50) << dump;
   gate_b.set();
   b.join();
 }

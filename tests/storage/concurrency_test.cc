@@ -13,6 +13,7 @@
 #include "lionet/sched/scheduler.h"
 #include "lionet/storage/file_system.h"
 #include "lionet/storage/log.h"
+#include "tests/common/poll_until.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace lionet::storage {
@@ -293,9 +294,15 @@ TEST(StorageConcurrency, WaitBeyondParksUntilAnAppendADeadlineOrAWake) {
   EXPECT_EQ(bad.load(), 0);
 
   // wake_waiters() ends a wait with no deadline at once.
+  // A wake that comes before the waiter is parked is not for it (it waits for the next one):
+  // wake again every poll step until the wait has ended, rather than hoping a sleep was enough.
   auto waiter = sched.spawn([&] { return log->wait_beyond(log->end_offset(), std::nullopt); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  log->wake_waiters();
+  const bool woken = lionet::test::poll_until([&] {
+    log->wake_waiters();
+    return waiter.done();
+  });
+  EXPECT_TRUE(woken) << "wake_waiters() did not end a wait with no deadline";
+  if (!woken) test::append_n(*log, 1, 1);  // lets the waiter go (and join() then says so)
   EXPECT_EQ(waiter.join(), 2 + total);
   sched.stop();
 }
