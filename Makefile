@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Everything else is a building block.
 # Each target installs missing Debian packages first (scripts/install-deps.sh, silent if present).
-.PHONY: deps deps-run build run package test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
+.PHONY: deps deps-run build run package check test test-release test-asan test-tsan test-fuzz test-soak test-abuse bench bench-report clean
 
 JOBS ?= $(shell nproc)
 CONF ?= conf/
@@ -30,10 +30,14 @@ package: deps
 	cd build/release && cpack -G DEB
 	lintian --tag-display-limit 0 build/release/packages/*.deb
 
+# The quick loop: the release build and every release test (~10 minutes from scratch on 2 CPUs,
+# ~3 after touching one library file). `make test` is the whole gate CI runs.
+check: build
+	ctest --preset release -j $(JOBS)
+
 test: test-release test-asan test-tsan test-fuzz test-soak test-abuse
 
-test-release: build
-	ctest --preset release -j $(JOBS)
+test-release: check
 
 test-asan: deps
 	@cmake --preset asan >/dev/null
@@ -45,7 +49,7 @@ test-tsan: deps
 	@cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
 
-# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, under ASan+UBSan (clang).
+# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, under ASan+UBSan (clang), one per CPU at once.
 FUZZ_SECONDS ?= 60
 test-fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)

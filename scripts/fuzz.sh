@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/*_fuzz.cc, clang, ASan+UBSan: the `fuzz` preset) and
 # runs each for a fixed time over its corpus tests/corpus/<target>/ (new inputs go to a scratch
-# copy, so the committed corpus changes only by hand). Fails on the first crash, leak or
-# sanitizer report, leaving the input in build/fuzz/artifacts/.
+# copy, so the committed corpus changes only by hand). Fails on any crash, leak or sanitizer
+# report, leaving the input in build/fuzz/artifacts/.
+# Targets run FUZZ_JOBS at a time (default: one per CPU), each a single-threaded libFuzzer
+# process with the whole time to itself: on 2 CPUs, 10 targets x 60 s take 5 minutes, not 10,
+# and each target still gets its 60 s of one CPU.
 # Usage: scripts/fuzz.sh [seconds per target (default 60)] [target ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
+jobs=${FUZZ_JOBS:-$(nproc)}
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)"
 targets=("$@")
@@ -14,9 +18,10 @@ if [ ${#targets[@]} -eq 0 ]; then
   for f in build/fuzz/fuzz/*_fuzz; do targets+=("$(basename "$f")"); done
 fi
 mkdir -p build/fuzz/artifacts
-failed=0
-for t in "${targets[@]}"; do
-  work=build/fuzz/corpus/$t
+
+# One target: its scratch corpus, its run, its verdict in build/fuzz/<t>.status.
+run_one() {
+  local t=$1 work=build/fuzz/corpus/$1
   rm -rf "$work"; mkdir -p "$work"
   [ -d "tests/corpus/$t" ] && cp -r "tests/corpus/$t/." "$work/"
   echo "fuzz: $t for ${secs}s ($(ls "$work" | wc -l) corpus inputs)"
@@ -24,8 +29,25 @@ for t in "${targets[@]}"; do
      "build/fuzz/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="build/fuzz/artifacts/$t-" "$work" >"build/fuzz/$t.log" 2>&1; then
     echo "fuzz: $t OK ($(grep -E 'stat::number_of_executed_units' "build/fuzz/$t.log" | awk '{print $2}') runs)"
+    echo ok >"build/fuzz/$t.status"
   else
-    echo "fuzz: $t FAILED"; tail -40 "build/fuzz/$t.log"; failed=1
+    echo "fuzz: $t FAILED"; echo failed >"build/fuzz/$t.status"
+  fi
+}
+
+rm -f build/fuzz/*.status
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  run_one "$t" &
+  running=$((running + 1))
+done
+wait
+
+failed=0
+for t in "${targets[@]}"; do
+  if [ "$(cat "build/fuzz/$t.status" 2>/dev/null)" != ok ]; then
+    echo "fuzz: $t FAILED: last lines of build/fuzz/$t.log"; tail -40 "build/fuzz/$t.log"; failed=1
   fi
 done
-[ $failed -eq 0 ] && echo "fuzz: all targets passed" || exit 1
+[ $failed -eq 0 ] && echo "fuzz: all ${#targets[@]} targets passed" || exit 1

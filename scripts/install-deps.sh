@@ -24,6 +24,7 @@ RUN_PACKAGES=(
 
 # What building and running the tests needs besides (`make test`, the default).
 TEST_PACKAGES=(
+  mold                   # linker of the test programs (CMakeLists.txt LIONET_LINKER; GNU ld without it)
   libboost-fiber-dev     # benchmark peer only (the bench/ targets build with the tests)
   libwslay-dev           # benchmark reference only: bench/websocket_frame_bench.cc
   libgtest-dev libgmock-dev libbenchmark-dev
