@@ -1,5 +1,5 @@
-// tests/common/test_pch.h: the precompiled header of every test program in the sanitizer
-// presets (tests/CMakeLists.txt, LIONET_PCH). GoogleTest and the standard headers most tests
+// tests/common/test_pch.h: the precompiled header of every test program (tests/CMakeLists.txt,
+// LIONET_PCH). GoogleTest and the standard headers most tests
 // include: parsing them cost ~2.4 s of each of the ~100 test files. Only third-party and
 // standard headers go here, never lionet's own: a test must still include what it uses, and
 // editing a lionet header must not rebuild this.
