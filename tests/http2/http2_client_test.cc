@@ -31,6 +31,7 @@ class Http2ClientTest : public ::testing::Test {
       s.set_body(std::string_view(data_));
     });
     router_.get("/slow", in_flight_.sleeper(200ms, "slow\n"));
+    router_.get("/stall", in_flight_.sleeper(2s, "stall\n"));  // outlasts any request_timeout here
     router_.post("/echo", [](Request& q, Response& s) {
       std::string body;
       if (!q.read_body(body)) return s.reply(400, "body failed\n");
@@ -248,10 +249,12 @@ TEST_F(Http2ClientTest, ATimeoutOrAnOversizeResponseFailsOneExchangeOnly) {
   start(false);
   server_->run([&] {
     ClientOptions co = options(/*h2c=*/true);
-    co.request_timeout = 100ms;
+    // Long enough for /big's first MiB to arrive on a loaded machine under TSan (with 100 ms it
+    // sometimes timed out first: ETIMEDOUT instead of EMSGSIZE, issue 40); /stall outlasts it.
+    co.request_timeout = 1s;
     co.max_body_bytes = 1 << 20;
     Client c(co);
-    auto r = c.get(url("/slow"));
+    auto r = c.get(url("/stall"));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), std::errc::timed_out);
     r = c.get(url("/big"));  // 3 MiB > 1 MiB
