@@ -4,7 +4,7 @@
 # copy, so the committed corpus changes only by hand). Fails on any crash, leak or sanitizer
 # report, leaving the input in build/fuzz/artifacts/.
 # Targets run FUZZ_JOBS at a time (default: one per CPU), each a single-threaded libFuzzer
-# process with the whole time to itself: on 2 CPUs, 10 targets x 60 s take 5 minutes, not 10,
+# process with the whole time to itself: on 2 CPUs, the 9 targets x 60 s take 5 minutes, not 9,
 # and each target still gets its 60 s of one CPU.
 # Usage: scripts/fuzz.sh [seconds per target (default 60)] [target ...]
 set -euo pipefail

@@ -1,8 +1,8 @@
 // tests/common/test_pch.h: the precompiled header of every test program (tests/CMakeLists.txt,
-// LIONET_PCH). GoogleTest and the standard headers most tests
-// include: parsing them cost ~2.4 s of each of the ~100 test files. Only third-party and
-// standard headers go here, never lionet's own: a test must still include what it uses, and
-// editing a lionet header must not rebuild this.
+// LIONET_PCH). GoogleTest and the standard headers most tests include: parsing them cost ~2.4 s
+// of each of the ~100 test files. Only third-party and standard headers go here, never
+// lionet's own: a test must still include what it uses, and editing a lionet header must not
+// rebuild this.
 #pragma once
 
 #include <gtest/gtest.h>
