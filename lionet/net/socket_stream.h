@@ -5,6 +5,7 @@
 // add buffering (Buffer does that for parsers) or copy on the write path.
 #pragma once
 
+#include <atomic>
 #include <utility>
 
 #include "lionet/net/socket.h"
@@ -17,8 +18,8 @@ class SocketStream final : public Stream {
   SocketStream() = default;
   explicit SocketStream(Socket s) noexcept : sock_(std::move(s)) {}
 
-  Result<size_t> read(void* buf, size_t n) override { return sock_.read(buf, n); }
-  Result<size_t> readv(const iovec* iov, int iovcnt) override { return sock_.readv(iov, iovcnt); }
+  Result<size_t> read(void* buf, size_t n) override { return note(sock_.read(buf, n)); }
+  Result<size_t> readv(const iovec* iov, int iovcnt) override { return note(sock_.readv(iov, iovcnt)); }
   Result<size_t> write(const void* buf, size_t n) override { return sock_.write(buf, n); }
   Result<size_t> writev(const iovec* iov, int iovcnt) override { return sock_.writev(iov, iovcnt); }
   Result<size_t> write_more(const void* buf, size_t n) override { return sock_.write_more(buf, n); }
@@ -35,8 +36,18 @@ class SocketStream final : public Stream {
 
   Socket& socket() noexcept { return sock_; }
   const Socket& socket() const noexcept { return sock_; }
+  // True once a read has returned data. Any thread may ask: TcpServer's drain leaves the
+  // read side of a connection whose peer has sent nothing yet open (its first request may
+  // be in flight).
+  bool received() const noexcept { return received_.load(std::memory_order_relaxed); }
 
  private:
+  Result<size_t> note(Result<size_t> r) noexcept {
+    if (r.ok() && *r > 0 && !received_.load(std::memory_order_relaxed)) received_.store(true, std::memory_order_relaxed);
+    return r;
+  }
+
   Socket sock_;
+  std::atomic<bool> received_{false};
 };
 }  // namespace lionet

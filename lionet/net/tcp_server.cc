@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <cerrno>
@@ -161,11 +162,7 @@ void TcpServer::admit(Socket s) noexcept {
     if (head_) head_->prev = c;
     head_ = c;
     // Accepted just before the listener closed: apply the shutdown steps already taken.
-    if (cancelled_) {
-      c->stream.close();
-    } else if (stopping() && options_.drain_shutdown_read) {
-      (void)c->stream.socket().shutdown(SHUT_RD);
-    }
+    if (cancelled_) c->stream.close();  // (a fresh connection is never shut for reading: step 2)
   }
   try {
     sched_.spawn_detached([this, c] { serve(c); });
@@ -212,6 +209,22 @@ void TcpServer::serve(Conn* c) noexcept {
   handlers_.done();
 }
 
+// Step 2 of the shutdown protocol at time t; true if a connection was left open for now.
+bool TcpServer::shut_reads(TimePoint t) {
+  bool left = false;
+  std::lock_guard<std::mutex> g(mu_);
+  for (Conn* c = head_; c; c = c->next) {
+    if (c->read_shut) continue;
+    if (c->stream.received() || t - c->accepted >= options_.drain_silent_grace) {
+      (void)c->stream.socket().shutdown(SHUT_RD);
+      c->read_shut = true;
+    } else {
+      left = true;
+    }
+  }
+  return left;
+}
+
 bool TcpServer::stop(Duration drain) {
   if (stopped_.exchange(true)) return true;
   TimePoint deadline = now() + drain;
@@ -220,13 +233,12 @@ bool TcpServer::stop(Duration drain) {
   for (auto& l : listeners_) l->socket.close();
   for (auto& h : acceptors_) h.join();
   acceptors_.clear();
-  // 2. idle readers see end of stream.
-  if (options_.drain_shutdown_read) {
-    std::lock_guard<std::mutex> g(mu_);
-    for (Conn* c = head_; c; c = c->next) (void)c->stream.socket().shutdown(SHUT_RD);
-  }
-  // 3. drain.
-  bool drained = handlers_.wait_until(deadline);
+  // 2. idle readers see end of stream; 3. drain, repeating 2 for connections it left open.
+  bool pending = options_.drain_shutdown_read && shut_reads(now());
+  bool drained = false;
+  while (!(drained = handlers_.wait_until(pending ? std::min(deadline, now() + std::chrono::milliseconds(10)) : deadline)) &&
+         now() < deadline)
+    pending = pending && shut_reads(now());
   if (!drained) {
     // 4. cancel what is left.
     size_t n = 0;

@@ -15,10 +15,17 @@
 //   1. stopping() becomes true; every listener is closed, which wakes its acceptor fiber
 //      (Socket::close shuts it down and cancels the wait); the acceptors are joined.
 //      New connections are refused by the kernel from here on.
-//   2. If drain_shutdown_read: every live connection's read side is shut down, so a handler
-//      waiting for its next request reads end of stream and ends, while one that is busy
-//      finishing a response can still write it.
-//   3. Wait until every handler has returned or the drain deadline passes.
+//   2. If drain_shutdown_read: every live connection that has received data has its read
+//      side shut down, so a handler waiting for its next request reads end of stream and
+//      ends, while one busy finishing a response can still write it (bytes already queued
+//      stay readable). A connection whose peer has sent nothing yet is left open: it was
+//      accepted a moment ago and its first request may be in flight (cutting it made that
+//      client read end of stream instead of a response during a binary upgrade). Its read
+//      side is shut down once its first bytes are read, or once it has been silent for
+//      drain_silent_grace since it was accepted; the protocol's own first-request timeout
+//      bounds it too (HTTP answers such a request with Connection: close).
+//   3. Wait until every handler has returned or the drain deadline passes, repeating step 2
+//      every 10 ms for the connections it left open.
 //   4. Past the deadline: every remaining connection is closed (Socket::close: its pending
 //      and later calls fail with ECANCELED/EBADF), then wait for those handlers to return.
 //   stop() returns true if step 3 drained everything in time.
@@ -87,6 +94,9 @@ struct TcpServerOptions {
   unsigned accept_batch = 512;
   // Step 2 of the shutdown protocol.
   bool drain_shutdown_read = true;
+  // Step 2: how long a connection whose peer has sent nothing since it was accepted keeps
+  // its read side during a drain (its first request may still be on the way).
+  Duration drain_silent_grace = std::chrono::seconds(1);
   // Names the acceptor fibers and log lines.
   std::string name = "tcp";
 };
@@ -144,8 +154,10 @@ class TcpServer {
     int worker = -1;  // pinned acceptor (reuse_port_per_worker), else -1
   };
   struct Conn {
-    explicit Conn(Socket s) : stream(std::move(s)) {}
+    explicit Conn(Socket s) : stream(std::move(s)), accepted(now()) {}
     SocketStream stream;
+    TimePoint accepted;
+    bool read_shut = false;  // step 2 done (under mu_)
     Conn* prev = nullptr;  // links protected by mu_
     Conn* next = nullptr;
   };
@@ -153,6 +165,7 @@ class TcpServer {
   void accept_loop(Listener* l) noexcept;
   void admit(Socket s) noexcept;
   void serve(Conn* c) noexcept;
+  bool shut_reads(TimePoint t);
   void log_accept_error(int err) noexcept;
   void log_spawn_failure(const std::system_error& e) noexcept;
 

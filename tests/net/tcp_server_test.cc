@@ -165,6 +165,41 @@ TEST_P(TcpServerTest, GracefulStopLetsARequestInProgressFinishAndEndsIdleConnect
   });
 }
 
+// A connection accepted just before stop() whose client has not sent its request yet (a
+// binary upgrade hands the listener over while clients connect): its request, sent after
+// the drain began, is still read and answered; a connection that stays silent is ended once
+// drain_silent_grace has passed, long before the drain deadline.
+TEST_P(TcpServerTest, StopStillServesTheFirstRequestOfAFreshConnection) {
+  Runtime rt(2, GetParam());
+  require_backend(rt);
+  TcpServerOptions o;
+  o.drain_silent_grace = 300ms;
+  TcpServer server(rt.io(), echo_handler, o);
+  server.listen(Address::ipv4_loopback(0));
+  server.start();
+  Address addr = server.addresses()[0];
+  rt.run([&] {
+    Socket fresh = Socket::connect_to(addr).value();
+    auto t0 = now();  // before the silent one is accepted: its grace runs from its accept
+    Socket silent = Socket::connect_to(addr).value();
+    ASSERT_TRUE(eventually([&] { return server.connections() == 2; }));
+    bool drained = false;
+    auto stopper = rt.sched().spawn([&] { drained = server.stop(10s); });
+    this_fiber::sleep_for(100ms);  // the drain has begun; the request is sent only now
+    EXPECT_TRUE(echo_once(fresh, "first request"));
+    char buf[16];
+    auto r = fresh.read(buf, sizeof buf, Deadline::after(5s));  // then its read side is shut
+    EXPECT_TRUE(r.ok() && *r == 0);
+    r = silent.read(buf, sizeof buf, Deadline::after(5s));
+    EXPECT_TRUE(r.ok() && *r == 0);
+    EXPECT_GE(now() - t0, 300ms);  // the silent one was given its grace
+    stopper.join();
+    EXPECT_TRUE(drained);
+    EXPECT_LT(now() - t0, 5s);
+    EXPECT_EQ(server.connections(), 0u);
+  });
+}
+
 TEST_P(TcpServerTest, StopCancelsConnectionsThatOutliveTheDrainDeadline) {
   Runtime rt(2, GetParam());
   require_backend(rt);
