@@ -32,8 +32,10 @@ namespace lionet {
 namespace {
 using namespace std::chrono_literals;
 
-// One server fiber per connection: under TSan (fibers are TSan threads) the count is capped.
-constexpr int kWanted = std::min(10000, test::kMaxLiveFibers);
+// One server fiber per connection: under TSan (fibers are TSan threads) the count is capped,
+// and kept at 2,000 there: 6,000 took 32 s per backend of the TSan stage, and races show at
+// 2,000 connections as they do at 10,000 (the release build holds the full 10,000).
+constexpr int kWanted = test::kTsan ? 2000 : std::min(10000, test::kMaxLiveFibers);
 constexpr int kRounds = 3;
 constexpr size_t kMsg = 64;
 
