@@ -49,7 +49,8 @@ test-tsan: deps
 	@cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
 
-# libFuzzer targets (tests/fuzz/), FUZZ_SECONDS each, under ASan+UBSan (clang), one per CPU at once.
+# libFuzzer targets (tests/fuzz/, made by the asan build), FUZZ_SECONDS each, under ASan+UBSan
+# (clang), one per CPU at once.
 FUZZ_SECONDS ?= 60
 test-fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)

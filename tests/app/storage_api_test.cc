@@ -38,11 +38,14 @@ struct Json {
   bool b = false;
   std::string text;  // number as written, or the decoded string (UTF-8)
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> fields;
+  // An object's members in order: names[i] names values[i]. (Not a vector of pair<string, Json>:
+  // a pair of the incomplete Json is ill-formed, and clang says so.)
+  std::vector<std::string> names;
+  std::vector<Json> values;
 
   const Json* get(std::string_view name) const {
-    for (const auto& [k, v] : fields)
-      if (k == name) return &v;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return &values[i];
     return nullptr;
   }
   std::string str(std::string_view name) const {
@@ -221,7 +224,8 @@ class JsonReader {
       ws();
       Json v;
       if (!value(v)) return false;
-      j.fields.emplace_back(std::move(key), std::move(v));
+      j.names.push_back(std::move(key));
+      j.values.push_back(std::move(v));
       ws();
       if (lit("}")) return true;
       if (!lit(",")) return false;

@@ -165,17 +165,6 @@ TEST(StackPool, UnusedStacksBeyondTheCacheReturnTheirPages) {
   return depth <= 0 ? pad[0] : recurse(depth - 1) + pad[0];
 }
 
-// Overflows by about 4 KiB (into the slack page below the stack), then switches out.
-[[gnu::noinline]] int recurse_then_sleep(int depth) {
-  volatile char pad[1024];
-  for (auto& c : pad) c = static_cast<char>(depth);
-  if (depth <= 0) {
-    lionet::this_fiber::sleep_for(std::chrono::milliseconds(1));
-    return pad[0];
-  }
-  return recurse_then_sleep(depth - 1) + pad[0];
-}
-
 #if defined(LIONET_ASAN) || defined(LIONET_TSAN) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 // Sanitizer frames carry redzones that a recursion writes around, not through, so the canary may
 // survive a real overflow: the test clobbers the bottom of the stack the way the deepest frame
@@ -187,6 +176,16 @@ int overflow_then_sleep() {
   return 0;
 }
 #else
+// Overflows by about 4 KiB (into the slack page below the stack), then switches out.
+[[gnu::noinline]] int recurse_then_sleep(int depth) {
+  volatile char pad[1024];
+  for (auto& c : pad) c = static_cast<char>(depth);
+  if (depth <= 0) {
+    lionet::this_fiber::sleep_for(std::chrono::milliseconds(1));
+    return pad[0];
+  }
+  return recurse_then_sleep(depth - 1) + pad[0];
+}
 int overflow_then_sleep() { return recurse_then_sleep(63); }
 #endif
 
