@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,17 +153,25 @@ class TempConf {
 // sanitizer): for what a server records a moment after the client already has its answer.
 using lionet::test::poll_until;
 
-// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
+// A port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close), and
+// never one this process was given before: the kernel may hand the same port to two binds in
+// a row once the first socket is closed (AppPackage's four ports once held two equal ones).
 inline int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
+  static std::mutex mu;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> g(mu);
+  for (;;) {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(s);
+    const int port = ntohs(a.sin_port);
+    if (given.insert(port).second) return port;
+  }
 }
 // Runs a shell command; returns its stdout, sets *rc to its exit status.
 inline std::string sh(const std::string& cmd, int* rc = nullptr) {
