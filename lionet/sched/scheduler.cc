@@ -305,9 +305,9 @@ std::string thread_name(const std::string& base, int index) {
 }
 }  // namespace
 
-// SchedulerOptions::threads with 0 resolved to the CPU count.
+// SchedulerOptions::threads with 0 resolved to the CPUs this process may run on.
 int resolved_threads(const SchedulerOptions& o) noexcept {
-  return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o.threads > 0 ? o.threads : static_cast<int>(allowed_cpus());
 }
 
 // max_stack_memory counts live fibers' stacks (checked in submit()); the mappings may go beyond
@@ -332,7 +332,7 @@ Worker::Worker(SchedulerImpl* s, int i, StackPool& pool)
     : sched(s),
       index(i),
       queue(s->opts.local_queue_capacity),
-      use_mine(static_cast<unsigned>(s->opts.threads) <= std::max(1u, std::thread::hardware_concurrency())),
+      use_mine(static_cast<std::size_t>(s->opts.threads) <= allowed_cpus()),
       spill_buf(use_mine ? nullptr : new Fiber*[s->opts.local_queue_capacity / 2 + 1]),
       stacks(pool, s->opts.stack_cache_per_worker),
       rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)),
@@ -374,8 +374,7 @@ void Worker::run() {
   // Spinning briefly before sleeping saves a futex sleep/wake pair when work arrives soon (a
   // spawning fiber on another worker); only when workers do not outnumber CPUs, or the spin
   // would steal the CPU from the worker that is about to produce the work.
-  const bool may_spin = sched->workers.size() > 1 &&
-                        sched->workers.size() <= std::max(1u, std::thread::hardware_concurrency());
+  const bool may_spin = sched->workers.size() > 1 && sched->workers.size() <= allowed_cpus();
   // Protocol 9: only when the workers do not outnumber the CPUs this thread may run on (a
   // process pinned with taskset counts its set), or polling would take the CPU from the
   // worker or process that is about to produce the event.

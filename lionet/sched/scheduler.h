@@ -23,7 +23,8 @@
 namespace lionet {
 
 struct SchedulerOptions {
-  // Worker threads. 0 = std::thread::hardware_concurrency(). Each costs one OS thread.
+  // Worker threads. 0 = the CPUs this process may run on (its affinity mask: taskset, a
+  // cgroup cpuset). Each costs one OS thread.
   int threads = 1;
   // Usable stack per fiber (rounded up to pages; a guard page is added). Virtual memory only
   // until touched: a parked fiber costs the pages it touched (usually one). YAML: fiber.stack_size.
