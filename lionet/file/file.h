@@ -43,7 +43,7 @@
 
 #include "lionet/file/aligned_buffer.h"
 #include "lionet/file/file_engine.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 

@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 class IOManager;

@@ -41,7 +41,7 @@
 #include "lionet/base/clock.h"
 #include "lionet/http/response.h"
 #include "lionet/http/url.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/net/stream.h"
 
 namespace lionet {

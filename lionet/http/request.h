@@ -26,7 +26,7 @@
 
 #include "lionet/http/request_parser.h"
 #include "lionet/net/address.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/net/socket.h"
 
 namespace lionet::http {

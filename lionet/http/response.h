@@ -31,7 +31,7 @@
 #include <string_view>
 
 #include "lionet/http/takeover.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 class Stream;

@@ -81,7 +81,7 @@
 #include "lionet/kafka/offset_store.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/requests.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/sync/wait_group.h"
 
 namespace lionet::storage {

@@ -37,7 +37,7 @@
 #include <utility>
 
 #include "lionet/kafka/record_batch.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/sync/mutex.h"
 
 namespace lionet::storage {

@@ -39,7 +39,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet::storage {
 class Store;

@@ -36,7 +36,7 @@
 #include <tuple>
 
 #include "lionet/kafka/protocol.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/sync/mutex.h"
 
 namespace lionet::storage {

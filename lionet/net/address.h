@@ -17,9 +17,12 @@
 #include <string_view>
 #include <vector>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
+
+// getaddrinfo()'s EAI_* codes (message from gai_strerror): the errors of Address::lookup().
+const std::error_category& gai_category() noexcept;
 
 class Address {
  public:

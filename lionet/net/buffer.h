@@ -14,7 +14,7 @@
 #include <memory>
 #include <string_view>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 class Stream;

@@ -48,7 +48,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/net/address.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 class IOManager;

@@ -26,7 +26,7 @@
 #include <string_view>
 
 #include "lionet/base/clock.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet {
 

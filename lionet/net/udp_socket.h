@@ -38,7 +38,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/net/address.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/net/socket.h"
 
 namespace lionet {

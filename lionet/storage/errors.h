@@ -1,7 +1,7 @@
 // lionet/storage/errors.h: the error codes storage/ returns beside errno values.
 //
 // Owns: storage::Errc and its std::error_category. Must not: carry anything but codes.
-// Library calls return lionet::Result (lionet/net/result.h); system-call failures keep their
+// Library calls return lionet::Result (lionet/base/result.h); system-call failures keep their
 // errno in std::generic_category(), storage's own conditions use these codes, so callers can
 // write `r.error() == storage::Errc::kCorrupt`.
 #pragma once

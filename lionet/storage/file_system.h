@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 
 namespace lionet::storage {
 

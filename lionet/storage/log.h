@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "lionet/base/spinlock.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/storage/errors.h"
 #include "lionet/storage/log_options.h"
 #include "lionet/storage/record.h"

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/storage/log.h"
 #include "lionet/storage/log_options.h"
 #include "lionet/sync/shared_mutex.h"

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/websocket/options.h"
 #include "lionet/websocket/socket.h"
 

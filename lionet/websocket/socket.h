@@ -52,7 +52,7 @@
 
 #include "lionet/base/spinlock.h"
 #include "lionet/net/buffer.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/net/stream.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/mutex.h"

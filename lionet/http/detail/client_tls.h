@@ -6,7 +6,7 @@
 #include <string>
 
 #include "lionet/base/clock.h"
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/stream.h"
 

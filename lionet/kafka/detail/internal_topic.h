@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/storage/log.h"
 
 namespace lionet::storage {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "lionet/net/result.h"
+#include "lionet/base/result.h"
 #include "lionet/storage/file_system.h"
 #include "lionet/storage/log_options.h"
 #include "lionet/sync/mutex.h"

@@ -1,14 +1,13 @@
-// lionet/net/result.h: lionet::Result<T>, the value-or-error that net/ (and the layers above
-// it: ssl/, http/) return on the request path (ARCHITECTURE decision 11: nothing on a request
-// path throws across a fiber boundary).
+// lionet/base/result.h: lionet::Result<T>, the value-or-error that every layer returns on the
+// request path (ARCHITECTURE decision 11: nothing on a request path throws across a fiber
+// boundary): net/, ssl/, http/ and the layers above, file/ and storage/.
 //
-// Owns: Result<T>, Result<void>, errno_error(), gai_category(). Must not allocate or throw,
-// except value() on an error result, which is a caller bug and throws std::system_error
-// (convenient at setup time: `auto a = Address::parse(s).value();`).
+// Owns: Result<T>, Result<void>, errno_error(). Must not allocate or throw, except value() on
+// an error result, which is a caller bug and throws std::system_error (convenient at setup
+// time: `auto a = Address::parse(s).value();`).
 //
 // Errors are std::error_code: errno values in std::generic_category() (so
-// `r.error() == std::errc::connection_reset` works), resolver errors in gai_category().
-// Note: another layer needing the same type is the signal to move this file to base/.
+// `r.error() == std::errc::connection_reset` works); the resolver's in net/'s gai_category().
 #pragma once
 
 #include <cerrno>
@@ -19,8 +18,6 @@
 namespace lionet {
 
 inline std::error_code errno_error(int err) noexcept { return {err, std::generic_category()}; }
-// getaddrinfo()'s EAI_* codes (message from gai_strerror).
-const std::error_category& gai_category() noexcept;
 
 template <class T>
 class [[nodiscard]] Result {
