@@ -16,7 +16,6 @@ namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog", "kafka"};
 const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",
                                            "debug_fibers", "hello",   "websocket", "proxy"};
-const std::set<std::string> kFileModes = {"memory", "chunk", "sendfile", "auto"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -286,8 +285,10 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "index", r.index);
   read_field(n, "allow_remote", r.allow_remote);
   if (r.type == "static" && r.root.empty()) conversion_error(n, "a static route needs a root directory");
-  if (!app::kFileModes.contains(r.mode)) {
-    field_error(n, "mode", "unknown file mode '" + r.mode + "' (expected one of " + app::join(app::kFileModes) + ")");
+  if (!http::parse_file_mode(r.mode)) {  // the static handler's own parser: one list of modes
+    std::string modes;
+    for (auto m : http::kFileModes) modes.append(modes.empty() ? "" : ", ").append(http::file_mode_name(m));
+    field_error(n, "mode", "unknown file mode '" + r.mode + "' (expected one of " + modes + ")");
   }
   if (r.memory_max > r.sendfile_min) conversion_error(n, "memory_max must not exceed sendfile_min");
   if (r.chunk_size < 512 || r.chunk_size > 16 * 1024 * 1024) {

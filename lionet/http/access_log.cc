@@ -117,7 +117,7 @@ void append_seconds(Out& out, Duration d) {
   out.append(frac, 4);
 }
 
-// The second, formatted both ways, once per second per thread (like date_cache.cc's Date).
+// The second, formatted both ways, once per second per thread (like date.cc's Date line).
 struct LocalTime {
   std::time_t second = -1;
   char clf[40];  // 10/Oct/2000:13:55:36 +0000

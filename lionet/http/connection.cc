@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "lionet/base/log_limiter.h"
-#include "lionet/http/detail/date_cache.h"
+#include "lionet/http/date.h"
 #include "lionet/http/status.h"
 #include "lionet/log/log.h"
 

@@ -1,7 +1,7 @@
 // lionet/http/headers.h: header fields as views, ASCII case-insensitive comparison, and the
 // comma-list token test HTTP uses for Connection / Transfer-Encoding / Expect.
 //
-// Owns: HeaderField, HeaderList, iequals(), has_token(). Must not own header bytes: a
+// Owns: HeaderField, HeaderList, iequals(), has_token(), is_hop_by_hop(). Must not own header bytes: a
 // HeaderList of a parsed request holds string_views into the connection's input buffer, valid
 // until the request has been answered (the buffer never moves while a request is handled).
 #pragma once
@@ -26,6 +26,11 @@ inline bool iequals(std::string_view a, std::string_view b) noexcept {
 bool has_token(std::string_view value, std::string_view token) noexcept;
 // Strips leading and trailing SP / HTAB.
 std::string_view trim_ows(std::string_view s) noexcept;
+// The connection-specific fields of RFC 9110 7.6.1 (case-insensitive): Connection,
+// Proxy-Connection, Keep-Alive, TE, Transfer-Encoding, Upgrade. A proxy never forwards them
+// (nor the fields a Connection header names) and HTTP/2 never carries them (RFC 9113 8.2.2).
+// The one list: the proxy, the HTTP/2 server and the HTTP/2 client all ask it.
+bool is_hop_by_hop(std::string_view name) noexcept;
 
 struct HeaderField {
   std::string_view name;   // as sent (case preserved)

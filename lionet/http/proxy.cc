@@ -17,6 +17,7 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/http/chunked_decoder.h"
+#include "lionet/http/detail/chars.h"
 #include "lionet/http/detail/client_tls.h"
 #include "lionet/http/detail/response_head.h"
 #include "lionet/http/headers.h"
@@ -55,24 +56,11 @@ bool idempotent(std::string_view m) {
   return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" || m == "TRACE";
 }
 
-// Hop-by-hop fields (RFC 9110 7.6.1) and the ones the proxy frames itself.
+// Not forwarded either way: the connection-specific fields (RFC 9110 7.6.1), and the framing
+// this proxy writes itself for each side (Content-Length, Trailer: bodies are relayed as they
+// come, re-framed).
 bool hop_by_hop(std::string_view n) {
-  switch (n.size()) {
-    case 2:
-      return iequals(n, "te");
-    case 7:
-      return iequals(n, "upgrade") || iequals(n, "trailer");
-    case 10:
-      return iequals(n, "connection") || iequals(n, "keep-alive");
-    case 14:
-      return iequals(n, "content-length");
-    case 16:
-      return iequals(n, "proxy-connection");
-    case 17:
-      return iequals(n, "transfer-encoding");
-    default:
-      return false;
-  }
+  return is_hop_by_hop(n) || iequals(n, "content-length") || iequals(n, "trailer");
 }
 
 // Whether `connection` (a Connection field's value) names n.
@@ -107,12 +95,6 @@ void append_ip(std::string& out, const Address& a, bool bracket_v6) {
   } else {
     out.append(bracket_v6 ? "unknown" : "unix");
   }
-}
-
-void append_hex(std::string& out, size_t n) {
-  char d[20];
-  auto [p, ec] = std::to_chars(d, d + sizeof d, n, 16);
-  out.append(d, p);
 }
 
 // A strict Content-Length (digits only; repeated fields must agree). nullopt: absent;
@@ -576,7 +558,7 @@ TryEnd send_body(Request& req, UpConn& c, bool* touched, ReadAhead ahead) {
     if (n == 0) break;
     if (chunked) {
       std::string size;
-      append_hex(size, n);
+      detail::append_hex(size, n);
       size.append("\r\n");
       iovec iov[3] = {{size.data(), size.size()}, {c.buf.get(), n}, {const_cast<char*>("\r\n"), 2}};
       if (auto w = c.stream->writev(iov, 3); !w) return body_write_failed(w.error());

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "lionet/http/detail/chars.h"
-#include "lionet/http/detail/field_block.h"
+#include "lionet/http/field_block.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/request.h"
 #include "lionet/net/stream.h"
@@ -76,7 +76,7 @@ bool Response::set_header(std::string_view name, std::string_view value) {
 
 std::string_view Response::header(std::string_view name) const noexcept {
   std::string_view found;
-  detail::for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view v) {
+  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view v) {
     if (!iequals(n, name)) return true;
     found = v;
     return false;
@@ -86,7 +86,7 @@ std::string_view Response::header(std::string_view name) const noexcept {
 
 bool Response::has_header(std::string_view name) const noexcept {
   bool found = false;
-  detail::for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view) {
+  for_each_line(headers_, [&](size_t, size_t, std::string_view n, std::string_view) {
     found = iequals(n, name);
     return !found;
   });
@@ -98,7 +98,7 @@ size_t Response::remove_header(std::string_view name) {
   for (;;) {
     size_t b = 0, e = 0;
     bool hit = false;
-    detail::for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
+    for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
       if (!iequals(n, name)) return true;
       b = lb;
       e = le;

@@ -18,6 +18,8 @@
 #include <unordered_map>
 
 #include "lionet/base/tsan.h"
+#include "lionet/http/date.h"
+#include "lionet/http/detail/chars.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/mime.h"
 #include "lionet/http/status.h"
@@ -58,46 +60,6 @@ struct FdOwner {
 
 int64_t mtime_ns_of(const struct stat& st) noexcept {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-void append_hex(std::string& out, uint64_t v) {
-  char buf[20];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
-  out.append(buf, r.ptr);
-}
-
-// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), locale independent.
-std::string http_date(time_t t) {
-  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", kDays[tm.tm_wday], tm.tm_mday,
-                kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buf;
-}
-
-// Parses IMF-fixdate only (what every client sends); nullopt otherwise (the header is ignored).
-std::optional<time_t> parse_http_date(std::string_view s) {
-  static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  // "Sun, 06 Nov 1994 08:49:37 GMT"
-  if (s.size() != 29 || s[3] != ',' || s.substr(26) != "GMT") return std::nullopt;
-  auto num = [&](size_t pos, size_t len, int& out) {
-    auto r = std::from_chars(s.data() + pos, s.data() + pos + len, out);
-    return r.ec == std::errc() && r.ptr == s.data() + pos + len;
-  };
-  struct tm tm {};
-  int year;
-  size_t m = kMonths.find(s.substr(8, 3));
-  if (m == std::string_view::npos || m % 3 != 0) return std::nullopt;
-  if (!num(5, 2, tm.tm_mday) || !num(12, 4, year) || !num(17, 2, tm.tm_hour) || !num(20, 2, tm.tm_min) ||
-      !num(23, 2, tm.tm_sec))
-    return std::nullopt;
-  tm.tm_mon = static_cast<int>(m / 3);
-  tm.tm_year = year - 1900;
-  return timegm(&tm);
 }
 
 // True if the If-None-Match list names etag (weak comparison, as RFC 9110 asks for GET) or "*".
@@ -399,15 +361,15 @@ struct StaticFiles::Impl {
     e->dev = st.st_dev;
     e->etag.reserve(48);
     e->etag.push_back('"');
-    append_hex(e->etag, e->size);
+    detail::append_hex(e->etag, e->size);
     e->etag.push_back('-');
-    append_hex(e->etag, static_cast<uint64_t>(e->mtime_ns));
+    detail::append_hex(e->etag, static_cast<uint64_t>(e->mtime_ns));
     if (!etag_tag.empty()) {
       e->etag.push_back('-');
       e->etag.append(etag_tag.data(), etag_tag.size());
     }
     e->etag.push_back('"');
-    e->last_modified = http_date(e->mtime_sec);
+    e->last_modified = format_http_date(e->mtime_sec);
     e->fd = std::make_shared<FdOwner>(fd);
     if (valid_ms > 0) e->checked_ms.store(coarse_now_ms(), std::memory_order_relaxed);
     return e;

@@ -50,6 +50,8 @@
 namespace lionet::http {
 
 enum class FileMode { kMemory, kChunk, kSendfile, kAuto };
+// Every mode, in the order the docs list them.
+inline constexpr FileMode kFileModes[] = {FileMode::kMemory, FileMode::kChunk, FileMode::kSendfile, FileMode::kAuto};
 
 // "memory" | "chunk" | "sendfile" | "auto" (lower case); nullopt otherwise.
 std::optional<FileMode> parse_file_mode(std::string_view s);

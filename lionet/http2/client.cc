@@ -64,10 +64,10 @@ class StringSink final : public detail::SinkStream {
   uint64_t max_;
 };
 
-// Fields the client does not pass on: connection-specific ones, Host (:authority carries it),
-// TE, and Content-Length (set from the body).
+// Fields the client does not pass on: the connection-specific ones (TE among them), Host
+// (:authority carries it) and Content-Length (set from the body).
 bool not_forwarded(std::string_view lower) {
-  return detail::connection_specific(lower) || lower == "host" || lower == "te" || lower == "content-length";
+  return http::is_hop_by_hop(lower) || lower == "host" || lower == "content-length";
 }
 
 class Connection final : public http::MultiplexedConnection {

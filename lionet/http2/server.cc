@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "lionet/http/access_log.h"
-#include "lionet/http/detail/date_cache.h"
-#include "lionet/http/detail/field_block.h"
+#include "lionet/http/date.h"
+#include "lionet/http/field_block.h"
 #include "lionet/http/headers.h"
 #include "lionet/http2/detail/output.h"
 #include "lionet/http2/detail/sink_stream.h"
@@ -724,11 +724,11 @@ void header_fields(std::string_view block, std::vector<std::string>& names, std:
   size_t lines = 0;
   for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
   names.reserve(names.size() + lines);
-  http::detail::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
+  http::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     std::string name(n);
     for (char& ch : name) ch = http::ascii_lower(ch);
-    if (detail::connection_specific(name) || name == "content-length") return true;
+    if (http::is_hop_by_hop(name) || name == "content-length") return true;  // RFC 9113 8.2.2
     names.push_back(std::move(name));
     nva.push_back(detail::nv(names.back(), value));
     return true;
@@ -915,7 +915,7 @@ void Session::submit(H2Stream& st) {
   st.resp_names.clear();
   auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
   add(":status", std::string_view(status_buf, 3));
-  std::string_view date = http::detail::date_line();  // "Date: <IMF-fixdate>\r\n"
+  std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n"
   if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
   if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
   header_fields(res.header_block(), st.resp_names, nva);

@@ -1,9 +1,11 @@
 // lionet/http/detail/chars.h: the RFC 9110 / 9112 character classes the parsers share
-// (tchar, field-vchar, hex digits) as constexpr tables. Internal to http/.
+// (tchar, field-vchar, hex digits) as constexpr tables, and append_hex. Internal to http/.
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace lionet::http::detail {
@@ -44,4 +46,12 @@ inline int hex_value(char c) noexcept {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
+
+// Appends v in lower-case hex, no prefix (chunk sizes, ETags).
+inline void append_hex(std::string& out, uint64_t v) {
+  char d[16];
+  auto r = std::to_chars(d, d + sizeof d, v, 16);
+  out.append(d, r.ptr);
+}
+
 }  // namespace lionet::http::detail

@@ -59,11 +59,4 @@ inline nghttp2_nv nv(std::string_view n, std::string_view v) noexcept {
           reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
-// RFC 9113 8.2.2: fields that only mean something to one HTTP/1.1 connection and must not be
-// sent over HTTP/2. `lower`: a lowercased name.
-inline bool connection_specific(std::string_view lower) noexcept {
-  return lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
-         lower == "transfer-encoding" || lower == "upgrade";
-}
-
 }  // namespace lionet::http2::detail

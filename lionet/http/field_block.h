@@ -1,12 +1,12 @@
-// lionet/http/detail/field_block.h: walking a field block as Response keeps its headers and
-// trailers ("Name: value\r\n" lines, each written by Response after validation). Internal to
-// http/ and the protocol layers above it (http2/ turns the blocks into HPACK field lists).
+// lionet/http/field_block.h: walking a field block as Response keeps its headers and trailers
+// ("Name: value\r\n" lines, each written by Response after validation). For http/ and the
+// protocol layers above it (http2/ turns the blocks into HPACK field lists).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
-namespace lionet::http::detail {
+namespace lionet::http {
 
 // Calls f(line_begin, line_end, name, value) for each "Name: value\r\n" line of block (offsets
 // into block, line_end past the CRLF); stops when f returns false.
@@ -25,4 +25,4 @@ void for_each_line(std::string_view block, F f) {
   }
 }
 
-}  // namespace lionet::http::detail
+}  // namespace lionet::http
