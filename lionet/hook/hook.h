@@ -78,8 +78,14 @@
 // linker export them (they are also defined by libc.so), so they interpose on libc for the
 // executable and for every shared library it loads (hiredis, libcurl, ...). The originals are
 // found with dlsym(RTLD_NEXT, ...) once. Because liblionet is a static library, the linker
-// pulls in the hook objects only if something references them: call lionet::hook::ensure_linked()
-// once (net/ and app/ do; tests do), or link with -Wl,--undefined=lionet_hook_ensure_linked.
+// pulls in the hook objects only if something references them, and no library code does. The
+// CMake target does it for every program: lionet/CMakeLists.txt gives `lionet` the INTERFACE
+// link option LINKER:--undefined=lionet_hook_ensure_linked, so every target that links lionet
+// (or the installed lionet::lionet) is linked with -Wl,--undefined=lionet_hook_ensure_linked.
+// That undefined symbol pulls in hook.cc's object, whose lionet_hook_ensure_linked() references
+// an anchor in each other hook file; hook.cc's use of IOManager also pulls in io/io_manager.cc,
+// which defines the scheduler's weak lionet_make_io_driver (sched/driver.h). A program linked
+// against liblionet.a without CMake must pass that flag itself, or call ensure_linked() once.
 // A shared liblionet.so would need LD_PRELOAD-like ordering and is not supported for hooks.
 // Under ASan the chain is executable -> ASan interceptor -> libc, which is what RTLD_NEXT gives.
 #pragma once
