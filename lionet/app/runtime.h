@@ -1,6 +1,6 @@
 // lionet/app/runtime.h: what the lionet binary runs: the named worker pools (a Scheduler with
-// its own IO driver each), the storage Store, and the `servers:` list (http, https, echo) with
-// their routes, counters and the /metrics page.
+// its own IO driver each), the storage Store, and the `servers:` list (http, https, echo, syslog,
+// kafka) with their routes, counters and the /metrics page.
 //
 // Owns: every running object of the process and the order in which they start and stop.
 // Must not: read configuration files or signals (main.cc does; this takes the loaded AppConfig),

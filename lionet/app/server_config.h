@@ -6,7 +6,7 @@
 // route names: unique, and every try_files "@name" naming one of them, without a loop), and
 // check_servers() for the rules that span several entries (duplicate listen addresses, pools
 // that do not exist, https without a certificate, one access log file given two settings). Must not:
-// start anything (app/servers.cc turns these into running servers).
+// start anything (app/runtime.cc turns these into running servers).
 //
 // YAML shape (conf/server.yml documents every field):
 //   workers:                       # named schedulers; "main" always exists (scheduler.* keys)

@@ -1,3 +1,4 @@
+// lionet/base/fiber_id.cc: the fiber-id provider that fiber/ registers (see fiber_id.h).
 #include "lionet/base/fiber_id.h"
 
 #include <atomic>

@@ -1,3 +1,4 @@
+// lionet/base/macros.cc: check_failed() (LIONET_CHECK/LIONET_DCHECK) and the NDEBUG guard.
 #include "lionet/base/macros.h"
 
 #include <cstdio>

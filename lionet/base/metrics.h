@@ -4,12 +4,12 @@
 // Owns: Counter, Histogram (fixed bucket bounds), PrometheusWriter (the text exposition format,
 // version 0.0.4). Must not: allocate or lock on update, know any layer's names.
 //
-// Cost: an update is one relaxed fetch_add (Histogram: three — bucket, count, sum — on cache
-// lines shared by every thread that records into it). Relaxed is enough: each value is
-// independent, a scrape is allowed to see a request counted in `count` but not yet in `sum`,
-// and nothing is ordered by these counters. With 2-8 workers the shared lines cost ~10-40 ns per
-// update under contention; a layer that records millions of events per second per core should
-// keep per-worker copies and add them up when scraped.
+// Cost: an update is one relaxed fetch_add (Histogram: two — bucket and sum; snapshot() adds up
+// the buckets for `count` — on cache lines shared by every thread that records into it).
+// Relaxed is enough: each value is independent, a scrape is allowed to see a request counted in
+// `count` but not yet in `sum`, and nothing is ordered by these counters. With 2-8 workers the
+// shared lines cost ~10-40 ns per update under contention; a layer that records millions of
+// events per second per core should keep per-worker copies and add them up when scraped.
 #pragma once
 
 #include <array>

@@ -6,9 +6,9 @@
 // kernel would. With one fd and one direction the fiber waits on that fd through the
 // IOManager. Otherwise it builds a private epoll set holding every fd of the call and waits on
 // that set's fd as one readable fd (an epoll fd is readable while any member is ready).
-// This is the one epoll use outside io/'s backend, on purpose: it is not a reactor, it
-// aggregates a caller's fd list into the single fd the IOManager contract can wait on, and it
-// lives only for the duration of one call.
+// This epoll use outside io/'s backend (like file/file_watcher.cc's) is on purpose: it is not a
+// reactor, it aggregates a caller's fd list into the single fd the IOManager contract can wait
+// on, and it lives only for the duration of one call.
 #include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>

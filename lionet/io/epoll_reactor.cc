@@ -1,4 +1,4 @@
-// lionet/io/epoll_reactor.cc: EpollReactor. The only file with epoll_* calls.
+// lionet/io/epoll_reactor.cc: EpollReactor. The only reactor over epoll_* (see epoll_reactor.h).
 //
 // Registration is persistent and edge-triggered (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET),
 // added once, on the first wait for the fd, and removed by disarm(): after that a wait costs no

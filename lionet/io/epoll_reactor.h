@@ -1,7 +1,9 @@
 // lionet/io/epoll_reactor.h: the Linux epoll backend of Reactor (reactor.h). The default.
 //
-// Owns: one epoll instance and one eventfd for wake(). epoll_reactor.cc is the only file in
-// LioNet that calls epoll_*. Must not keep per-fd state (IOManager keeps it).
+// Owns: one epoll instance and one eventfd for wake(). epoll_reactor.cc is LioNet's only reactor
+// over epoll_*; the other epoll sets (hook/poll_hooks.cc, file/file_watcher.cc) only gather fds
+// into one that the IOManager waits on (ARCHITECTURE decision 19). Must not keep per-fd state
+// (IOManager keeps it).
 #pragma once
 
 #include <atomic>

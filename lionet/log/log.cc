@@ -15,8 +15,9 @@
 //    (spdlog::async_logger is final, hence our own AsyncSink instead of subclassing it.)
 //  - A logger not named by configure() points its outer at root's outer: it shares root's
 //    pattern, sinks and async queue and follows them when they change; its level is root's.
-//  - Two loggers naming the same file share one rotating sink (two would fight over
-//    rotation); they then share its pattern too: the one configured last wins.
+//  - Two loggers naming the same file with the same max_size and max_files share one rotating
+//    sink (two would fight over rotation); they then share its pattern too: the one configured
+//    last wins. Different limits (or spellings of the path) get separate sinks, which do fight.
 #include "lionet/log/log.h"
 
 #include <spdlog/details/log_msg_buffer.h>
