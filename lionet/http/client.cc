@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "lionet/http/chunked_decoder.h"
-#include "lionet/http/detail/client_tls.h"
-#include "lionet/http/detail/response_head.h"
+#include "lionet/http/connect.h"
 #include "lionet/http/headers.h"
+#include "lionet/http/response_head.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/socket_stream.h"
@@ -104,23 +104,14 @@ void Client::close_idle() {
 }
 
 Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadline) {
-  auto addrs = Address::lookup(url.host + ":" + std::to_string(url.port));
-  if (!addrs) return addrs.error();
-  std::error_code last = errno_error(EHOSTUNREACH);
-  TimePoint connect_deadline = std::min(deadline, now() + options_.connect_timeout);
-  for (const Address& a : *addrs) {
-    auto s = Socket::connect_to(a, Deadline::at(connect_deadline));
-    if (!s) {
-      last = s.error();
-      continue;
-    }
-    if (url.scheme == "https") {
-      return detail::client_tls_stream(options_.tls, std::move(*s), url.host, deadline,
-                                       /*offer_h2=*/static_cast<bool>(options_.http2));
-    }
-    return std::unique_ptr<Stream>(new SocketStream(std::move(*s)));
-  }
-  return last;
+  ConnectOptions co;
+  co.tls = url.scheme == "https";
+  co.tls_context = options_.tls;
+  co.host = url.host;
+  co.alpn = options_.http2 ? Alpn::kH2First : Alpn::kContext;
+  co.connect_deadline = std::min(deadline, now() + options_.connect_timeout);
+  co.deadline = deadline;
+  return connect_stream(url.host, url.port, co);
 }
 
 Result<std::shared_ptr<MultiplexedConnection>> Client::http2_connection(const Url& url, const std::string& key,
@@ -287,17 +278,17 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
     return r;
   };
   for (;;) {
-    detail::ResponseHead rh;
+    ResponseHead rh;
     size_t scan = 0;
-    detail::HeadParse st;
-    while ((st = detail::parse_response_head(buf, rh, scan)) == detail::HeadParse::kNeedMore) {
+    HeadParse st;
+    while ((st = parse_response_head(buf, rh, scan)) == HeadParse::kNeedMore) {
       if (buf.size() > options_.max_response_head_bytes) return errno_error(EMSGSIZE);
       scan = buf.size();
       auto r = read_some();
       if (!r) return r.error();
       if (*r == 0) return errno_error(buf.empty() ? ECONNRESET : EPROTO);
     }
-    if (st == detail::HeadParse::kError || rh.status > 999) return errno_error(EPROTO);
+    if (st == HeadParse::kError || rh.status > 999) return errno_error(EPROTO);
     head_end = rh.size;
     resp.version_minor = rh.version_minor;
     resp.protocol = resp.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";

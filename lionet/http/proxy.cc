@@ -17,10 +17,10 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/http/chunked_decoder.h"
+#include "lionet/http/connect.h"
 #include "lionet/http/detail/chars.h"
-#include "lionet/http/detail/client_tls.h"
-#include "lionet/http/detail/response_head.h"
 #include "lionet/http/headers.h"
+#include "lionet/http/response_head.h"
 #include "lionet/http/status.h"
 #include "lionet/log/log.h"
 #include "lionet/net/address.h"
@@ -411,32 +411,20 @@ std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
 }
 
 Result<std::unique_ptr<UpConn>> connect_upstream(Proxy::Upstream& u, const ProxyOptions& o, TimePoint deadline) {
-  std::error_code last = errno_error(EHOSTUNREACH);
-  const TimePoint cd = std::min(deadline, now() + o.connect_timeout);
-  for (const Address& a : u.addrs) {
-    auto s = Socket::connect_to(a, Deadline::at(cd));
-    if (!s) {
-      last = s.error();
-      continue;
-    }
-    auto c = std::make_unique<UpConn>();
-    c->fd = s->fd();
-    if (u.tls) {
-      auto t = detail::client_tls_stream(o.tls, std::move(*s), u.host, cd, /*offer_h2=*/false);
-      if (!t) {
-        last = t.error();
-        continue;
-      }
-      c->stream = std::move(*t);
-    } else {
-      c->stream = std::make_unique<SocketStream>(std::move(*s));
-    }
-    c->cap = o.buffer_size;
-    c->buf = std::make_unique<char[]>(c->cap);
-    u.connects.add();
-    return c;
-  }
-  return last;
+  ConnectOptions co;
+  co.tls = u.tls;
+  co.tls_context = o.tls;
+  co.host = u.host;
+  co.connect_deadline = std::min(deadline, now() + o.connect_timeout);
+  co.deadline = co.connect_deadline;  // connect_timeout bounds the TLS handshake too
+  auto c = std::make_unique<UpConn>();
+  auto s = connect_stream(u.addrs, co, &c->fd);
+  if (!s) return s.error();
+  c->stream = std::move(*s);
+  c->cap = o.buffer_size;
+  c->buf = std::make_unique<char[]>(c->cap);
+  u.connects.add();
+  return c;
 }
 
 void error_reply(Response& res, const ProxyOptions& o, int status, std::string_view why) {
@@ -668,15 +656,15 @@ void Proxy::handle(Request& req, Response& res) {
           end = TryEnd::kDone;
         }
         // The response head.
-        detail::ResponseHead rh;
+        ResponseHead rh;
         size_t scan = 0;
         while (end == TryEnd::kDone) {
-          auto st = detail::parse_response_head(ex->pending(), rh, scan);
-          if (st == detail::HeadParse::kError || (st == detail::HeadParse::kDone && rh.status > 599)) {
+          auto st = parse_response_head(ex->pending(), rh, scan);
+          if (st == HeadParse::kError || (st == HeadParse::kDone && rh.status > 599)) {
             end = TryEnd::kBadResponse;
             break;
           }
-          if (st == detail::HeadParse::kDone) {
+          if (st == HeadParse::kDone) {
             if (rh.status == 101 && !upgrade) {
               end = TryEnd::kBadResponse;  // switching protocols nobody asked for
             } else if (rh.status < 200 && rh.status != 101) {
@@ -740,7 +728,7 @@ void Proxy::handle(Request& req, Response& res) {
 }
 
 bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex,
-                  const detail::ResponseHead& rh, bool upgrade) {
+                  const ResponseHead& rh, bool upgrade) {
   const ProxyOptions& o = options_;
   UpConn& c = *ex->conn;
   res.reset();
@@ -945,14 +933,14 @@ void Proxy::health_loop(Upstream& u) {
       std::string h = "GET " + hc.path + " HTTP/1.1\r\nHost: " + u.host + "\r\nConnection: close\r\n\r\n";
       if (conn.stream->write(h)) {
         std::string got;
-        detail::ResponseHead rh;
+        ResponseHead rh;
         while (now() < deadline && got.size() < 65536) {
           auto r = conn.stream->read(conn.buf.get(), conn.cap);
           if (!r || *r == 0) break;
           got.append(conn.buf.get(), *r);
-          auto st = detail::parse_response_head(got, rh);
-          if (st == detail::HeadParse::kError) break;
-          if (st == detail::HeadParse::kDone) {
+          auto st = parse_response_head(got, rh);
+          if (st == HeadParse::kError) break;
+          if (st == HeadParse::kDone) {
             ok = std::to_string(rh.status).starts_with(hc.expect);
             break;
           }

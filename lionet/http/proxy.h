@@ -84,9 +84,7 @@ class SslContext;
 }  // namespace lionet
 
 namespace lionet::http {
-namespace detail {
 struct ResponseHead;
-}
 
 struct ProxyUpstream {
   // "host:port", "http://host:port" or "https://host:port" (TLS through ProxyOptions::tls).
@@ -184,7 +182,7 @@ class Proxy {
   Upstream* pick(const Request& req, uint64_t tried_mask);
   // Sets res from the upstream's head and arranges its body; false if the head cannot be
   // relayed (a bad length, an invalid field).
-  bool relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const detail::ResponseHead& rh,
+  bool relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const ResponseHead& rh,
              bool upgrade);
   void health_loop(Upstream& u);
   void reap_loop();

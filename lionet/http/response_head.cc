@@ -1,9 +1,9 @@
-// lionet/http/response_head.cc: detail::parse_response_head (see detail/response_head.h).
-#include "lionet/http/detail/response_head.h"
+// lionet/http/response_head.cc: parse_response_head (see response_head.h).
+#include "lionet/http/response_head.h"
 
 #include <charconv>
 
-namespace lionet::http::detail {
+namespace lionet::http {
 
 HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from) {
   size_t end = buf.find("\r\n\r\n", scan_from > 3 ? scan_from - 3 : 0);
@@ -38,4 +38,4 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
   }
   return HeadParse::kDone;
 }
-}  // namespace lionet::http::detail
+}  // namespace lionet::http

@@ -1,5 +1,6 @@
-// lionet/http/detail/response_head.h: the parser of an HTTP/1.x response head, shared by the
-// Client (client.cc) and the Proxy (proxy.cc).
+// lionet/http/response_head.h: the parser of an HTTP/1.x response head, shared by every client
+// side of HTTP/1: the Client (client.cc), the Proxy (proxy.cc) and websocket::connect (its
+// 101 answer).
 //
 // Owns: nothing of the bytes: the reason and the fields are views into the caller's buffer,
 // valid while it is. Must not: accept obs-fold, a field without a name, a status outside
@@ -11,7 +12,7 @@
 
 #include "lionet/http/headers.h"
 
-namespace lionet::http::detail {
+namespace lionet::http {
 
 struct ResponseHead {
   int status = 0;
@@ -26,4 +27,4 @@ enum class HeadParse : unsigned char { kNeedMore, kDone, kError };
 // Parses the head at the start of buf. kNeedMore: no blank line yet (the caller reads more,
 // bounding the total itself). `scan_from`: bytes of buf already known to hold no blank line.
 HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from = 0);
-}  // namespace lionet::http::detail
+}  // namespace lionet::http

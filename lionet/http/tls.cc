@@ -1,5 +1,5 @@
-// lionet/http/tls.cc: HTTPS glue: the server's TLS stream factory and the client's TLS
-// connect, both over lionet::SslStream (ssl/). The only http/ file that includes ssl/ headers.
+// lionet/http/tls.cc: HTTPS glue: the server's TLS stream factory and the client side's TLS
+// handshake (for connect.cc), both over lionet::SslStream (ssl/). The only http/ file that includes ssl/ headers.
 #include <openssl/ssl.h>
 
 #include <utility>
@@ -35,13 +35,16 @@ void Server::enable_tls(std::shared_ptr<SslContext> ctx) {
 
 namespace detail {
 Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,
-                                                  const std::string& host, TimePoint deadline, bool offer_h2) {
+                                                  const std::string& host, TimePoint deadline, Alpn alpn) {
   if (!ctx) return errno_error(EPROTONOSUPPORT);
   auto tls = std::make_unique<SslStream>(ctx, std::move(s));
   tls->set_server_name(host);
-  if (offer_h2 && ctx->options().alpn.empty()) {
+  if (alpn == Alpn::kH2First && ctx->options().alpn.empty()) {
     static constexpr unsigned char kH2First[] = "\x02h2\x08http/1.1";
     if (SSL_set_alpn_protos(tls->native(), kH2First, sizeof kH2First - 1) != 0) return errno_error(ENOMEM);
+  } else if (alpn == Alpn::kHttp11) {
+    static constexpr unsigned char kHttp11[] = "\x08http/1.1";
+    if (SSL_set_alpn_protos(tls->native(), kHttp11, sizeof kHttp11 - 1) != 0) return errno_error(ENOMEM);
   }
   Duration left = deadline - now();
   if (left <= Duration::zero()) return errno_error(ETIMEDOUT);

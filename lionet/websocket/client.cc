@@ -1,17 +1,11 @@
 // lionet/websocket/client.cc: websocket::connect() (see client.h).
 #include "lionet/websocket/client.h"
 
-#include <openssl/ssl.h>
-
-#include <charconv>
-
+#include "lionet/http/connect.h"
 #include "lionet/http/headers.h"
+#include "lionet/http/response_head.h"
 #include "lionet/http/url.h"
-#include "lionet/net/address.h"
-#include "lionet/net/socket.h"
-#include "lionet/net/socket_stream.h"
 #include "lionet/ssl/ssl_context.h"
-#include "lionet/ssl/ssl_stream.h"
 #include "lionet/websocket/deflate.h"
 #include "lionet/websocket/handshake.h"
 
@@ -27,60 +21,33 @@ bool arm(Stream& s, TimePoint deadline) {
 }
 
 Result<std::unique_ptr<Stream>> open_stream(const http::Url& url, const ClientOptions& o, TimePoint deadline) {
-  auto addrs = Address::lookup(url.host + ":" + std::to_string(url.port));
-  if (!addrs) return addrs.error();
-  std::error_code last = errno_error(EHOSTUNREACH);
-  for (const Address& a : *addrs) {
-    auto s = lionet::Socket::connect_to(a, Deadline::at(deadline));
-    if (!s) {
-      last = s.error();
-      continue;
-    }
-    if (url.scheme != "https") return std::unique_ptr<Stream>(new SocketStream(std::move(*s)));
-    if (!o.tls) return errno_error(EPROTONOSUPPORT);
-    auto tls = std::make_unique<SslStream>(o.tls, std::move(*s));
-    tls->set_server_name(url.host);
-    // WebSocket's handshake is HTTP/1.1: never let ALPN pick h2.
-    static constexpr unsigned char kHttp11[] = "\x08http/1.1";
-    if (SSL_set_alpn_protos(tls->native(), kHttp11, sizeof kHttp11 - 1) != 0) return errno_error(ENOMEM);
-    if (!arm(*tls, deadline)) return errno_error(ETIMEDOUT);
-    if (auto r = tls->handshake(); !r) return r.error();
-    return std::unique_ptr<Stream>(std::move(tls));
-  }
-  return last;
+  http::ConnectOptions co;
+  co.tls = url.scheme == "https";
+  co.tls_context = o.tls;
+  co.host = url.host;
+  co.alpn = http::Alpn::kHttp11;  // WebSocket's handshake is HTTP/1.1: never let ALPN pick h2
+  co.connect_deadline = deadline;
+  co.deadline = deadline;
+  return http::connect_stream(url.host, url.port, co);
 }
 
-// The response head's fields we check (views into the head).
-struct ResponseHead {
-  int status = 0;
+// The response head's fields a client checks (views into the head).
+struct Handshake {
   bool upgrade = false, connection = false;
   std::string_view accept, protocol;
   std::vector<std::string_view> extensions;  // every Sec-WebSocket-Extensions value
 };
 
-bool parse_head(std::string_view head, ResponseHead* out) {
-  size_t eol = head.find("\r\n");
-  std::string_view line = head.substr(0, eol);
-  if (!line.starts_with("HTTP/1.1 ") || line.size() < 12) return false;
-  int status = 0;
-  auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, status);
-  if (ec != std::errc() || p != line.data() + 12) return false;
-  out->status = status;
-  while (eol != std::string_view::npos) {
-    head.remove_prefix(eol + 2);
-    eol = head.find("\r\n");
-    std::string_view field = head.substr(0, eol);
-    if (field.empty()) break;
-    size_t colon = field.find(':');
-    if (colon == std::string_view::npos || colon == 0) return false;
-    std::string_view name = field.substr(0, colon), value = http::trim_ows(field.substr(colon + 1));
-    if (http::iequals(name, "Upgrade")) out->upgrade = out->upgrade || http::has_token(value, "websocket");
-    if (http::iequals(name, "Connection")) out->connection = out->connection || http::has_token(value, "upgrade");
-    if (http::iequals(name, "Sec-WebSocket-Accept")) out->accept = value;
-    if (http::iequals(name, "Sec-WebSocket-Protocol")) out->protocol = value;
-    if (http::iequals(name, "Sec-WebSocket-Extensions")) out->extensions.push_back(value);
+Handshake handshake_fields(const http::HeaderList& headers) {
+  Handshake h;
+  for (const auto& [name, value] : headers) {
+    if (http::iequals(name, "Upgrade")) h.upgrade = h.upgrade || http::has_token(value, "websocket");
+    if (http::iequals(name, "Connection")) h.connection = h.connection || http::has_token(value, "upgrade");
+    if (http::iequals(name, "Sec-WebSocket-Accept")) h.accept = value;
+    if (http::iequals(name, "Sec-WebSocket-Protocol")) h.protocol = value;
+    if (http::iequals(name, "Sec-WebSocket-Extensions")) h.extensions.push_back(value);
   }
-  return true;
+  return h;
 }
 
 std::string request_head(const http::Url& url, const ClientOptions& o, const std::string& key) {
@@ -135,25 +102,27 @@ Result<std::unique_ptr<Socket>> connect(std::string_view url, const ClientOption
   const std::string req = request_head(*u, o, key);
   if (auto r = stream->write(req); !r) return r.error();
 
+  // The head, parsed by http/'s response parser (RFC 9112's rules: no obs-fold, no nameless
+  // field); the handshake is HTTP/1.1 only (RFC 6455 4.1).
   std::string in;
-  size_t head_end = std::string::npos;
-  while (head_end == std::string::npos) {
+  http::ResponseHead rh;
+  http::HeadParse st;
+  size_t scanned = 0;  // bytes of `in` known to hold no blank line
+  while ((st = http::parse_response_head(in, rh, scanned)) == http::HeadParse::kNeedMore) {
     if (in.size() >= kMaxResponseHead) return errno_error(EMSGSIZE);
+    scanned = in.size();
     char buf[4096];
     if (!arm(*stream, deadline)) return errno_error(ETIMEDOUT);
     auto r = stream->read(buf, sizeof buf);
     if (!r) return r.error();
     if (*r == 0) return failed("connection closed before the response head");
-    // Search from just before the new bytes: the blank line may straddle two reads.
-    const size_t from = in.size() >= 3 ? in.size() - 3 : 0;
     in.append(buf, *r);
-    head_end = in.find("\r\n\r\n", from);
   }
-  head_end += 4;
-  ResponseHead h;
-  if (!parse_head(std::string_view(in).substr(0, head_end), &h)) return failed("malformed response head");
-  ci.status = h.status;
-  if (h.status != 101) return failed("the server did not answer 101 Switching Protocols");
+  if (st == http::HeadParse::kError || rh.version_minor != 1) return failed("malformed response head");
+  const size_t head_end = rh.size;
+  ci.status = rh.status;
+  const Handshake h = handshake_fields(rh.headers);
+  if (rh.status != 101) return failed("the server did not answer 101 Switching Protocols");
   if (!h.upgrade) return failed("response without Upgrade: websocket");
   if (!h.connection) return failed("response without Connection: upgrade");
   if (h.accept != accept_key(key)) return failed("Sec-WebSocket-Accept does not match the key");

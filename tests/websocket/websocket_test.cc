@@ -11,9 +11,11 @@
 #include "../ssl/ssl_test_util.h"
 #include "lionet/http/router.h"
 #include "lionet/http2/server.h"
+#include "lionet/net/tcp_server.h"
 #include "lionet/ssl/ssl_context.h"
 #include "lionet/sync/wait_group.h"
 #include "lionet/websocket/client.h"
+#include "lionet/websocket/handshake.h"
 #include "lionet/websocket/server.h"
 #include "ws_test_util.h"
 
@@ -344,5 +346,56 @@ TEST_F(WsTest, TheClientRefusesAServerThatGetsTheAcceptKeyWrong) {
               std::errc::protocol_not_supported);
   });
 }
+// The client reads the 101 with http/'s response parser: a head whose blank line arrives in two
+// pieces is put together; an HTTP/1.0 answer, or a field folded onto a second line, is refused
+// as malformed (RFC 6455 4.1 wants HTTP/1.1; RFC 9112 5.2 forbids obs-fold in a response).
+TEST_F(WsTest, TheClientReadsA101InPiecesAndRefusesAMalformedOne) {
+  http::Router r;
+  TestServer web(r.handler());  // for its scheduler
+  enum Mode { kPieces, kHttp10, kFolded };
+  std::atomic<int> mode{kPieces};
+  TcpServer raw(web.sched(), [&](SocketStream& s) {
+    std::string req;
+    char buf[1024];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      auto n = s.read(buf, sizeof buf);
+      if (!n || *n == 0) return;
+      req.append(buf, *n);
+    }
+    const size_t k = req.find("Sec-WebSocket-Key: ") + 19;
+    const std::string key = req.substr(k, req.find("\r\n", k) - k);
+    const int m = mode.load();
+    const std::string head = std::string(m == kHttp10 ? "HTTP/1.0" : "HTTP/1.1") +
+                             " 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+                             (m == kFolded ? "X-Note: a\r\n b\r\n" : "") + "Sec-WebSocket-Accept: " + accept_key(key) +
+                             "\r\n\r\n";
+    if (m == kPieces) {
+      if (!s.write(head.data(), head.size() - 3)) return;
+      this_fiber::sleep_for(50ms);  // the client has read up to "\r" and waits for the rest
+      if (!s.write(head.data() + head.size() - 3, 3)) return;
+    } else if (!s.write(head)) {
+      return;
+    }
+    (void)s.read(buf, sizeof buf);  // until the client closes
+  });
+  raw.listen(Address::ipv4_loopback(0));
+  raw.start();
+  const std::string url = "ws://127.0.0.1:" + std::to_string(raw.addresses()[0].port()) + "/";
+  web.run([&] {
+    ConnectInfo info;
+    auto ws = connect(url, {}, &info);
+    ASSERT_TRUE(ws) << ws.error().message() << " " << info.failure;
+    EXPECT_EQ(info.status, 101);
+    for (int m : {kHttp10, kFolded}) {
+      mode = m;
+      info = {};
+      ws = connect(url, {}, &info);
+      EXPECT_EQ(ws.error(), std::errc::protocol_error) << m;
+      EXPECT_EQ(info.failure, "malformed response head") << m;
+    }
+  });
+  raw.stop(1s);
+}
+
 }  // namespace
 }  // namespace lionet::websocket

@@ -1,5 +1,5 @@
-// lionet/http/detail/client_tls.h: the one place the client reaches into ssl/ (tls.cc), so
-// that client.cc does not include OpenSSL headers. Internal to http/.
+// lionet/http/detail/client_tls.h: the one place the client side reaches into ssl/ (tls.cc), so
+// that connect.cc does not include OpenSSL headers. Internal to http/.
 #pragma once
 
 #include <memory>
@@ -7,6 +7,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/base/result.h"
+#include "lionet/http/connect.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/stream.h"
 
@@ -15,9 +16,9 @@ class SslContext;
 }
 
 namespace lionet::http::detail {
-// A TLS client stream over s, handshake done (SNI and host check = host). EPROTONOSUPPORT
-// without a context; the handshake's own errors (EPROTO, ETIMEDOUT) otherwise. offer_h2: ALPN
-// offers "h2" then "http/1.1" unless the context has an ALPN list of its own.
+// A TLS client stream over s, handshake done by deadline (SNI and host check = host), ALPN as
+// `alpn` says (connect.h). EPROTONOSUPPORT without a context; the handshake's own errors
+// (EPROTO, ETIMEDOUT) otherwise.
 Result<std::unique_ptr<Stream>> client_tls_stream(const std::shared_ptr<SslContext>& ctx, Socket&& s,
-                                                  const std::string& host, TimePoint deadline, bool offer_h2);
+                                                  const std::string& host, TimePoint deadline, Alpn alpn);
 }  // namespace lionet::http::detail
