@@ -45,6 +45,8 @@ http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) 
   o.keepalive_timeout = c.idle_timeout;
   o.header_timeout = c.header_timeout;
   o.body_timeout = c.body_timeout;
+  o.write_timeout = c.write_timeout;
+  o.max_keepalive_requests = c.max_keepalive_requests;
   o.tcp.max_connections = c.max_connections;
   o.tcp.reuse_port = c.reuse_port;
   o.tcp.name = c.name;

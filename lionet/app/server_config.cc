@@ -395,7 +395,7 @@ YAML::Node ConfigTraits<AccessLogConfig>::to_yaml(const AccessLogConfig& a) {
 
 ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "reuse_port", "idle_timeout", "header_timeout",
-                  "body_timeout", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
+                  "body_timeout", "write_timeout", "max_keepalive_requests", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
                   "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
                   "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
                   "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
@@ -421,6 +421,8 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   read_field(n, "idle_timeout", s.idle_timeout);
   read_field(n, "header_timeout", s.header_timeout);
   read_field(n, "body_timeout", s.body_timeout);
+  read_field(n, "write_timeout", s.write_timeout);
+  read_field(n, "max_keepalive_requests", s.max_keepalive_requests);
   read_field(n, "max_request_line", s.max_request_line);
   read_field(n, "max_header_bytes", s.max_header_bytes);
   read_field(n, "max_headers", s.max_headers);
@@ -467,7 +469,7 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.max_connections < 1 || s.max_connections > 1000000) {
     field_error(n, "max_connections", "must be in 1..1000000");
   }
-  for (const char* k : {"idle_timeout", "header_timeout", "body_timeout"}) {
+  for (const char* k : {"idle_timeout", "header_timeout", "body_timeout", "write_timeout"}) {
     if (n[k] && decode<std::chrono::milliseconds>(n[k]).count() <= 0) field_error(n, k, "must be positive");
   }
   if (s.key != "host" && s.key != "app") field_error(n, "key", "must be host or app, got '" + s.key + "'");
@@ -506,6 +508,8 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   n["idle_timeout"] = encode(s.idle_timeout);
   n["header_timeout"] = encode(s.header_timeout);
   n["body_timeout"] = encode(s.body_timeout);
+  n["write_timeout"] = encode(s.write_timeout);
+  n["max_keepalive_requests"] = s.max_keepalive_requests;
   n["max_request_line"] = s.max_request_line;
   n["max_header_bytes"] = s.max_header_bytes;
   n["max_headers"] = s.max_headers;

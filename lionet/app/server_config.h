@@ -116,6 +116,8 @@ struct ServerConfig {
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive / echo idle
   std::chrono::milliseconds header_timeout{10000};  // whole request head
   std::chrono::milliseconds body_timeout{30000};    // whole request body
+  std::chrono::milliseconds write_timeout{60000};   // each response write (http)
+  std::size_t max_keepalive_requests = 0;           // requests per connection (http); 0 = no limit
   std::size_t max_request_line = 8192;
   std::size_t max_header_bytes = 65536;
   std::size_t max_headers = 100;

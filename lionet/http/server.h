@@ -104,28 +104,28 @@ void lingering_close(Stream& stream, void* buf, std::size_t cap, std::optional<D
 inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 struct ServerOptions {
-  // Request line, header and body limits (keys http.max_request_line, http.max_header_bytes,
-  // http.max_headers, http.max_body_bytes).
+  // Request line, header and body limits. YAML (per server, app/server_config.h):
+  // servers[].max_request_line, max_header_bytes, max_headers, max_body_bytes.
   ParserLimits limits{};
-  // Idle time allowed between requests of a kept-alive connection. YAML: http.keepalive_timeout
+  // Idle time allowed between requests of a kept-alive connection. YAML: servers[].idle_timeout
   Duration keepalive_timeout = std::chrono::seconds(60);
   // Whole request head, from its first byte (from accept for the first request).
-  // YAML: http.header_timeout
+  // YAML: servers[].header_timeout
   Duration header_timeout = std::chrono::seconds(10);
-  // Whole request body, from the end of the head. YAML: http.body_timeout
+  // Whole request body, from the end of the head. YAML: servers[].body_timeout
   Duration body_timeout = std::chrono::seconds(30);
-  // Each response write (one writev / sendfile call as a whole). YAML: http.write_timeout
+  // Each response write (one writev / sendfile call as a whole). YAML: servers[].write_timeout
   Duration write_timeout = std::chrono::seconds(60);
   // Requests served on one connection before it is closed; 0 = no limit.
-  // YAML: http.max_keepalive_requests
+  // YAML: servers[].max_keepalive_requests
   std::size_t max_keepalive_requests = 0;
   // Unread request body bytes the server reads and discards to keep a connection alive; a
-  // larger unread body closes the connection instead. YAML: http.drain_body_max
+  // larger unread body closes the connection instead. No YAML key yet.
   std::size_t drain_body_max = 1u << 20;
-  // The Server header ("" = none). YAML: http.server_name
+  // The Server header ("" = none). No YAML key yet.
   std::string server_name = "lionet";
   // Initial input buffer per connection (grows up to the limits while a head is read).
-  // YAML: http.input_buffer
+  // No YAML key yet.
   std::size_t input_buffer = 4096;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
   RefusalHandler refusal{};
@@ -134,8 +134,8 @@ struct ServerOptions {
   // the stream's application_protocol() is "h2" (TLS ALPN), or when a new connection's first
   // bytes are the HTTP/2 preface (h2c with prior knowledge; `Upgrade: h2c` is not offered).
   ProtocolServer http2{};
-  // Listener options: tcp.max_connections is YAML http.max_connections; the others as in
-  // TcpServerOptions.
+  // Listener options: tcp.max_connections is YAML servers[].max_connections, tcp.reuse_port
+  // servers[].reuse_port; the others as in TcpServerOptions.
   TcpServerOptions tcp{};
   // The access log (access_log.h): one line per response, HTTP/1.1 and HTTP/2 alike, the
   // answers the server itself gives to refused requests included (README "Access log"). Null =

@@ -550,6 +550,37 @@ TEST(AppE2E, StorageBodyOverMaxBodyBytesIsJson413) {
   EXPECT_EQ(p.wait(), 0) << p.output();
 }
 
+// The per-server keys max_keepalive_requests and write_timeout reach the HTTP server: with
+// max_keepalive_requests: 2, three requests pipelined on one connection get two answers, the
+// second saying Connection: close, and then the connection ends.
+TEST(AppE2E, MaxKeepaliveRequestsClosesAConnectionAfterThatMany) {
+  TempConf conf;
+  const int port = free_port();
+  conf.write("server.yml", "scheduler: {threads: 1}\n"
+                           "storage: {data_dir: " + conf.path() + "/data}\n"
+                           "servers:\n"
+                           "  - name: web\n"
+                           "    type: http\n"
+                           "    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
+                           "    max_keepalive_requests: 2\n"
+                           "    write_timeout: 5s\n"
+                           "    routes:\n"
+                           "      - {path: /healthz, type: health}\n");
+  Process p({"-c", conf.path()});
+  REQUIRE_BINARY(p);
+  ASSERT_TRUE(p.wait_for(kReady)) << p.output();
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string r = raw_exchange(port, get + get + get);
+  size_t answers = 0, closes = 0;
+  for (size_t at = 0; (at = r.find("HTTP/1.1 200 ", at)) != std::string::npos; ++at) ++answers;
+  for (size_t at = 0; (at = r.find("\r\nConnection: close\r\n", at)) != std::string::npos; ++at) ++closes;
+  EXPECT_EQ(answers, 2u) << r;
+  EXPECT_EQ(closes, 1u) << r;
+  EXPECT_GT(r.rfind("\r\nConnection: close\r\n"), r.rfind("HTTP/1.1 200 ")) << r;
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait(), 0) << p.output();
+}
+
 struct BrokenConf {
   const char* yaml;
   const char* expect;  // part of the message

@@ -130,6 +130,10 @@ INSTANTIATE_TEST_SUITE_P(
                       "key 'servers[0].max_connections': must be in 1..1000000"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], header_timeout: -5ms}\n",
                       "key 'servers[0].header_timeout'"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], write_timeout: 0ms}\n",
+                      "key 'servers[0].write_timeout': must be positive"},
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], max_keepalive_requests: -1}\n",
+                      "key 'servers[0].max_keepalive_requests'"},
         BrokenServers{"servers:\n  - {type: http, listen: ['localhost']}\n",
                       "servers[0].listen[0]: 'localhost' is not host:port"},
         BrokenServers{"servers:\n  - {name: a, type: http, listen: ['127.0.0.1:9000']}\n"
