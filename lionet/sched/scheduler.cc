@@ -374,11 +374,12 @@ void Worker::run() {
   // Spinning briefly before sleeping saves a futex sleep/wake pair when work arrives soon (a
   // spawning fiber on another worker); only when workers do not outnumber CPUs, or the spin
   // would steal the CPU from the worker that is about to produce the work.
-  const bool may_spin = sched->workers.size() > 1 && sched->workers.size() <= allowed_cpus();
+  const bool fits = sched->workers.size() <= allowed_cpus();  // one sched_getaffinity for both
+  const bool may_spin = sched->workers.size() > 1 && fits;
   // Protocol 9: only when the workers do not outnumber the CPUs this thread may run on (a
   // process pinned with taskset counts its set), or polling would take the CPU from the
   // worker or process that is about to produce the event.
-  idle_poll_ns = sched->workers.size() <= allowed_cpus()
+  idle_poll_ns = fits
                      ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count()
                      : 0;
   for (;;) {
