@@ -174,14 +174,4 @@ void Writer::patch_u32(std::size_t at, uint32_t v) noexcept {
 }
 void Writer::patch_i32(std::size_t at, int32_t v) noexcept { patch_u32(at, static_cast<uint32_t>(v)); }
 
-std::size_t varint_size(int64_t v) noexcept {
-  uint64_t u = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-  std::size_t n = 1;
-  while (u >= 0x80) {
-    u >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 }  // namespace lionet::kafka

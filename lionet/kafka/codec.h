@@ -94,7 +94,4 @@ class Writer {
   std::string& out_;
 };
 
-// The length in bytes of v as a zig-zag varint / varlong.
-std::size_t varint_size(int64_t v) noexcept;
-
 }  // namespace lionet::kafka

@@ -1,21 +1,14 @@
 // lionet/kafka/record_batch.h: Kafka's RecordBatch (magic 2) as producers send it and as Fetch
-// returns it: decoding (every length, count and the CRC-32C checked) and encoding records read
-// from the store.
+// returns it, in the Kafka API's terms: DecodedBatch/DecodedRecord (views into the request
+// frame), decode_batches() with Kafka error codes, encode_batch() of records read from the
+// store's older kLionet layout.
 //
-// Owns: DecodedBatch/DecodedRecord (views into the request frame), decode_batches(),
-// encode_batch(). Must not: touch the store, or accept a batch it cannot fully account for.
-// Compressed batches (gzip, snappy, lz4, zstd: storage/compression.h) are inflated here,
-// bounded, and their records decoded like any others (to check them; the store then keeps the
-// batch as it was sent). encode_batch serves records of the store's older kLionet layout.
-//
-// Layout (big-endian; "varint" is zig-zag):
-//   base_offset i64 | batch_length i32 | partition_leader_epoch i32 | magic i8 (=2) |
-//   crc u32 (CRC-32C of attributes..end) | attributes i16 | last_offset_delta i32 |
-//   base_timestamp i64 | max_timestamp i64 | producer_id i64 | producer_epoch i16 |
-//   base_sequence i32 | record count i32 | records
-//   record: length varint | attributes i8 | timestamp_delta varlong | offset_delta varint |
-//           key_length varint (-1 null) | key | value_length varint (-1 null) | value |
-//           header count varint | headers (key_length varint, key, value_length varint, value)
+// Owns: mapping the codec's faults to ErrorCode. Must not: touch the store, accept a batch it
+// cannot fully account for, or code the format itself: the one codec is
+// storage/kafka_batch.h (layout there), which the store's kKafka segments are written in.
+// Compressed batches (gzip, snappy, lz4, zstd: storage/compression.h) are inflated, bounded,
+// and their records decoded like any others (to check them; the store then keeps the batch as
+// it was sent).
 #pragma once
 
 #include <cstdint>
@@ -82,8 +75,8 @@ struct OutRecord {
   std::string_view headers{};  // a header section (count varint + headers); empty: no headers
 };
 
-// Appends one RecordBatch (producer -1, CreateTime, uncompressed) holding `records`, whose
-// offsets must be consecutive, to `out`.
+// Appends one RecordBatch (producer -1, CreateTime, uncompressed, base_timestamp the first
+// record's) holding `records`, whose offsets must be consecutive, to `out`.
 void encode_batch(std::span<const OutRecord> records, std::string& out);
 
 }  // namespace lionet::kafka

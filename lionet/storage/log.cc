@@ -170,7 +170,7 @@ Result<void> Log::recover() {
                                    : active_index_capacity();
     BatchFormat format = opt_.batch_format;  // an empty file's
     if (*size > 0) {
-      char first[detail::kKafkaHeaderBytes];
+      char first[kKafkaHeaderBytes];
       auto n = (*f)->pread(first, sizeof first, 0);
       if (!n) return n.error();
       format = detail::detect_format(first, *n, bases[i]);
@@ -294,7 +294,7 @@ Result<int64_t> Log::append_batch(std::span<const Record> records) {
   const BatchFormat fmt = opt_.batch_format;  // the active segment's (adopt_format sees to it)
   if (fmt == BatchFormat::kKafka) {
     for (const Record& r : records) {
-      if (!r.headers.empty() && !detail::kafka_headers_valid(r.headers)) return make_error_code(Errc::kInvalidArgument);
+      if (!r.headers.empty() && !kafka_headers_valid(r.headers)) return make_error_code(Errc::kInvalidArgument);
     }
   }
   const std::size_t len = detail::encoded_size(fmt, records, now);
@@ -319,7 +319,7 @@ Result<int64_t> Log::append_kafka_batches(std::span<const std::string_view> batc
   for (std::size_t i = 0; i < batches.size(); i++) {
     const std::string_view b = batches[i];
     if (b.size() > opt_.max_batch_bytes) return make_error_code(Errc::kRecordTooLarge);
-    if (b.size() < detail::kKafkaHeaderBytes) return make_error_code(Errc::kInvalidArgument);
+    if (b.size() < kKafkaHeaderBytes) return make_error_code(Errc::kInvalidArgument);
     const detail::BatchHeader h = detail::read_kafka_header(b.data());
     if (h.length != b.size() || !detail::kafka_batch_valid(b.data(), h, opt_.max_batch_bytes)) {
       return make_error_code(Errc::kInvalidArgument);
@@ -356,7 +356,7 @@ Result<int64_t> Log::append_kafka_batches(std::span<const std::string_view> batc
     char* p = encode_buf_.data() + at;
     std::memcpy(p, batches[i].data(), batches[i].size());
     const uint32_t n = detail::read_kafka_header(p).record_count;
-    detail::stamp_kafka_batch(p, batches[i].size(), next, max_ts[i]);
+    stamp_kafka_batch(p, batches[i].size(), next, max_ts[i]);
     written[i] = Written{next, next + n, at, static_cast<uint32_t>(batches[i].size()), max_ts[i]};
     next += n;
     at += static_cast<uint32_t>(batches[i].size());
@@ -531,7 +531,7 @@ Result<void> Log::truncate_to(int64_t offset) {
   int64_t off = seg->base_offset() + e.rel_offset;
   const BatchFormat fmt = seg->format();
   const std::size_t hn = detail::header_bytes(fmt);
-  char hdr[detail::kKafkaHeaderBytes];
+  char hdr[kKafkaHeaderBytes];
   detail::BatchHeader h;
   for (;;) {
     auto r = seg->file().pread(hdr, hn, pos);

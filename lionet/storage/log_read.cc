@@ -216,17 +216,17 @@ Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_byte
   std::size_t win_have = 0;
   // The header of the batch at `at` if it is one that begins with `expect`.
   auto header_at = [&](uint64_t at, int64_t expect, BatchHeader& h) -> Result<bool> {
-    if (at >= limit || limit - at < detail::kKafkaHeaderBytes) return false;
-    if (at < win_pos || at + detail::kKafkaHeaderBytes > win_pos + win_have) {
+    if (at >= limit || limit - at < kKafkaHeaderBytes) return false;
+    if (at < win_pos || at + kKafkaHeaderBytes > win_pos + win_have) {
       auto r = seg->file().pread(win, static_cast<std::size_t>(std::min<uint64_t>(kWindow, limit - at)), at);
       if (!r) return r.error();
       win_pos = at;
       win_have = *r;
-      if (win_have < detail::kKafkaHeaderBytes) return false;
+      if (win_have < kKafkaHeaderBytes) return false;
     }
     const char* p = win + (at - win_pos);
     h = detail::read_kafka_header(p);
-    return h.base_offset == expect && p[16] == 2 && h.length >= detail::kKafkaMinBatchBytes &&
+    return h.base_offset == expect && p[16] == 2 && h.length >= kKafkaMinBatchBytes &&
            h.length <= opt_.max_batch_bytes && h.length <= limit - at;
   };
   // Start points as read_segment's: the hint, else the index entry, else the segment's start.

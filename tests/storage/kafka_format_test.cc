@@ -21,6 +21,7 @@
 #include "lionet/storage/compression.h"
 #include "lionet/storage/crc32c.h"
 #include "lionet/storage/detail/kafka_format.h"
+#include "lionet/storage/kafka_batch.h"
 #include "lionet/storage/file_system.h"
 #include "lionet/storage/log.h"
 #include "tests/storage/storage_test_util.h"
@@ -99,8 +100,8 @@ void fix_crc(std::string& b) { store_be<uint32_t>(b.data() + 17, crc32c(0, b.dat
 
 // The batch with its records section compressed with `codec` (attributes, length and CRC set).
 std::string compressed(const std::string& plain, int codec) {
-  std::string out = plain.substr(0, detail::kKafkaHeaderBytes);
-  EXPECT_TRUE(compress(codec, std::string_view(plain).substr(detail::kKafkaHeaderBytes), out)) << codec;
+  std::string out = plain.substr(0, kKafkaHeaderBytes);
+  EXPECT_TRUE(compress(codec, std::string_view(plain).substr(kKafkaHeaderBytes), out)) << codec;
   store_be<int16_t>(out.data() + 21, static_cast<int16_t>(codec));
   store_be<int32_t>(out.data() + 8, static_cast<int32_t>(out.size() - 12));
   fix_crc(out);
@@ -1030,8 +1031,8 @@ TEST(StorageKafkaFormat, TruncateWhosePlainRewriteExceedsMaxBatchBytesLosesNothi
     // a plain batch it makes 61 + 65502 > 65536.
     const std::vector<Rec> recs = {Rec{0, 1000, "k", std::string(65490, 'a'), ""}, Rec{1, 1001, "k", "b", ""}};
     const std::string plain = kafka_batch(recs);
-    ASSERT_LE(plain.size() - detail::kKafkaHeaderBytes, o.max_batch_bytes);
-    ASSERT_GT(detail::kKafkaHeaderBytes + (plain.size() - detail::kKafkaHeaderBytes - 8), o.max_batch_bytes);
+    ASSERT_LE(plain.size() - kKafkaHeaderBytes, o.max_batch_bytes);
+    ASSERT_GT(kKafkaHeaderBytes + (plain.size() - kKafkaHeaderBytes - 8), o.max_batch_bytes);
     const std::string in = compressed(plain, codec);
     auto log = Log::open(d.path(), o).value();
     const std::vector<std::string_view> span = {in};
