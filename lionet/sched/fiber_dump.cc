@@ -10,6 +10,10 @@
 #include <cstring>
 #include <mutex>
 #include <tuple>
+#include <exception>
+#include <string>
+
+#include <spdlog/spdlog.h>
 
 #include "lionet/fiber/fiber_registry.h"
 #include "lionet/sched/detail/coarse_clock.h"
@@ -168,6 +172,27 @@ void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDu
   out += format_fiber_groups(std::move(fibers), options, now_coarse, now_fine);
 }
 }  // namespace
+
+// `fiber 7 "name"`, or `fiber 7` when it has no name.
+std::string describe_fiber(const Fiber& f) {
+  std::string s = "fiber " + std::to_string(f.id());
+  if (!f.name().empty()) s += " \"" + f.name() + "\"";
+  return s;
+}
+
+// An exception a joiner will receive is that joiner's to handle: debug. One nobody can receive
+// (a detached fiber, or a handle dropped without join()) is a warning: it would go unseen.
+void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool joinable) {
+  const auto level = joinable ? spdlog::level::debug : spdlog::level::warn;
+  const char* what = joinable ? "ended with an exception its join() rethrows" : "ended with an uncaught exception";
+  try {
+    std::rethrow_exception(ex);
+  } catch (const std::exception& e) {
+    spdlog::log(level, "{} {}: {}", describe_fiber(f), what, e.what());
+  } catch (...) {
+    spdlog::log(level, "{} {} (not a std::exception)", describe_fiber(f), what);
+  }
+}
 
 void register_scheduler(SchedulerImpl* s) {
   std::lock_guard<std::mutex> lk(schedulers_mu());

@@ -1,4 +1,6 @@
-// lionet/sched/scheduler.cc: workers, run queues, switching, idle parking, shutdown.
+// lionet/sched/scheduler.cc: workers running fibers: switching, run queues, spawning, joining.
+// Idle workers (sleeping, searching, the driver's poller) are idle.cc; construction, stop and
+// the public Scheduler object are lifecycle.cc. The protocols of all three are written here.
 //
 // PROTOCOLS (written once, here, where they run)
 //
@@ -69,6 +71,10 @@
 //    fibers alive, and ~Scheduler leaks the scheduler (parked fibers' wait nodes may still be
 //    linked into objects that outlive it). Fibers that make progress are always waited for.
 //
+// 7. Timers (timer.cc) belong to the worker that armed them and are checked at every slow
+//    tick (kSlowTickInterval scheduling points) and before the worker sleeps; cancel() is
+//    thread-safe.
+//
 // 8. Driver (driver.h, the IO reactor's seam). An idle worker that wins `polling` waits in
 //    driver->wait(deadline of its earliest timer) instead of its futex; it is still registered
 //    as a sleeper, and Worker::wake() reaches it through driver->wake() (in_driver and
@@ -102,9 +108,6 @@
 //    pushed work itself within one round. It checks `stopping` each round and then goes
 //    through park_idle as before, so shutdown (6) and parking (4) are unchanged.
 //
-// 7. Timers (timer.cc) belong to the worker that armed them and are checked at every slow
-//    tick (kSlowTickInterval scheduling points) and before the worker sleeps; cancel() is
-//    thread-safe.
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
@@ -127,18 +130,12 @@
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/park.h"
 
-// io/ defines it (driver.h); weak: sched/ must link without io/.
-extern "C" lionet::Driver* lionet_make_io_driver(lionet::Scheduler& sched, const lionet::IoOptions& options)
-    __attribute__((weak));
-
 namespace lionet {
 namespace detail {
 constinit thread_local Worker* t_worker = nullptr;
 
 namespace {
 
-constexpr uint32_t kUnparkedMask = 0xffff;
-constexpr uint32_t kSearchingOne = 1u << 16;
 constexpr uint32_t kMaxLifoStreak = 3;
 // The slow tick (Worker::slow_tick) comes every kSlowTickInterval scheduling points: the coarse
 // clock and timers then; the inject queue every kInjectCheckEvery slow ticks; the driver every
@@ -152,16 +149,6 @@ constexpr int64_t kDriverPollMaxNs = 1'000'000;
 constexpr uint32_t kPublishBackoffMax = 64;  // slow ticks between wakes that found nothing to steal
 constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
 
-uint32_t searching_of(uint32_t s) { return s >> 16; }
-
-// CPUs in this thread's affinity mask (what taskset or a cgroup cpuset allows).
-std::size_t allowed_cpus() noexcept {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
-}
-uint32_t unparked_of(uint32_t s) { return s & kUnparkedMask; }
 
 // A kCanary stack's canary is checked whenever its fiber switches out (guard pages need no check:
 // the kernel reports those). One byte compare for the others: measured in fiber_bench.
@@ -191,25 +178,11 @@ void fiber_entry(Transfer t) {
 
 }  // namespace
 
-// `fiber 7 "name"`, or `fiber 7` when it has no name.
-std::string describe_fiber(const Fiber& f) {
-  std::string s = "fiber " + std::to_string(f.id());
-  if (!f.name().empty()) s += " \"" + f.name() + "\"";
-  return s;
-}
-
-// An exception a joiner will receive is that joiner's to handle: debug. One nobody can receive
-// (a detached fiber, or a handle dropped without join()) is a warning: it would go unseen.
-void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool joinable) {
-  const auto level = joinable ? spdlog::level::debug : spdlog::level::warn;
-  const char* what = joinable ? "ended with an exception its join() rethrows" : "ended with an uncaught exception";
-  try {
-    std::rethrow_exception(ex);
-  } catch (const std::exception& e) {
-    spdlog::log(level, "{} {}: {}", describe_fiber(f), what, e.what());
-  } catch (...) {
-    spdlog::log(level, "{} {} (not a std::exception)", describe_fiber(f), what);
-  }
+std::size_t allowed_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
 }
 
 namespace {
@@ -304,22 +277,6 @@ std::string thread_name(const std::string& base, int index) {
   return n.substr(0, 15);  // the kernel's limit
 }
 }  // namespace
-
-// SchedulerOptions::threads with 0 resolved to the CPUs this process may run on.
-int resolved_threads(const SchedulerOptions& o) noexcept {
-  return o.threads > 0 ? o.threads : static_cast<int>(allowed_cpus());
-}
-
-// max_stack_memory counts live fibers' stacks (checked in submit()); the mappings may go beyond
-// it by what the workers' caches hold and what reservation batches keep ahead, so that stacks
-// idle in one worker's cache never make a spawn fail.
-std::size_t stack_mapping_cap(const SchedulerOptions& o) noexcept {
-  if (!o.max_stack_memory) return 0;
-  const std::size_t stride = StackPool::stride(o.stack_size);
-  const std::size_t slack =
-      static_cast<std::size_t>(resolved_threads(o)) * (o.stack_cache_per_worker + 2 * Worker::kStackCreditBatch);
-  return (o.max_stack_memory / stride + slack) * stride;
-}
 
 [[gnu::noinline]] Worker* current_worker() noexcept {
   asm volatile("" ::: "memory");  // not `pure`: a fiber may resume on another thread
@@ -699,203 +656,7 @@ void Worker::push_pinned(Fiber* f) noexcept {
   if (current_worker() != this) wake();
 }
 
-void Worker::wake() noexcept {
-  // seq_cst: with in_driver, a Dekker pair (protocol 8). The futex call only if it may sleep.
-  if (wake_word.exchange(1, std::memory_order_seq_cst) != 0) return;
-  if (in_driver.load(std::memory_order_seq_cst)) {
-    // Protocol 8b: announce ourselves before reading `driver`, so set_driver() waits for us.
-    sched->driver_wakers.fetch_add(1, std::memory_order_seq_cst);
-    if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->wake();
-    sched->driver_wakers.fetch_sub(1, std::memory_order_release);
-  } else {
-    futex_wake(&wake_word, 1);
-  }
-}
-
-bool Worker::poll_driver() noexcept {
-  if (!sched->driver.load(std::memory_order_relaxed) || sched->polling.load(std::memory_order_relaxed) ||
-      sched->polling.exchange(true, std::memory_order_seq_cst))
-    return false;
-  // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
-  bool events = false;
-  if (Driver* d = sched->take_driver()) events = d->poll();
-  sched->release_polling();
-  return events;
-}
-
-void Worker::maybe_fire_timers() noexcept {
-  if (!timers.empty()) timers.fire_due(now());
-}
-
-Fiber* Worker::poll_before_sleep() noexcept {
-  if (!sched->driver.load(std::memory_order_relaxed)) return nullptr;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(idle_poll_ns);
-  do {
-    maybe_fire_timers();
-    if (poll_driver() || lifo_slot || sched->has_visible_work(*this)) {  // the latter sees our ring too
-      if (Fiber* f = find_work()) return f;
-    }
-    if (sched->stopping.load(std::memory_order_relaxed)) break;
-    cpu_relax();
-  } while (std::chrono::steady_clock::now() < until);
-  coarse_now_ns = coarse_monotonic_ns();
-  return nullptr;
-}
-
-void Worker::park_idle() noexcept {
-  maybe_fire_timers();
-  drain_handback();
-  if (lifo_slot || mine_head || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire))
-    return;
-  sched->register_sleeper(*this);
-  if (sched->has_visible_work(*this) ||
-      (sched->stopping.load(std::memory_order_seq_cst) && (sched->alive() == 0 || sched->abandoned.load()))) {
-    sched->unregister_sleeper(*this);
-    return;
-  }
-  const TimePoint deadline = timers.next_deadline();
-  parks.inc();
-  Driver* d = nullptr;
-  if (sched->driver.load(std::memory_order_relaxed) && !sched->polling.exchange(true, std::memory_order_seq_cst)) {
-    // Protocol 8b: the driver as of after taking `polling` (set_driver may just have removed it).
-    d = sched->take_driver();
-    if (!d) sched->release_polling();
-  }
-  if (d) {
-    in_driver.store(true, std::memory_order_seq_cst);
-    if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
-    in_driver.store(false, std::memory_order_seq_cst);
-    sched->release_polling();
-    wake_word.store(0, std::memory_order_release);
-    coarse_now_ns = coarse_monotonic_ns();
-    sched->unregister_sleeper(*this);
-    // Leaving with work: let another idle worker take over watching the driver.
-    if (lifo_slot || !queue.empty()) sched->notify_parked();
-    return;
-  }
-  if (wake_word.load(std::memory_order_acquire) == 0) futex_wait(&wake_word, 0, &deadline);
-  wake_word.store(0, std::memory_order_release);
-  coarse_now_ns = coarse_monotonic_ns();
-  sched->unregister_sleeper(*this);
-}
-
 // ---------------------------------------------------------------- SchedulerImpl
-
-SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
-    : owner(o),
-      opts(std::move(options)),
-      stack_pool(StackPoolOptions{.stack_size = opts.stack_size,
-                                  .protection = opts.stack_protection,
-                                  .guard_page_budget = opts.stack_guard_page_budget,
-                                  .max_reserved_bytes = stack_mapping_cap(opts)}),
-      stack_budget(opts.max_stack_memory ? std::max<std::size_t>(1, opts.max_stack_memory / StackPool::stride(opts.stack_size)) : 0),
-      idle_state(0) {
-  const int n = resolved_threads(opts);
-  LIONET_CHECK(n <= 4096, "SchedulerOptions::threads must be at most 4096");
-  const_cast<SchedulerOptions&>(opts).threads = n;
-  for (int i = 0; i < n; ++i) workers.push_back(std::make_unique<Worker>(this, i, stack_pool));
-  idle_state.store(static_cast<uint32_t>(n), std::memory_order_relaxed);
-  register_scheduler(this);  // for dump_fibers() of every scheduler (fiber_dump.cc)
-}
-
-SchedulerImpl::~SchedulerImpl() {
-  stop();
-  // After stop(): a shutdown that hangs waiting for fibers is exactly when a dump helps.
-  unregister_scheduler(this);  // waits for a dump in progress to finish with us
-  while (external_wakers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-  workers.clear();  // stack caches go back to the pool before the pool dies
-}
-
-void SchedulerImpl::start() {
-  for (auto& w : workers) w->thread = std::thread([w = w.get()] { w->run(); });
-  started = true;
-}
-
-void SchedulerImpl::stop() {
-  std::lock_guard<std::mutex> lk(stop_mu);
-  if (stopped) return;
-  stopping.store(true, std::memory_order_seq_cst);
-  notify_all();
-  if (started) wait_for_workers();
-  for (auto& w : workers)
-    if (w->thread.joinable()) w->thread.join();
-  stopped = true;
-}
-
-Driver* SchedulerImpl::take_driver() noexcept {
-  Driver* d = driver.load(std::memory_order_seq_cst);
-  polling_driver.store(d ? d : no_driver(), std::memory_order_seq_cst);
-  return d;
-}
-
-void SchedulerImpl::release_polling() noexcept {
-  polling_driver.store(nullptr, std::memory_order_seq_cst);
-  polling.store(false, std::memory_order_release);
-}
-
-Driver* SchedulerImpl::no_driver() noexcept {
-  static char tag;  // never dereferenced: an address no driver can have
-  return reinterpret_cast<Driver*>(&tag);
-}
-
-bool SchedulerImpl::all_idle() noexcept {
-  std::lock_guard<std::mutex> lk(sleepers_mu);
-  return sleepers.size() == workers.size() && inject.empty();
-}
-
-// Shutdown, protocol 6's escalation: workers exit once alive() == 0. While they do not, a
-// scheduler whose every worker sleeps has only parked fibers left that no running fiber can
-// wake: after stop_io_grace of that, IO waits are cancelled (the driver's cancel_all); after
-// stop_timeout more, the rest are logged and abandoned (`abandoned` lets workers exit; the
-// owner then leaks the scheduler's memory, which those fibers' waiters may still point into).
-void SchedulerImpl::wait_for_workers() {
-  const auto step = std::chrono::milliseconds(10);
-  // A flag beside the time point, not std::optional: gcc 12 reports a false -Wmaybe-uninitialized
-  // on the optional's payload.
-  bool idle = false;
-  std::chrono::steady_clock::time_point idle_since{};
-  bool io_cancelled = false;
-  std::unique_lock<std::mutex> lk(exit_mu);
-  while (exited < workers.size()) {
-    exit_cv.wait_for(lk, step);
-    if (exited >= workers.size()) break;
-    lk.unlock();
-    const bool idle_now = all_idle() && alive() != 0;
-    const auto t = std::chrono::steady_clock::now();
-    if (!idle_now) {
-      idle = false;
-    } else if (!idle) {
-      idle = true;
-      idle_since = t;
-    } else if (!io_cancelled && opts.stop_io_grace != Duration::max() && t - idle_since >= opts.stop_io_grace) {
-      io_cancelled = true;
-      idle = false;
-      cancel_io_waits();
-    } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - idle_since >= opts.stop_timeout) {
-      spdlog::error("scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
-                    "cancelled; they are abandoned (their memory is leaked):\n{}",
-                    opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
-                    dump_fibers(*owner));
-      abandoned.store(true);
-      notify_all();
-    }
-    lk.lock();
-  }
-}
-
-void SchedulerImpl::cancel_io_waits() noexcept {
-  // Protocol 8b: counted as a waker, so set_driver() cannot destroy the driver under us.
-  driver_wakers.fetch_add(1, std::memory_order_seq_cst);
-  if (Driver* d = driver.load(std::memory_order_seq_cst)) d->cancel_all();
-  driver_wakers.fetch_sub(1, std::memory_order_release);
-}
-
-void SchedulerImpl::throw_stack_budget() const {
-  throw std::system_error(ENOMEM, std::generic_category(),
-                          "lionet: fiber stack memory limit reached: " + std::to_string(stack_budget) + " live fibers x " +
-                              std::to_string(stack_pool.stack_size()) + "-byte stacks fill max_stack_memory " +
-                              std::to_string(opts.max_stack_memory) + " (fiber.max_stack_memory)");
-}
 
 void SchedulerImpl::submit(Fiber* f) {
   Worker* w = current_worker();
@@ -955,72 +716,6 @@ void SchedulerImpl::schedule_woken(Fiber* f, Worker* w) noexcept {
   external_wakers.fetch_sub(1, std::memory_order_release);  // pairs with the destructor's acquire
 }
 
-void SchedulerImpl::notify_parked() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with register_sleeper's RMW
-  const uint32_t n = static_cast<uint32_t>(workers.size());
-  uint32_t s = idle_state.load(std::memory_order_relaxed);
-  if (searching_of(s) != 0 || unparked_of(s) >= n) return;
-  Worker* w = nullptr;
-  {
-    std::lock_guard<std::mutex> lk(sleepers_mu);
-    s = idle_state.load(std::memory_order_relaxed);
-    if (searching_of(s) != 0 || unparked_of(s) >= n || sleepers.empty()) return;
-    w = sleepers.back();
-    sleepers.pop_back();
-    w->sleeping = false;
-    idle_state.fetch_add(1 + kSearchingOne, std::memory_order_seq_cst);  // unparked++, searching++
-  }
-  w->wake();
-}
-
-void SchedulerImpl::notify_all() noexcept {
-  for (auto& w : workers) w->wake();
-}
-
-bool SchedulerImpl::try_begin_search(Worker& w) noexcept {
-  if (w.searching) return true;
-  const uint32_t s = idle_state.load(std::memory_order_seq_cst);
-  if (2 * searching_of(s) >= workers.size()) return false;
-  idle_state.fetch_add(kSearchingOne, std::memory_order_seq_cst);
-  w.searching = true;
-  return true;
-}
-
-bool SchedulerImpl::end_search(Worker& w) noexcept {
-  if (!w.searching) return false;
-  w.searching = false;
-  return searching_of(idle_state.fetch_sub(kSearchingOne, std::memory_order_seq_cst)) == 1;
-}
-
-bool SchedulerImpl::register_sleeper(Worker& w) noexcept {
-  std::lock_guard<std::mutex> lk(sleepers_mu);
-  const uint32_t dec = 1 + (w.searching ? kSearchingOne : 0);
-  const bool last_searcher = w.searching && searching_of(idle_state.load(std::memory_order_relaxed)) == 1;
-  w.searching = false;
-  idle_state.fetch_sub(dec, std::memory_order_seq_cst);
-  w.sleeping = true;
-  sleepers.push_back(&w);
-  return last_searcher;
-}
-
-void SchedulerImpl::unregister_sleeper(Worker& w) noexcept {
-  std::lock_guard<std::mutex> lk(sleepers_mu);
-  if (w.sleeping) {
-    sleepers.erase(std::find(sleepers.begin(), sleepers.end(), &w));
-    w.sleeping = false;
-    idle_state.fetch_add(1, std::memory_order_seq_cst);
-  } else {
-    w.searching = true;  // a notifier popped us and counted us as searching
-  }
-}
-
-bool SchedulerImpl::has_visible_work(const Worker& self) const noexcept {
-  if (!inject.empty() || self.pinned_len.load(std::memory_order_acquire)) return true;
-  for (const auto& w : workers)
-    if (!w->queue.empty()) return true;
-  return false;
-}
-
 uint64_t SchedulerImpl::alive() const noexcept {
   uint64_t finished = 0;
   for (const auto& w : workers) finished += w->finished.get();
@@ -1053,117 +748,6 @@ void join_fiber(Fiber* f) noexcept {
 }  // namespace detail
 
 // ---------------------------------------------------------------- public API
-
-Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<detail::SchedulerImpl>(this, std::move(options))) {
-  if (impl_->opts.io.backend != "none") {
-    if (!&lionet_make_io_driver)
-      throw std::logic_error("lionet::Scheduler: no IO driver is linked in (use io.backend \"none\")");
-    own_driver_.reset(lionet_make_io_driver(*this, impl_->opts.io));  // attaches itself; may throw
-  }
-  impl_->start();
-}
-
-Scheduler::~Scheduler() {
-  stop();
-  if (impl_->abandoned.load()) {
-    // Abandoned fibers may still be listed in wait queues that outlive us (a channel, an fd):
-    // their stacks, the workers and the driver must stay valid, so they are leaked.
-    // Kept reachable (not merely dropped) so that leak checkers see a decision, not a bug.
-    static std::mutex graveyard_mu;
-    static auto* graveyard = new std::vector<std::pair<detail::SchedulerImpl*, Driver*>>;
-    std::lock_guard<std::mutex> lk(graveyard_mu);
-    graveyard->emplace_back(impl_.release(), own_driver_.release());
-    return;
-  }
-  own_driver_.reset();  // detaches itself (set_driver(nullptr))
-}
-
-void Scheduler::stop() {
-  detail::Worker* w = detail::current_worker();
-  if (w && w->sched == impl_.get())
-    throw std::logic_error("lionet::Scheduler::stop called from one of its own fibers (it would wait for itself)");
-  impl_->stop();
-}
-
-void Scheduler::set_driver(Driver* d) noexcept {
-  Driver* old = impl_->driver.exchange(d, std::memory_order_seq_cst);
-  if (old && old != d) {
-    // Protocol 8b: no worker may still be inside `old` when we return (its owner is about to
-    // destroy it). A poller blocked in old->wait() is woken; the wait is a few microseconds.
-    // A poller inside the new driver (a replacement, not a removal) may stay there: only one
-    // inside `old`, or between taking `polling` and saying where it went, is waited for.
-    Driver* const target = d ? d : detail::SchedulerImpl::no_driver();
-    for (;;) {
-      const bool polling = impl_->polling.load(std::memory_order_seq_cst);
-      Driver* in = impl_->polling_driver.load(std::memory_order_seq_cst);
-      if (!impl_->driver_wakers.load(std::memory_order_seq_cst) && (!polling || in == target)) break;
-      if (in == old) old->wake();
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-  impl_->notify_all();  // idle workers re-evaluate where to wait
-}
-
-Driver* Scheduler::driver() const noexcept { return impl_->driver.load(std::memory_order_acquire); }
-
-Scheduler* Scheduler::current() noexcept {
-  detail::Worker* w = detail::current_worker();
-  return w ? w->sched->owner : nullptr;
-}
-
-int Scheduler::threads() const noexcept { return impl_->opts.threads; }
-const SchedulerOptions& Scheduler::options() const noexcept { return impl_->opts; }
-uint64_t Scheduler::alive() const noexcept { return impl_->alive(); }
-
-WorkerStats Scheduler::stats(int worker) const noexcept {
-  const auto& w = *impl_->workers.at(static_cast<size_t>(worker));
-  return WorkerStats{w.spawned.get(),  w.switches.get(),    w.steals.get(),       w.parks.get(),
-                     w.finished.get(), w.fiber_parks.get(), w.fiber_unparks.get()};
-}
-
-WorkerStats Scheduler::total_stats() const noexcept {
-  WorkerStats t;
-  for (int i = 0; i < threads(); ++i) {
-    WorkerStats s = stats(i);
-    t.spawned += s.spawned;
-    t.switches += s.switches;
-    t.steals += s.steals;
-    t.parks += s.parks;
-    t.finished += s.finished;
-    t.fiber_parks += s.fiber_parks;
-    t.fiber_unparks += s.fiber_unparks;
-  }
-  return t;
-}
-
-SchedulerStats Scheduler::stats() const noexcept {
-  const WorkerStats t = total_stats();
-  SchedulerStats s;
-  s.threads = threads();
-  // Created is read after finished (like alive()), so alive = created - finished >= 0.
-  s.fibers_finished = t.finished;
-  s.fibers_created = impl_->external_spawned.load(std::memory_order_seq_cst);
-  for (int i = 0; i < s.threads; ++i) s.fibers_created += stats(i).spawned;
-  s.fibers_alive = s.fibers_created - s.fibers_finished;
-  s.switches = t.switches;
-  s.steals = t.steals;
-  s.fiber_parks = t.fiber_parks;
-  s.fiber_unparks = t.fiber_unparks + impl_->external_unparks.load(std::memory_order_relaxed);
-  s.worker_sleeps = t.parks;
-  const StackPoolStats st = stack_stats();
-  s.stacks_mapped = st.mapped;
-  s.stacks_cached = st.cached;
-  s.stack_bytes_reserved = st.reserved_bytes;
-  return s;
-}
-
-std::size_t Scheduler::trim_stacks(std::size_t keep) noexcept { return impl_->stack_pool.trim(keep); }
-
-StackPoolStats Scheduler::stack_stats() const noexcept {
-  StackPoolStats st = impl_->stack_pool.stats();
-  for (const auto& w : impl_->workers) st.cached += w->stacks.cached();
-  return st;
-}
 
 PinGuard::PinGuard() noexcept {
   Fiber* f = current_fiber();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -175,7 +176,7 @@ class alignas(kCacheLine) Worker {
   void first_run(Fiber* f) noexcept;
   void park_idle() noexcept;
   Fiber* poll_before_sleep() noexcept;  // SchedulerOptions::idle_poll (protocol 9)
-  void maybe_fire_timers() noexcept;
+  void maybe_fire_timers() noexcept;  // inline, below
   bool poll_driver() noexcept;  // true if the driver delivered events
   friend class SchedulerImpl;
 };
@@ -251,6 +252,47 @@ class SchedulerImpl {
   bool all_idle() noexcept;
   void cancel_io_waits() noexcept;
 };
+
+// ---- the idle-state word (protocol 3): idle_state packs (searching << 16) | unparked ----
+inline constexpr uint32_t kUnparkedMask = 0xffff;
+inline constexpr uint32_t kSearchingOne = 1u << 16;
+inline uint32_t searching_of(uint32_t s) noexcept { return s >> 16; }
+inline uint32_t unparked_of(uint32_t s) noexcept { return s & kUnparkedMask; }
+
+// Inline because find_work() and the main loop's spin run them on every idle round; the rest
+// of idle coordination is in idle.cc.
+inline void Worker::maybe_fire_timers() noexcept {
+  if (!timers.empty()) timers.fire_due(now());
+}
+
+inline bool SchedulerImpl::try_begin_search(Worker& w) noexcept {
+  if (w.searching) return true;
+  const uint32_t s = idle_state.load(std::memory_order_seq_cst);
+  if (2 * searching_of(s) >= workers.size()) return false;
+  idle_state.fetch_add(kSearchingOne, std::memory_order_seq_cst);
+  w.searching = true;
+  return true;
+}
+
+inline bool SchedulerImpl::end_search(Worker& w) noexcept {
+  if (!w.searching) return false;
+  w.searching = false;
+  return searching_of(idle_state.fetch_sub(kSearchingOne, std::memory_order_seq_cst)) == 1;
+}
+
+inline bool SchedulerImpl::has_visible_work(const Worker& self) const noexcept {
+  if (!inject.empty() || self.pinned_len.load(std::memory_order_acquire)) return true;
+  for (const auto& w : workers)
+    if (!w->queue.empty()) return true;
+  return false;
+}
+
+// A finished fiber's exception, logged (fiber_dump.cc): debug when a joiner will receive it
+// (joinable), a warning when nobody can.
+void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool joinable);
+
+// CPUs in this thread's affinity mask (what taskset or a cgroup cpuset allows).
+std::size_t allowed_cpus() noexcept;
 
 // The process-wide list of live schedulers that dump_fibers() walks (fiber_dump.cc).
 void register_scheduler(SchedulerImpl* s);
