@@ -1,4 +1,7 @@
-// lionet/http2/server.cc: the HTTP/2 server connection over libnghttp2 (see server.h).
+// lionet/http2/server.cc: the HTTP/2 server connection over libnghttp2 (see server.h): the
+// session's set-up, the connection loop, the nghttp2 callbacks and each request's start.
+// Bodies and flow control are server_body.cc; responding and the access log are
+// server_respond.cc; the types the three share are detail/server_session.h.
 //
 // Locking: mu_ guards the nghttp2 session and every H2Stream field the session's callbacks
 // touch. The connection fiber holds it while it feeds input (mem_recv) and writes output;
@@ -21,204 +24,29 @@
 #include "lionet/http2/server.h"
 
 #include <nghttp2/nghttp2.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
-#include "lionet/http/access_log.h"
-#include "lionet/http/date.h"
-#include "lionet/http/field_block.h"
-#include "lionet/http/headers.h"
-#include "lionet/http2/detail/output.h"
-#include "lionet/http2/detail/sink_stream.h"
+#include "lionet/http2/detail/server_session.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
-#include "lionet/sync/cond_var.h"
-#include "lionet/sync/mutex.h"
-#include "lionet/sync/wait_group.h"
 
-namespace lionet::http2 {
+namespace lionet::http2::detail {
 namespace {
-
-const std::shared_ptr<spdlog::logger>& h2_log() {
-  static const auto lg = log::get("http2");
-  return lg;
-}
 
 constexpr size_t kReadBuffer = 16 * 1024;  // while data flows
 constexpr size_t kIdleReadBuffer = 512;    // until a read fills it (see Session::run)
-constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
-
-class Session;
-void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva);
-
-// One request/response exchange.
-struct H2Stream final : http::detail::BodySource {
-  Session* session = nullptr;
-  int32_t id = 0;
-
-  // Request head: names and values copied into `store`, then viewed by `head`.
-  std::string store;
-  struct Field {
-    uint32_t name_off, name_len, value_off, value_len;
-  };
-  std::vector<Field> fields;
-  int method = -1, path = -1, authority = -1;  // indices into fields (pseudo-headers)
-  size_t header_bytes = 0;
-  bool head_built = false;  // head's views point into store: nothing is appended after
-  http::RequestHead head;
-  http::Request request;
-  http::Response response;
-
-  // Request body (guarded by Session::mu_).
-  std::string body;
-  size_t body_read = 0;
-  bool body_eof = false;
-  bool reset = false;         // closed by the peer or the connection: no more IO
-  bool handler_done = false;  // the handler returned: DATA is consumed and dropped
-  uint64_t body_total = 0;    // DATA bytes received
-  bool body_too_large = false;  // over max_body_bytes: the rest is dropped, reads fail EMSGSIZE
-  CondVar cv;                 // body bytes, writer room, reset
-
-  // Response body source, read by the session (data provider).
-  enum class Src : uint8_t { kNone, kMemory, kFile, kWriter } src = Src::kNone;
-  std::string_view memory;
-  int fd = -1;
-  off_t file_offset = 0;
-  uint64_t file_left = 0;
-  std::string pipe;  // writer bytes not yet framed
-  size_t pipe_read = 0;
-  bool pipe_eof = false;
-  bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
-  bool sending = false;   // a response body is submitted and its end not yet framed
-
-  // Access log (guarded by Session::mu_).
-  TimePoint started{};     // the request's HEADERS frame began
-  uint64_t body_sent = 0;  // DATA payload bytes framed
-  int status_sent = 0;     // the status of the response submitted (0: none)
-  int refused = 0;         // 400: refused as malformed, the handler never ran
-  bool logged = false;
-  std::vector<std::string> resp_names;  // lowercased header names for the nv array
-
-  std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
-  std::string_view field_value(const Field& f) const { return {store.data() + f.value_off, f.value_len}; }
-
-  Result<size_t> read_body(void* buf, size_t n) override;
-  bool body_complete() const noexcept override { return body_eof && body_read == body.size(); }
-};
-
-// A Stream the response body writer writes into (http::BodyWriter needs one).
-class WriterPipe final : public detail::SinkStream {
- public:
-  explicit WriterPipe(std::shared_ptr<H2Stream> st) : st_(std::move(st)) {}
-  using SinkStream::write;
-  Result<size_t> write(const void* buf, size_t n) override;
-
- private:
-  std::shared_ptr<H2Stream> st_;
-};
-
-class Session {
- public:
-  Session(const http::ProtocolHandoff& c, const Options& o) : c_(c), o_(o) {}
-  ~Session() {
-    if (s_) nghttp2_session_del(s_);
-  }
-
-  void run();
-
-  // For handler fibers and pipes (each takes mu_ itself).
-  void respond(const std::shared_ptr<H2Stream>& st);
-  Result<size_t> read_body(H2Stream& st, void* buf, size_t n);
-  Result<size_t> write_pipe(H2Stream& st, const void* buf, size_t n);
-
- private:
-  bool setup();
-  // The stream's access log line, once (mu_ held; see the top of the file).
-  void log_stream(H2Stream& st);
-  // Writes what the session has to send (mu_ held). False once the connection is dead.
-  bool flush();
-  void end();  // mu_ held: every stream reset, waiters woken
-  void start_handler(const std::shared_ptr<H2Stream>& st);
-  // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
-  int build_head(H2Stream& st);
-  void submit(H2Stream& st);
-
-  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user);
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
-                       const uint8_t* value, size_t valuelen, uint8_t flags, void* user);
-  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user);
-  static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len, void* user);
-  static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user);
-  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
-  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
-  static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
-                             nghttp2_data_source* source, void* user);
-  static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
-  static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
-                       nghttp2_data_source* source, void* user);
-
-  std::shared_ptr<H2Stream> find(int32_t id) {
-    auto it = streams_.find(id);
-    return it == streams_.end() ? nullptr : it->second;
-  }
-
-  const http::ProtocolHandoff& c_;
-  const Options& o_;
-  nghttp2_session* s_ = nullptr;
-  Mutex mu_;
-  bool dead_ = false;  // the stream failed or ended: nothing more is written
-  std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
-  WaitGroup handlers_;
-  detail::OutBuf out_;  // output gathered by flush()
-  int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
-  std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
-  // Limits (see Options).
-  int terminate(uint32_t code);      // GOAWAY code, then the connection ends
-  // Writer bytes (or their end) for a stream the session was told to defer: frame them again.
-  void resume(H2Stream& st) {
-    if (!st.deferred) return;
-    st.deferred = false;
-    nghttp2_session_resume_data(s_, st.id);
-  }
-  // GOAWAY NO_ERROR naming `last`: streams above it are refused, the open ones finish.
-  void goaway(int32_t last) {
-    goaway_last_ = last;
-    nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, nullptr, 0);
-    goaway_sent_ = true;
-  }
-  void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
-  bool terminated_ = false;
-  bool write_shut_ = false;
-  bool write_failed_ = false;  // a write to the peer failed: no lingering close
-  bool peer_eof_ = false;  // no more input will come
-  CondVar drained_;        // a handler finished (run() waits for the last ones at end of input)
-  int running_ = 0;        // handler fibers that have not yet submitted their response
-  uint64_t streams_opened_ = 0;
-  bool goaway_sent_ = false;
-  int32_t goaway_last_ = INT32_MAX;  // streams above it are refused once goaway_sent_
-  double reset_tokens_ = 0;
-  TimePoint reset_refill_{};
-  uint32_t continuations_ = 0;       // CONTINUATION frames of the header block being received
-  uint64_t block_bytes_ = 0;         // its size as sent
-  uint32_t empty_frames_ = 0;
-  TimePoint last_write_{};           // the last time flush() wrote bytes
-  uint64_t conn_id_ = 0;             // for fiber names
-  http::AccessLog* const alog_ = c_.options.access_log.get();  // null: no access log
-  http::RemoteAddr peer_;            // the client, for the access log (looked up once)
-  bool peer_known_ = false;
-};
 
 std::atomic<uint64_t> g_connections{0};
+
+}  // namespace
 
 // ---- session set-up and the connection loop ---------------------------------------------
 
@@ -505,27 +333,6 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
   }
 }
 
-int Session::on_data_chunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t len, void* user) {
-  auto* self = static_cast<Session*>(user);
-  auto st = self->find(id);
-  if (st && !st->handler_done) {
-    st->body_total += len;
-    if (st->body_total > self->c_.options.limits.max_body_bytes && !st->body_too_large) {
-      st->body_too_large = true;  // the handler's next read fails with EMSGSIZE
-      st->cv.notify_all();
-    }
-  }
-  if (!st || st->handler_done || st->body_too_large) {
-    // Nobody will read it: give the window back at once.
-    if (st) nghttp2_session_consume(self->s_, id, len);
-    else nghttp2_session_consume_connection(self->s_, len);
-    return 0;
-  }
-  st->body.append(reinterpret_cast<const char*>(data), len);
-  st->cv.notify_all();
-  return 0;
-}
-
 int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user) {
   auto* self = static_cast<Session*>(user);
   auto it = self->streams_.find(id);
@@ -617,124 +424,6 @@ int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* u
   return 0;
 }
 
-ssize_t Session::read_source(nghttp2_session* session, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
-                             nghttp2_data_source* source, void*) {
-  auto* st = static_cast<H2Stream*>(source->ptr);
-  ssize_t n = read_body_source(st, buf, length, flags);
-  if (*flags & NGHTTP2_DATA_FLAG_EOF) {
-    st->sending = false;
-    const std::string& trailers = st->response.trailer_block();
-    if (!trailers.empty()) {
-      // The stream ends with a HEADERS frame of trailers instead of END_STREAM on this DATA.
-      std::vector<std::string> names;
-      std::vector<nghttp2_nv> nva;
-      header_fields(trailers, names, nva);
-      if (nghttp2_submit_trailer(session, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    }
-  }
-  return n;
-}
-
-ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags) {
-  switch (st->src) {
-    case H2Stream::Src::kMemory: {
-      // NO_COPY: send_data() puts the bytes straight into the output (no copy into nghttp2).
-      size_t n = std::min(length, st->memory.size());
-      if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-      if (n == st->memory.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-      return static_cast<ssize_t>(n);
-    }
-    case H2Stream::Src::kFile: {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(length, st->file_left));
-      if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-      if (n == st->file_left) *flags |= NGHTTP2_DATA_FLAG_EOF;
-      return static_cast<ssize_t>(n);
-    }
-    case H2Stream::Src::kWriter: {
-      size_t avail = st->pipe.size() - st->pipe_read;
-      if (avail == 0) {
-        if (st->pipe_eof) {
-          *flags |= NGHTTP2_DATA_FLAG_EOF;
-          return 0;
-        }
-        st->deferred = true;
-        return NGHTTP2_ERR_DEFERRED;
-      }
-      size_t n = std::min(length, avail);
-      std::memcpy(buf, st->pipe.data() + st->pipe_read, n);
-      st->pipe_read += n;
-      if (st->pipe_read == st->pipe.size()) {
-        st->pipe.clear();
-        st->pipe_read = 0;
-        if (st->pipe_eof) *flags |= NGHTTP2_DATA_FLAG_EOF;
-      }
-      st->cv.notify_all();  // room for the writer
-      return static_cast<ssize_t>(n);
-    }
-    case H2Stream::Src::kNone:
-      break;
-  }
-  *flags |= NGHTTP2_DATA_FLAG_EOF;
-  return 0;
-}
-
-// A DATA frame of a memory or file body (NGHTTP2_DATA_FLAG_NO_COPY), called inside
-// mem_send: its header, then its payload, appended in order to what flush() has gathered.
-// Memory is copied once, into the output; a file's payload is pread straight into the output
-// (no copy through nghttp2's frame buffer). Decision, measured (h2load -c 16, 1 MiB file, one
-// worker): pread into the output 1929 req/s h2 / 4257 h2c; the old copy through nghttp2 1747 /
-// 3829; sendfile per DATA frame (header written, then sendfile of the payload: two system
-// calls per 16 KiB frame) 1356 / 1669, and no better when the client allows 1 MiB frames
-// (nghttp2 caps DATA at 16 KiB unless the session's frame buffer grows to the frame's size).
-int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
-                       nghttp2_data_source* source, void* user) {
-  auto* self = static_cast<Session*>(user);
-  auto* st = static_cast<H2Stream*>(source->ptr);
-  detail::OutBuf& out = self->out_;
-  const size_t frame_start = out.size();
-  out.append(framehd, 9);
-  size_t padlen = frame->data.padlen;  // 0: we never ask for padding
-  if (padlen > 0) *out.grow(1) = static_cast<char>(padlen - 1);
-  if (st->src == H2Stream::Src::kMemory) {
-    out.append(st->memory.data(), length);
-    st->memory.remove_prefix(length);
-  } else {
-    char* at = out.grow(length);
-    size_t done = 0;
-    while (done < length) {
-      ssize_t n = ::pread(st->fd, at + done, length - done, st->file_offset + static_cast<off_t>(done));
-      if (n <= 0) {
-        out.resize_down(frame_start);  // the file shrank: this frame is dropped, the stream reset
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-      }
-      done += static_cast<size_t>(n);
-    }
-    st->file_offset += static_cast<off_t>(length);
-    st->file_left -= length;
-  }
-  if (padlen > 1) std::memset(out.grow(padlen - 1), 0, padlen - 1);
-  return 0;
-}
-
-// Appends the fields of an HTTP/1-style block ("Name: value\r\n" lines, as Response keeps
-// them) to nva, names lowercased into `names` (reserved here, so it does not move while nva
-// points into it; it must outlive nva), without the connection-specific fields that have no
-// meaning in HTTP/2 (RFC 9113 8.2.2) and without Content-Length (the caller adds its own).
-void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva) {
-  size_t lines = 0;
-  for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
-  names.reserve(names.size() + lines);
-  http::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    std::string name(n);
-    for (char& ch : name) ch = http::ascii_lower(ch);
-    if (http::is_hop_by_hop(name) || name == "content-length") return true;  // RFC 9113 8.2.2
-    names.push_back(std::move(name));
-    nva.push_back(detail::nv(names.back(), value));
-    return true;
-  });
-}
-
 // ---- requests -----------------------------------------------------------------------------
 
 int Session::build_head(H2Stream& st) {
@@ -814,211 +503,12 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
   }
 }
 
-Result<size_t> H2Stream::read_body(void* buf, size_t n) { return session->read_body(*this, buf, n); }
+}  // namespace lionet::http2::detail
 
-Result<size_t> Session::read_body(H2Stream& st, void* buf, size_t n) {
-  std::unique_lock lk(mu_);
-  TimePoint deadline = now() + c_.options.body_timeout;
-  auto ready = [&] {
-    return st.body_read < st.body.size() || st.body_eof || st.reset || st.body_too_large || peer_eof_;
-  };
-  if (!st.cv.wait_until(lk, deadline, ready)) return errno_error(ETIMEDOUT);
-  if (st.body_too_large) return errno_error(EMSGSIZE);
-  size_t k = std::min(n, st.body.size() - st.body_read);
-  if (k == 0) {
-    if ((st.reset || peer_eof_) && !st.body_eof) return errno_error(ECONNABORTED);
-    return size_t{0};
-  }
-  std::memcpy(buf, st.body.data() + st.body_read, k);
-  st.body_read += k;
-  if (st.body_read == st.body.size()) {
-    st.body.clear();
-    st.body_read = 0;
-  }
-  if (!dead_ && !st.reset) {
-    nghttp2_session_consume(s_, st.id, k);  // WINDOW_UPDATE: the client may send k more
-    flush();
-  }
-  return k;
-}
-
-// ---- responses ----------------------------------------------------------------------------
-
-void Session::respond(const std::shared_ptr<H2Stream>& sp) {
-  H2Stream& st = *sp;
-  http::Response& res = st.response;
-  std::unique_lock lk(mu_);
-  st.handler_done = true;
-  if (!dead_ && !st.reset && st.body.size() > st.body_read) {
-    nghttp2_session_consume(s_, st.id, st.body.size() - st.body_read);  // unread body: window back
-  }
-  st.body.clear();
-  st.body_read = 0;
-  if (dead_ || st.reset) return;
-  if (st.body_too_large && res.status() < 400) {
-    // As over HTTP/1.1: a body over max_body_bytes is answered 413 unless the handler chose
-    // an error itself.
-    res.reset();
-    res.reply(413, kBodyOverLimit);
-  }
-  if (res.has_takeover() || res.status() == 101) [[unlikely]] {
-    // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
-    // 8441's extended CONNECT (WebSocket over a stream) is not supported.
-    res.reset();
-    res.reply(501, "Not Implemented: this resource switches protocols (101), which needs HTTP/1.1; "
-                   "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
-  }
-  submit(st);
-  bool writer = st.src == H2Stream::Src::kWriter;
-  if (running_ > 1) {
-    // Other handlers of this connection are still running (a client with many streams in
-    // flight): let the ones that are ready submit first, so one write carries several
-    // responses (one system call and one TLS record instead of one each). A slow handler
-    // holds nobody back: this waits for one turn of the scheduler, not for the others.
-    lk.unlock();
-    this_fiber::yield();
-    lk.lock();
-    if (dead_ || st.reset) return;
-  }
-  flush();
-  if (!writer) return;
-  lk.unlock();
-  // The body writer runs in this fiber, after the response head was submitted.
-  WriterPipe pipe(sp);
-  http::BodyWriter bw(pipe, /*chunked=*/false, {});
-  bool ok = false;
-  try {
-    ok = static_cast<bool>(res.writer()(bw));
-  } catch (const std::exception& e) {
-    LIONET_LOG_ERROR(h2_log(), "body writer threw on stream {}: {}", st.id, e.what());
-  }
-  lk.lock();
-  if (dead_ || st.reset) return;
-  if (!ok) {
-    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
-  } else {
-    st.pipe_eof = true;
-    resume(st);
-  }
-  flush();
-}
-
-void Session::submit(H2Stream& st) {
-  http::Response& res = st.response;
-  const bool head_only = st.head.method == "HEAD";
-  const int status = res.status();
-  const bool no_body = head_only || status == 204 || status == 304 || (status >= 100 && status < 200);
-  char status_buf[4];
-  std::snprintf(status_buf, sizeof status_buf, "%03d", status >= 100 && status <= 999 ? status : 500);
-
-  std::vector<nghttp2_nv> nva;
-  st.resp_names.clear();
-  auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
-  add(":status", std::string_view(status_buf, 3));
-  std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n"
-  if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
-  if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
-  header_fields(res.header_block(), st.resp_names, nva);
-
-  std::optional<uint64_t> size = res.body_size();
-  char len_buf[24];
-  if (size && status >= 200 && status != 204) {
-    int k = std::snprintf(len_buf, sizeof len_buf, "%llu", static_cast<unsigned long long>(*size));
-    add("content-length", std::string_view(len_buf, static_cast<size_t>(k)));
-  }
-
-  const bool has_trailers = !res.trailer_block().empty();  // sent after the body, so a body it is
-  nghttp2_data_provider prd{};
-  prd.source.ptr = &st;
-  prd.read_callback = read_source;
-  const nghttp2_data_provider* use = nullptr;
-  if (!no_body) {
-    switch (res.body_type()) {
-      case http::Response::BodyType::kMemory:
-      case http::Response::BodyType::kView:
-        st.src = H2Stream::Src::kMemory;
-        st.memory = res.body_view();
-        if (!st.memory.empty() || has_trailers) use = &prd;
-        break;
-      case http::Response::BodyType::kFile:
-        st.src = H2Stream::Src::kFile;
-        st.fd = res.file_fd();
-        st.file_offset = res.file_offset();
-        st.file_left = res.file_length();
-        if (st.file_left > 0 || has_trailers) use = &prd;
-        break;
-      case http::Response::BodyType::kWriter:
-        st.src = H2Stream::Src::kWriter;
-        use = &prd;
-        break;
-    }
-  }
-  st.sending = use != nullptr;
-  int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
-  if (rv == 0) st.status_sent = status >= 100 && status <= 999 ? status : 500;
-  if (rv != 0) {
-    LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
-    st.src = H2Stream::Src::kNone;
-    st.sending = false;
-  }
-}
-
-Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {
-  std::unique_lock lk(mu_);
-  const auto* p = static_cast<const char*>(buf);
-  size_t done = 0;
-  while (done < n) {
-    TimePoint deadline = now() + c_.options.write_timeout;
-    if (!st.cv.wait_until(lk, deadline, [&] {
-          return dead_ || st.reset || st.pipe.size() - st.pipe_read < o_.writer_buffer;
-        })) {
-      return errno_error(ETIMEDOUT);
-    }
-    if (dead_ || st.reset) return errno_error(ECONNRESET);
-    size_t room = o_.writer_buffer - (st.pipe.size() - st.pipe_read);
-    size_t k = std::min(room, n - done);
-    st.pipe.append(p + done, k);
-    done += k;
-    resume(st);
-    if (!flush()) return errno_error(ECONNRESET);
-  }
-  return n;
-}
-
-Result<size_t> WriterPipe::write(const void* buf, size_t n) { return st_->session->write_pipe(*st_, buf, n); }
-
-void Session::log_stream(H2Stream& st) {
-  if (!alog_ || st.logged) return;
-  st.logged = true;
-  if (!st.head_built && !st.refused) return;  // no request: refused after GOAWAY, over a header limit
-  if (!peer_known_) {
-    peer_known_ = true;
-    if (c_.info && c_.info->socket)
-      if (auto a = c_.info->socket->peer_address()) peer_.set(*a);
-  }
-  auto field = [&](int i) {
-    return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]);
-  };
-  http::AccessLogEntry e;
-  e.remote_addr = peer_.view();
-  e.method = field(st.method);
-  e.target = field(st.path);
-  e.protocol = "HTTP/2.0";  // as nginx writes it
-  e.status = st.status_sent ? st.status_sent : st.refused ? st.refused : 499;
-  e.body_bytes_sent = st.body_sent;
-  e.request_time = now() - st.started;
-  if (st.head_built) {
-    e.referer = st.head.headers.get("referer");
-    e.user_agent = st.head.headers.get("user-agent");
-  }
-  if (c_.options.tcp.name != "tcp") e.server = c_.options.tcp.name;
-  alog_->log(e);
-}
-
-}  // namespace
+namespace lionet::http2 {
 
 void serve_connection(const http::ProtocolHandoff& conn, const Options& h2) {
-  Session session(conn, h2);
+  detail::Session session(conn, h2);
   session.run();
 }
 

@@ -1,0 +1,219 @@
+// lionet/http2/detail/server_session.h: the HTTP/2 server's private types, shared by its three
+// files: H2Stream (one request/response exchange), WriterPipe (the Stream a body writer writes
+// into) and Session (one connection and its nghttp2 session), with the helpers more than one of
+// them uses (h2_log, kBodyOverLimit, header_fields). Session's members are defined in server.cc
+// (set-up, the connection loop, the nghttp2 callbacks, requests), server_body.cc (bodies and
+// flow control) and server_respond.cc (responses, the access log); locking, the access log and
+// lifetimes are described at the top of server.cc. Internal to http2/: serve_connection() in
+// server.h is the public entry.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "lionet/base/clock.h"
+#include "lionet/http/access_log.h"
+#include "lionet/http/field_block.h"
+#include "lionet/http/headers.h"
+#include "lionet/http2/detail/output.h"
+#include "lionet/http2/detail/sink_stream.h"
+#include "lionet/http2/server.h"
+#include "lionet/log/log.h"
+#include "lionet/sync/cond_var.h"
+#include "lionet/sync/mutex.h"
+#include "lionet/sync/wait_group.h"
+
+namespace lionet::http2::detail {
+
+inline const std::shared_ptr<spdlog::logger>& h2_log() {
+  static const auto lg = log::get("http2");
+  return lg;
+}
+
+inline constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
+
+class Session;
+
+// Appends the fields of an HTTP/1-style block ("Name: value\r\n" lines, as Response keeps
+// them) to nva, names lowercased into `names` (reserved here, so it does not move while nva
+// points into it; it must outlive nva), without the connection-specific fields that have no
+// meaning in HTTP/2 (RFC 9113 8.2.2) and without Content-Length (the caller adds its own).
+inline void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva) {
+  size_t lines = 0;
+  for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
+  names.reserve(names.size() + lines);
+  http::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    std::string name(n);
+    for (char& ch : name) ch = http::ascii_lower(ch);
+    if (http::is_hop_by_hop(name) || name == "content-length") return true;  // RFC 9113 8.2.2
+    names.push_back(std::move(name));
+    nva.push_back(detail::nv(names.back(), value));
+    return true;
+  });
+}
+
+// One request/response exchange.
+struct H2Stream final : http::detail::BodySource {
+  Session* session = nullptr;
+  int32_t id = 0;
+
+  // Request head: names and values copied into `store`, then viewed by `head`.
+  std::string store;
+  struct Field {
+    uint32_t name_off, name_len, value_off, value_len;
+  };
+  std::vector<Field> fields;
+  int method = -1, path = -1, authority = -1;  // indices into fields (pseudo-headers)
+  size_t header_bytes = 0;
+  bool head_built = false;  // head's views point into store: nothing is appended after
+  http::RequestHead head;
+  http::Request request;
+  http::Response response;
+
+  // Request body (guarded by Session::mu_).
+  std::string body;
+  size_t body_read = 0;
+  bool body_eof = false;
+  bool reset = false;         // closed by the peer or the connection: no more IO
+  bool handler_done = false;  // the handler returned: DATA is consumed and dropped
+  uint64_t body_total = 0;    // DATA bytes received
+  bool body_too_large = false;  // over max_body_bytes: the rest is dropped, reads fail EMSGSIZE
+  CondVar cv;                 // body bytes, writer room, reset
+
+  // Response body source, read by the session (data provider).
+  enum class Src : uint8_t { kNone, kMemory, kFile, kWriter } src = Src::kNone;
+  std::string_view memory;
+  int fd = -1;
+  off_t file_offset = 0;
+  uint64_t file_left = 0;
+  std::string pipe;  // writer bytes not yet framed
+  size_t pipe_read = 0;
+  bool pipe_eof = false;
+  bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
+  bool sending = false;   // a response body is submitted and its end not yet framed
+
+  // Access log (guarded by Session::mu_).
+  TimePoint started{};     // the request's HEADERS frame began
+  uint64_t body_sent = 0;  // DATA payload bytes framed
+  int status_sent = 0;     // the status of the response submitted (0: none)
+  int refused = 0;         // 400: refused as malformed, the handler never ran
+  bool logged = false;
+  std::vector<std::string> resp_names;  // lowercased header names for the nv array
+
+  std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
+  std::string_view field_value(const Field& f) const { return {store.data() + f.value_off, f.value_len}; }
+
+  Result<size_t> read_body(void* buf, size_t n) override;
+  bool body_complete() const noexcept override { return body_eof && body_read == body.size(); }
+};
+
+// A Stream the response body writer writes into (http::BodyWriter needs one).
+class WriterPipe final : public detail::SinkStream {
+ public:
+  explicit WriterPipe(std::shared_ptr<H2Stream> st) : st_(std::move(st)) {}
+  using SinkStream::write;
+  Result<size_t> write(const void* buf, size_t n) override;
+
+ private:
+  std::shared_ptr<H2Stream> st_;
+};
+
+class Session {
+ public:
+  Session(const http::ProtocolHandoff& c, const Options& o) : c_(c), o_(o) {}
+  ~Session() {
+    if (s_) nghttp2_session_del(s_);
+  }
+
+  void run();
+
+  // For handler fibers and pipes (each takes mu_ itself).
+  void respond(const std::shared_ptr<H2Stream>& st);
+  Result<size_t> read_body(H2Stream& st, void* buf, size_t n);
+  Result<size_t> write_pipe(H2Stream& st, const void* buf, size_t n);
+
+ private:
+  bool setup();
+  // The stream's access log line, once (mu_ held; see the top of server.cc).
+  void log_stream(H2Stream& st);
+  // Writes what the session has to send (mu_ held). False once the connection is dead.
+  bool flush();
+  void end();  // mu_ held: every stream reset, waiters woken
+  void start_handler(const std::shared_ptr<H2Stream>& st);
+  // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
+  int build_head(H2Stream& st);
+  void submit(H2Stream& st);
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t flags, void* user);
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len, void* user);
+  static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user);
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
+                             nghttp2_data_source* source, void* user);
+  static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
+                       nghttp2_data_source* source, void* user);
+
+  std::shared_ptr<H2Stream> find(int32_t id) {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+
+  const http::ProtocolHandoff& c_;
+  const Options& o_;
+  nghttp2_session* s_ = nullptr;
+  Mutex mu_;
+  bool dead_ = false;  // the stream failed or ended: nothing more is written
+  std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
+  WaitGroup handlers_;
+  detail::OutBuf out_;  // output gathered by flush()
+  int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
+  std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
+  // Limits (see Options).
+  int terminate(uint32_t code);      // GOAWAY code, then the connection ends
+  // Writer bytes (or their end) for a stream the session was told to defer: frame them again.
+  void resume(H2Stream& st) {
+    if (!st.deferred) return;
+    st.deferred = false;
+    nghttp2_session_resume_data(s_, st.id);
+  }
+  // GOAWAY NO_ERROR naming `last`: streams above it are refused, the open ones finish.
+  void goaway(int32_t last) {
+    goaway_last_ = last;
+    nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, nullptr, 0);
+    goaway_sent_ = true;
+  }
+  void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
+  bool terminated_ = false;
+  bool write_shut_ = false;
+  bool write_failed_ = false;  // a write to the peer failed: no lingering close
+  bool peer_eof_ = false;  // no more input will come
+  CondVar drained_;        // a handler finished (run() waits for the last ones at end of input)
+  int running_ = 0;        // handler fibers that have not yet submitted their response
+  uint64_t streams_opened_ = 0;
+  bool goaway_sent_ = false;
+  int32_t goaway_last_ = INT32_MAX;  // streams above it are refused once goaway_sent_
+  double reset_tokens_ = 0;
+  TimePoint reset_refill_{};
+  uint32_t continuations_ = 0;       // CONTINUATION frames of the header block being received
+  uint64_t block_bytes_ = 0;         // its size as sent
+  uint32_t empty_frames_ = 0;
+  TimePoint last_write_{};           // the last time flush() wrote bytes
+  uint64_t conn_id_ = 0;             // for fiber names
+  http::AccessLog* const alog_ = c_.options.access_log.get();  // null: no access log
+  http::RemoteAddr peer_;            // the client, for the access log (looked up once)
+  bool peer_known_ = false;
+};
+
+}  // namespace lionet::http2::detail

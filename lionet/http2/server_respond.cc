@@ -1,0 +1,172 @@
+// lionet/http2/server_respond.cc: the HTTP/2 server's responses and access log: respond() (a
+// handler's response submitted, batched with the others ready, then its body writer run),
+// submit() (status and headers to a HEADERS frame, the body's data source) and each stream's
+// access log line (log_stream). The session, the callbacks and the protocols (top comment) are
+// server.cc; bodies and flow control are server_body.cc.
+#include <nghttp2/nghttp2.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "lionet/http/date.h"
+#include "lionet/http2/detail/server_session.h"
+#include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
+
+namespace lionet::http2::detail {
+
+// ---- responses ----------------------------------------------------------------------------
+
+void Session::respond(const std::shared_ptr<H2Stream>& sp) {
+  H2Stream& st = *sp;
+  http::Response& res = st.response;
+  std::unique_lock lk(mu_);
+  st.handler_done = true;
+  if (!dead_ && !st.reset && st.body.size() > st.body_read) {
+    nghttp2_session_consume(s_, st.id, st.body.size() - st.body_read);  // unread body: window back
+  }
+  st.body.clear();
+  st.body_read = 0;
+  if (dead_ || st.reset) return;
+  if (st.body_too_large && res.status() < 400) {
+    // As over HTTP/1.1: a body over max_body_bytes is answered 413 unless the handler chose
+    // an error itself.
+    res.reset();
+    res.reply(413, kBodyOverLimit);
+  }
+  if (res.has_takeover() || res.status() == 101) [[unlikely]] {
+    // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
+    // 8441's extended CONNECT (WebSocket over a stream) is not supported.
+    res.reset();
+    res.reply(501, "Not Implemented: this resource switches protocols (101), which needs HTTP/1.1; "
+                   "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
+  }
+  submit(st);
+  bool writer = st.src == H2Stream::Src::kWriter;
+  if (running_ > 1) {
+    // Other handlers of this connection are still running (a client with many streams in
+    // flight): let the ones that are ready submit first, so one write carries several
+    // responses (one system call and one TLS record instead of one each). A slow handler
+    // holds nobody back: this waits for one turn of the scheduler, not for the others.
+    lk.unlock();
+    this_fiber::yield();
+    lk.lock();
+    if (dead_ || st.reset) return;
+  }
+  flush();
+  if (!writer) return;
+  lk.unlock();
+  // The body writer runs in this fiber, after the response head was submitted.
+  WriterPipe pipe(sp);
+  http::BodyWriter bw(pipe, /*chunked=*/false, {});
+  bool ok = false;
+  try {
+    ok = static_cast<bool>(res.writer()(bw));
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(h2_log(), "body writer threw on stream {}: {}", st.id, e.what());
+  }
+  lk.lock();
+  if (dead_ || st.reset) return;
+  if (!ok) {
+    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
+  } else {
+    st.pipe_eof = true;
+    resume(st);
+  }
+  flush();
+}
+
+void Session::submit(H2Stream& st) {
+  http::Response& res = st.response;
+  const bool head_only = st.head.method == "HEAD";
+  const int status = res.status();
+  const bool no_body = head_only || status == 204 || status == 304 || (status >= 100 && status < 200);
+  char status_buf[4];
+  std::snprintf(status_buf, sizeof status_buf, "%03d", status >= 100 && status <= 999 ? status : 500);
+
+  std::vector<nghttp2_nv> nva;
+  st.resp_names.clear();
+  auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
+  add(":status", std::string_view(status_buf, 3));
+  std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n"
+  if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
+  if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
+  header_fields(res.header_block(), st.resp_names, nva);
+
+  std::optional<uint64_t> size = res.body_size();
+  char len_buf[24];
+  if (size && status >= 200 && status != 204) {
+    int k = std::snprintf(len_buf, sizeof len_buf, "%llu", static_cast<unsigned long long>(*size));
+    add("content-length", std::string_view(len_buf, static_cast<size_t>(k)));
+  }
+
+  const bool has_trailers = !res.trailer_block().empty();  // sent after the body, so a body it is
+  nghttp2_data_provider prd{};
+  prd.source.ptr = &st;
+  prd.read_callback = read_source;
+  const nghttp2_data_provider* use = nullptr;
+  if (!no_body) {
+    switch (res.body_type()) {
+      case http::Response::BodyType::kMemory:
+      case http::Response::BodyType::kView:
+        st.src = H2Stream::Src::kMemory;
+        st.memory = res.body_view();
+        if (!st.memory.empty() || has_trailers) use = &prd;
+        break;
+      case http::Response::BodyType::kFile:
+        st.src = H2Stream::Src::kFile;
+        st.fd = res.file_fd();
+        st.file_offset = res.file_offset();
+        st.file_left = res.file_length();
+        if (st.file_left > 0 || has_trailers) use = &prd;
+        break;
+      case http::Response::BodyType::kWriter:
+        st.src = H2Stream::Src::kWriter;
+        use = &prd;
+        break;
+    }
+  }
+  st.sending = use != nullptr;
+  int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
+  if (rv == 0) st.status_sent = status >= 100 && status <= 999 ? status : 500;
+  if (rv != 0) {
+    LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
+    st.src = H2Stream::Src::kNone;
+    st.sending = false;
+  }
+}
+
+void Session::log_stream(H2Stream& st) {
+  if (!alog_ || st.logged) return;
+  st.logged = true;
+  if (!st.head_built && !st.refused) return;  // no request: refused after GOAWAY, over a header limit
+  if (!peer_known_) {
+    peer_known_ = true;
+    if (c_.info && c_.info->socket)
+      if (auto a = c_.info->socket->peer_address()) peer_.set(*a);
+  }
+  auto field = [&](int i) {
+    return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]);
+  };
+  http::AccessLogEntry e;
+  e.remote_addr = peer_.view();
+  e.method = field(st.method);
+  e.target = field(st.path);
+  e.protocol = "HTTP/2.0";  // as nginx writes it
+  e.status = st.status_sent ? st.status_sent : st.refused ? st.refused : 499;
+  e.body_bytes_sent = st.body_sent;
+  e.request_time = now() - st.started;
+  if (st.head_built) {
+    e.referer = st.head.headers.get("referer");
+    e.user_agent = st.head.headers.get("user-agent");
+  }
+  if (c_.options.tcp.name != "tcp") e.server = c_.options.tcp.name;
+  alog_->log(e);
+}
+
+}  // namespace lionet::http2::detail
