@@ -61,32 +61,18 @@ namespace {
 using config::conversion_error;
 using config::read_field;
 
-// "host:port" and an optional " weight=N".
-bool split_upstream(const std::string& text, std::string* address, unsigned* weight) {
-  size_t sp = text.find(' ');
-  *address = text.substr(0, sp);
-  *weight = 1;
-  if (sp == std::string::npos) return !address->empty();
-  std::string_view rest = std::string_view(text).substr(sp);
-  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-  if (!rest.starts_with("weight=")) return false;
-  rest.remove_prefix(7);
-  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), *weight);
-  return ec == std::errc() && p == rest.data() + rest.size() && *weight >= 1 && *weight <= 1000 && !address->empty();
-}
 }  // namespace
 
 ProxyRouteConfig read_proxy_route(const YAML::Node& n) {
   ProxyRouteConfig p;
   p.upstreams = config::required_field<std::vector<std::string>>(n, "upstreams");
-  if (p.upstreams.empty()) conversion_error(n["upstreams"], "a proxy route needs at least one upstream");
-  if (p.upstreams.size() > 64) conversion_error(n["upstreams"], "at most 64 upstreams");
+  http::ProxyOptions parsed;  // the upstream list as http/ checks it
   for (const auto& u : p.upstreams) {
-    std::string a;
-    unsigned w;
-    if (!split_upstream(u, &a, &w))
-      conversion_error(n["upstreams"], "'" + u + "': expected host:port, optionally followed by weight=1..1000");
+    auto up = http::parse_proxy_upstream(u);
+    if (!up) conversion_error(n["upstreams"], "'" + u + "': expected host:port, optionally followed by weight=1..1000");
+    parsed.upstreams.push_back(std::move(*up));
   }
+  if (std::string why = http::proxy_options_problem(parsed); !why.empty()) conversion_error(n["upstreams"], why);
   read_field(n, "balance", p.balance);
   if (p.balance != "round_robin" && p.balance != "least_conn" && p.balance != "hash")
     conversion_error(n["balance"], "unknown balance '" + p.balance + "' (expected round_robin, least_conn or hash)");
@@ -159,8 +145,7 @@ http::ProxyOptions proxy_options(const ProxyRouteConfig& p, const std::string& r
   http::ProxyOptions o;
   bool https = false;
   for (const auto& u : p.upstreams) {
-    http::ProxyUpstream up;
-    split_upstream(u, &up.address, &up.weight);  // checked at load
+    http::ProxyUpstream up = http::parse_proxy_upstream(u).value();  // checked at load
     https |= up.address.starts_with("https://");
     o.upstreams.push_back(std::move(up));
   }

@@ -46,64 +46,37 @@ struct Client::H2Host {
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
 Client::~Client() = default;
 
-std::unique_ptr<Stream> Client::take_idle(const std::string& key) {
-  std::unique_ptr<Stream> found;
-  std::vector<std::unique_ptr<Stream>> expired;  // closed outside the lock
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    auto it = idle_.find(key);
-    if (it == idle_.end()) return nullptr;
-    auto& v = it->second;
-    TimePoint t = now();
-    while (!v.empty()) {
-      Idle c = std::move(v.back());
-      v.pop_back();
-      if (t - c.since < options_.idle_timeout) {
-        found = std::move(c.stream);
-        break;
-      }
-      expired.push_back(std::move(c.stream));
-    }
-  }
-  for (auto& e : expired) e->close();
-  return found;
-}
-
-void Client::put_idle(const std::string& key, std::unique_ptr<Stream> s) {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    auto& v = idle_[key];
-    if (v.size() < options_.max_idle_per_host) {
-      v.push_back({std::move(s), now()});
-      return;
-    }
-  }
-  s->close();
+std::shared_ptr<IdlePool> Client::pool(const std::string& key) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto& p = pools_[key];
+  if (!p)
+    p = std::make_shared<IdlePool>(
+        IdlePoolOptions{.max_idle = options_.max_idle_per_host, .idle_timeout = options_.idle_timeout});
+  return p;
 }
 
 std::size_t Client::idle_connections() const {
   std::lock_guard<std::mutex> g(mu_);
   std::size_t n = 0;
-  for (const auto& [k, v] : idle_) n += v.size();
+  for (const auto& [k, p] : pools_) n += p->size();
   return n;
 }
 
 void Client::close_idle() {
-  std::unordered_map<std::string, std::vector<Idle>> all;
+  std::unordered_map<std::string, std::shared_ptr<IdlePool>> all;
   std::vector<std::shared_ptr<MultiplexedConnection>> unused;  // HTTP/2: no exchange in flight
   {
     std::lock_guard<std::mutex> g(mu_);
-    all.swap(idle_);
+    all.swap(pools_);
     // An exchange holds its own reference, taken under mu_: a count of one is ours alone.
     for (auto& [k, h] : h2_)
       if (h->conn && h->conn.use_count() == 1) unused.push_back(std::move(h->conn));
   }
-  for (auto& [k, v] : all)
-    for (auto& c : v) c.stream->close();
+  for (auto& [k, p] : all) p->close_all();
   for (auto& c : unused) c->close();
 }
 
-Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadline) {
+Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadline, int* fd) {
   ConnectOptions co;
   co.tls = url.scheme == "https";
   co.tls_context = options_.tls;
@@ -111,12 +84,12 @@ Result<std::unique_ptr<Stream>> Client::connect(const Url& url, TimePoint deadli
   co.alpn = options_.http2 ? Alpn::kH2First : Alpn::kContext;
   co.connect_deadline = std::min(deadline, now() + options_.connect_timeout);
   co.deadline = deadline;
-  return connect_stream(url.host, url.port, co);
+  return connect_stream(url.host, url.port, co, fd);
 }
 
 Result<std::shared_ptr<MultiplexedConnection>> Client::http2_connection(const Url& url, const std::string& key,
                                                                         TimePoint deadline,
-                                                                        std::unique_ptr<Stream>* h1) {
+                                                                        std::unique_ptr<PooledConnection>* h1) {
   std::shared_ptr<H2Host> host;
   auto usable = [&]() -> std::shared_ptr<MultiplexedConnection> {
     std::lock_guard<std::mutex> g(mu_);
@@ -132,12 +105,17 @@ Result<std::shared_ptr<MultiplexedConnection>> Client::http2_connection(const Ur
     std::lock_guard<std::mutex> g(mu_);
     if (h1_only_.count(key)) return std::shared_ptr<MultiplexedConnection>();
   }
-  auto c = connect(url, deadline);
+  int fd = -1;
+  auto c = connect(url, deadline, &fd);
   if (!c) return c.error();
   if (url.scheme == "https" && (*c)->application_protocol() != "h2") {
-    std::lock_guard<std::mutex> g(mu_);
-    h1_only_[key] = true;
-    *h1 = std::move(*c);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      h1_only_[key] = true;
+    }
+    *h1 = std::make_unique<PooledConnection>();
+    (*h1)->stream = std::move(*c);
+    (*h1)->fd = fd;
     return std::shared_ptr<MultiplexedConnection>();
   }
   std::shared_ptr<MultiplexedConnection> m = options_.http2(std::move(*c), options_);
@@ -164,7 +142,7 @@ Result<ClientResponse> Client::request(const ClientRequest& req) {
   std::string key = key_of(*url);
   bool h2 = options_.http2 && (url->scheme == "https" ? options_.tls != nullptr : options_.h2c);
   for (int attempt = 0; h2 && attempt < 2; ++attempt) {
-    std::unique_ptr<Stream> h1;
+    std::unique_ptr<PooledConnection> h1;
     auto m = http2_connection(*url, key, deadline, &h1);
     if (!m) return m.error();
     if (!*m) return http1_request(*url, key, req, deadline, std::move(h1));  // the server chose HTTP/1.1
@@ -178,31 +156,33 @@ Result<ClientResponse> Client::request(const ClientRequest& req) {
 }
 
 Result<ClientResponse> Client::http1_request(const Url& url, const std::string& key, const ClientRequest& req,
-                                             TimePoint deadline, std::unique_ptr<Stream> first) {
+                                             TimePoint deadline, std::unique_ptr<PooledConnection> first) {
+  const std::shared_ptr<IdlePool> idle = pool(key);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<Stream> s = std::move(first);  // a connection just made (ALPN chose 1.1)
+    std::unique_ptr<PooledConnection> c = std::move(first);  // a connection just made (ALPN chose 1.1)
     bool reused = false;
-    if (!s && attempt == 0) {
-      s = take_idle(key);
-      reused = s != nullptr;
+    if (!c && attempt == 0) {
+      c = idle->take();
+      reused = c != nullptr;
     }
-    if (!s) {
-      auto c = connect(url, deadline);
-      if (!c) return c.error();
-      s = std::move(*c);
+    if (!c) {
+      c = std::make_unique<PooledConnection>();
+      auto s = connect(url, deadline, &c->fd);
+      if (!s) return s.error();
+      c->stream = std::move(*s);
     }
     bool keep = false, any_byte = false;
-    auto r = exchange(*s, url, req, deadline, &keep, &any_byte);
+    auto r = exchange(*c->stream, url, req, deadline, &keep, &any_byte);
     if (r) {
       r->reused_connection = reused;
       if (keep) {
-        put_idle(key, std::move(s));
+        idle->put(std::move(c));
       } else {
-        s->close();
+        c->stream->close();
       }
       return r;
     }
-    s->close();
+    c->stream->close();
     // A kept-alive connection the server closed meanwhile: send once more on a new one.
     bool retry = reused && !any_byte && !req.body_writer && r.error() != std::errc::timed_out;
     if (!retry) return r.error();

@@ -8,8 +8,8 @@
 //   ClientRequest q{.method = "PUT", .url = "http://h/x", .body = data};
 //   auto s = client.request(q);
 //
-// Owns: the idle connections (per scheme://host:port, at most max_idle_per_host, closed after
-// idle_timeout), the response parser (status line, headers, body framing: Content-Length,
+// Owns: an IdlePool (idle_pool.h) per scheme://host:port (at most max_idle_per_host, closed
+// after idle_timeout, one older than 500 ms peeked for a close before reuse), the response parser (status line, headers, body framing: Content-Length,
 // chunked through ChunkedDecoder, or until close). Must not: pipeline (one request in flight
 // per connection), or throw on the request path (errors are Results: errno codes, EPROTO for a
 // malformed response, EMSGSIZE for limits, ETIMEDOUT).
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/http/idle_pool.h"
 #include "lionet/http/response.h"
 #include "lionet/http/url.h"
 #include "lionet/base/result.h"
@@ -144,29 +145,27 @@ class Client {
   const ClientOptions& options() const noexcept { return options_; }
 
  private:
-  struct Idle {
-    std::unique_ptr<Stream> stream;
-    TimePoint since;
-  };
   struct Exchange;
 
-  std::unique_ptr<Stream> take_idle(const std::string& key);
-  void put_idle(const std::string& key, std::unique_ptr<Stream> s);
-  Result<std::unique_ptr<Stream>> connect(const Url& url, TimePoint deadline);
+  // The keep-alive pool of `key` (scheme://host:port), made on first use.
+  std::shared_ptr<IdlePool> pool(const std::string& key);
+  // *fd: the socket under the stream (for the pool's idle peek).
+  Result<std::unique_ptr<Stream>> connect(const Url& url, TimePoint deadline, int* fd = nullptr);
   // The HTTP/2 connection to url's host, connecting if there is none (one connect at a time
   // per host: the fibers that ask meanwhile wait for it). Null with *h1 set: the server chose
   // HTTP/1.1 by ALPN, and *h1 is that connection.
   Result<std::shared_ptr<MultiplexedConnection>> http2_connection(const Url& url, const std::string& key,
-                                                                  TimePoint deadline, std::unique_ptr<Stream>* h1);
+                                                                  TimePoint deadline,
+                                                                  std::unique_ptr<PooledConnection>* h1);
   Result<ClientResponse> http1_request(const Url& url, const std::string& key, const ClientRequest& req,
-                                       TimePoint deadline, std::unique_ptr<Stream> first);
+                                       TimePoint deadline, std::unique_ptr<PooledConnection> first);
   // One attempt on `stream`. *any_response_byte tells the caller whether a retry is safe.
   Result<ClientResponse> exchange(Stream& stream, const Url& url, const ClientRequest& req, TimePoint deadline,
                                   bool* keep_alive, bool* any_response_byte);
 
   const ClientOptions options_;
-  mutable std::mutex mu_;  // protects idle_, h2_ and h1_only_; never held across a park
-  std::unordered_map<std::string, std::vector<Idle>> idle_;
+  mutable std::mutex mu_;  // protects pools_, h2_ and h1_only_; never held across a park
+  std::unordered_map<std::string, std::shared_ptr<IdlePool>> pools_;
   struct H2Host;
   std::unordered_map<std::string, std::shared_ptr<H2Host>> h2_;
   std::unordered_map<std::string, bool> h1_only_;  // https hosts whose ALPN chose HTTP/1.1

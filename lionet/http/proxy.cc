@@ -1,4 +1,7 @@
-// lionet/http/proxy.cc: Proxy (see proxy.h).
+// lionet/http/proxy.cc: the reverse proxy's exchange (proxy.h): a request sent to an upstream
+// picked for it, tried again elsewhere by the retry rules, the response head relayed and its
+// body or upgraded stream pumped back. The upstreams themselves (balancing, failures, health
+// checks, statistics) are proxy_upstream.cc; keep-alive pooling is idle_pool.h.
 #include "lionet/http/proxy.h"
 
 #include <arpa/inet.h>
@@ -19,6 +22,7 @@
 #include "lionet/http/chunked_decoder.h"
 #include "lionet/http/connect.h"
 #include "lionet/http/detail/chars.h"
+#include "lionet/http/detail/proxy_upstream.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/response_head.h"
 #include "lionet/http/status.h"
@@ -32,25 +36,6 @@
 
 namespace lionet::http {
 namespace {
-
-constexpr std::size_t kMaxUpstreams = 64;  // tried upstreams are a bit mask
-// A pooled connection idle at least this long is checked for a close by the upstream (one
-// non-blocking peek) before it is reused; younger ones are trusted (see try_once's retry).
-constexpr Duration kPeekAfter = std::chrono::milliseconds(500);
-
-int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
-
-// The pool shard of the calling worker (plain threads share one by thread id).
-size_t shard_index() {
-  const int w = this_fiber::worker_index();
-  if (w >= 0) return static_cast<size_t>(w) % 8;
-  return std::hash<std::thread::id>{}(std::this_thread::get_id()) % 8;
-}
-
-const std::shared_ptr<spdlog::logger>& proxy_log() {
-  static const auto lg = log::get("proxy");
-  return lg;
-}
 
 bool idempotent(std::string_view m) {
   return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS" || m == "TRACE";
@@ -78,25 +63,6 @@ std::string_view connection_of(const HeaderList& h, std::string& joined) {
   return joined;
 }
 
-void append_ip(std::string& out, const Address& a, bool bracket_v6) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (a.family() == AF_INET) {  // by hand: glibc's inet_ntop formats IPv4 with sprintf
-    const auto* b = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr);
-    for (int i = 0; i < 4; ++i) {
-      char d[4];
-      auto [p, ec] = std::to_chars(d, d + sizeof d, static_cast<unsigned>(b[i]));
-      if (i) out.push_back('.');
-      out.append(d, p);
-    }
-  } else if (a.family() == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr())->sin6_addr, text, sizeof text);
-    if (bracket_v6) out.append("\"[").append(text).append("]\"");
-    else out.append(text);
-  } else {
-    out.append(bracket_v6 ? "unknown" : "unix");
-  }
-}
-
 // A strict Content-Length (digits only; repeated fields must agree). nullopt: absent;
 // UINT64_MAX: malformed.
 std::optional<uint64_t> content_length(const HeaderList& h) {
@@ -115,147 +81,6 @@ std::optional<uint64_t> content_length(const HeaderList& h) {
 
 }  // namespace
 
-// A connection to an upstream with the buffer its exchanges use (pooled together).
-struct UpConn {
-  std::unique_ptr<Stream> stream;
-  int fd = -1;  // the socket under stream (for the idle peek)
-  std::unique_ptr<char[]> buf;
-  std::size_t cap = 0;
-  std::string head;  // request head scratch (capacity kept)
-  std::size_t requests = 0;
-  TimePoint since{};  // pooled at
-  bool reused = false;
-};
-
-struct Proxy::Upstream {
-  std::string address;  // as configured
-  std::string host;     // for SNI and a missing Host
-  bool tls = false;
-  std::vector<Address> addrs;
-  unsigned weight = 1;
-  size_t index = 0;
-
-  // The idle pool, sharded by worker: a worker pushes to and pops from its own shard (a lock
-  // nobody else takes unless it has to), and looks into the others only when its
-  // own is empty. `idle_count` bounds the total (max_idle).
-  struct alignas(64) Shard {
-    std::mutex mu;
-    std::vector<std::unique_ptr<UpConn>> idle;
-  };
-  static constexpr size_t kShards = 8;
-  std::array<Shard, kShards> shards;
-  std::atomic<size_t> idle_count{0};
-  std::atomic<int64_t> next_sweep{0};  // when take_idle next sweeps every shard (ticks)
-
-  std::mutex mu;  // fails, fail_start
-  unsigned fails = 0;
-  TimePoint fail_start{};
-  std::atomic<int64_t> down_until{0};  // passive: marked down until then (ticks)
-  std::atomic<bool> check_down{false};  // active: the last health checks failed
-  std::atomic<std::size_t> active{0};
-  Counter requests, failures, connects;
-  Histogram latency;
-  LogLimiter log_limit;  // failure lines: one per second per upstream
-
-  bool up(TimePoint t) const noexcept {
-    return !check_down.load(std::memory_order_relaxed) && down_until.load(std::memory_order_relaxed) <= ticks(t);
-  }
-};
-
-struct Proxy::Health {
-  Mutex mu;
-  CondVar cv;
-  bool stop = false;
-  std::vector<JoinHandle<void>> fibers;
-};
-
-Proxy::Proxy(ProxyOptions options) : options_(std::move(options)), health_(std::make_unique<Health>()) {
-  if (options_.upstreams.empty()) throw std::invalid_argument("proxy: no upstreams");
-  if (options_.upstreams.size() > kMaxUpstreams) throw std::invalid_argument("proxy: more than 64 upstreams");
-  if (options_.buffer_size < 1024) throw std::invalid_argument("proxy: buffer_size below 1024");
-  for (const auto& cfg : options_.upstreams) {
-    auto u = std::make_unique<Upstream>();
-    u->address = cfg.address;
-    u->index = upstreams_.size();
-    if (cfg.weight < 1 || cfg.weight > 1000)
-      throw std::invalid_argument("proxy: upstream " + cfg.address + ": weight must be 1..1000");
-    u->weight = cfg.weight;
-    std::string_view a = cfg.address;
-    if (a.starts_with("https://")) {
-      u->tls = true;
-      a.remove_prefix(8);
-    } else if (a.starts_with("http://")) {
-      a.remove_prefix(7);
-    }
-    if (!a.empty() && a.back() == '/') a.remove_suffix(1);
-    if (a.empty() || a.find('/') != std::string_view::npos)
-      throw std::invalid_argument("proxy: upstream '" + cfg.address + "': expected host:port");
-    if (u->tls && !options_.tls)
-      throw std::invalid_argument("proxy: upstream " + cfg.address + " is https but no TLS client context is set");
-    auto addrs = Address::lookup(a);
-    if (!addrs || addrs->empty())
-      throw std::invalid_argument("proxy: upstream '" + cfg.address + "': " +
-                                  (addrs ? std::string("no address") : addrs.error().message()));
-    u->addrs = std::move(*addrs);
-    size_t colon = a.rfind(':');
-    u->host = std::string(a.substr(0, colon));
-    if (u->host.size() > 2 && u->host.front() == '[') u->host = u->host.substr(1, u->host.size() - 2);
-    upstreams_.push_back(std::move(u));
-  }
-  // Smooth weighted round robin (nginx's), unrolled once into an order the requests walk.
-  std::vector<int64_t> current(upstreams_.size(), 0);
-  int64_t total = 0;
-  for (const auto& u : upstreams_) total += u->weight;
-  for (int64_t step = 0; step < total; ++step) {
-    size_t best = 0;
-    for (size_t i = 0; i < upstreams_.size(); ++i) {
-      current[i] += upstreams_[i]->weight;
-      if (current[i] > current[best]) best = i;
-    }
-    current[best] -= total;
-    order_.push_back(static_cast<uint16_t>(best));
-  }
-}
-
-Proxy::~Proxy() { stop(); }
-
-Proxy::Upstream* Proxy::pick(const Request& req, uint64_t tried) {
-  const TimePoint t = now();
-  auto usable = [&](size_t i) { return !((tried >> i) & 1) && upstreams_[i]->up(t); };
-  const size_t n = order_.size();
-  if (options_.balance == ProxyBalance::kLeastConn) {
-    const size_t m = upstreams_.size();
-    const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % m;
-    Upstream* best = nullptr;
-    for (size_t k = 0; k < m; ++k) {
-      size_t i = (start + k) % m;
-      if (!usable(i)) continue;
-      Upstream* u = upstreams_[i].get();
-      if (!best || u->active.load(std::memory_order_relaxed) * best->weight <
-                       best->active.load(std::memory_order_relaxed) * u->weight)
-        best = u;
-    }
-    return best;
-  }
-  size_t start;
-  if (options_.balance == ProxyBalance::kHash) {
-    std::string key;
-    std::string_view hv = options_.hash_key == "ip" ? std::string_view() : req.header(options_.hash_key);
-    if (hv.empty()) {
-      if (auto peer = req.peer_address()) append_ip(key, *peer, false);
-      hv = key;
-    }
-    start = std::hash<std::string_view>{}(hv) % n;
-  } else {
-    start = next_.fetch_add(1, std::memory_order_relaxed) % n;
-  }
-  for (size_t k = 0; k < n; ++k) {
-    size_t i = order_[(start + k) % n];
-    if (usable(i)) return upstreams_[i].get();
-  }
-  return nullptr;
-}
-
 namespace {
 
 // What one try ended with.
@@ -268,23 +93,6 @@ enum class TryEnd : uint8_t {
   kClientGone,     // reading the client's body failed: the server answers for it
   kBodyCut,        // the upstream stopped taking the body (closed, reset): it may have answered
 };
-
-void mark_failure(Proxy::Upstream& u, const ProxyOptions& o, size_t upstream_count) {
-  u.failures.add();
-  if (o.max_fails == 0 || upstream_count == 1) return;  // as nginx: a lone upstream is never marked down
-  const TimePoint t = now();
-  std::lock_guard<std::mutex> lk(u.mu);
-  if (u.fails == 0 || t - u.fail_start > o.fail_timeout) {
-    u.fails = 0;
-    u.fail_start = t;
-  }
-  if (++u.fails >= o.max_fails) {
-    u.down_until.store(ticks(t + o.fail_timeout), std::memory_order_relaxed);
-    u.fails = 0;
-    LIONET_LOG_WARN(proxy_log(), "upstream {} marked down for {} ms ({} failures)", u.address,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(o.fail_timeout).count(), o.max_fails);
-  }
-}
 
 }  // namespace
 
@@ -313,17 +121,7 @@ struct Proxy::Exchange {
       conn.reset();
       return;
     }
-    conn->since = now();
-    conn->reused = true;
-    if (up->idle_count.load(std::memory_order_relaxed) < o.max_idle) {  // a race may pass it by a few
-      Upstream::Shard& sh = up->shards[shard_index()];
-      std::lock_guard<std::mutex> lk(sh.mu);
-      sh.idle.push_back(std::move(conn));
-      up->idle_count.fetch_add(1, std::memory_order_relaxed);  // with the push: never counted and absent
-      return;
-    }
-    conn->stream->close();
-    conn.reset();
+    up->pool.put(std::move(conn));
   }
   // Reads more of the response into the buffer (compacting it first); the count or an error,
   // 0 at end of stream.
@@ -346,86 +144,6 @@ struct Proxy::Exchange {
 void Proxy::Exchange::failed() { mark_failure(*up, proxy->options_, proxy->upstreams_.size()); }
 
 namespace {
-
-Duration sweep_period(const ProxyOptions& o) { return std::max<Duration>(o.idle_timeout / 2, std::chrono::milliseconds(10)); }
-
-// Moves u's idle connections older than idle_timeout into `expired` if the sweep is due (every
-// sweep_period; whoever wins the CAS sweeps). A shard is a stack (pushed with `since` = now):
-// its oldest are at the front.
-void sweep_if_due(Proxy::Upstream& u, const ProxyOptions& o, TimePoint t, std::vector<std::unique_ptr<UpConn>>& expired) {
-  int64_t due = u.next_sweep.load(std::memory_order_relaxed);
-  if (ticks(t) < due || !u.next_sweep.compare_exchange_strong(due, ticks(t + sweep_period(o)), std::memory_order_relaxed))
-    return;
-  for (auto& sh : u.shards) {
-    std::lock_guard<std::mutex> lk(sh.mu);
-    auto fresh = std::find_if(sh.idle.begin(), sh.idle.end(),
-                              [&](const std::unique_ptr<UpConn>& x) { return t - x->since < o.idle_timeout; });
-    u.idle_count.fetch_sub(static_cast<size_t>(fresh - sh.idle.begin()), std::memory_order_relaxed);
-    std::move(sh.idle.begin(), fresh, std::back_inserter(expired));
-    sh.idle.erase(sh.idle.begin(), fresh);
-  }
-}
-
-std::unique_ptr<UpConn> take_idle(Proxy::Upstream& u, const ProxyOptions& o) {
-  if (u.idle_count.load(std::memory_order_relaxed) == 0) return nullptr;
-  std::vector<std::unique_ptr<UpConn>> expired;
-  std::unique_ptr<UpConn> c;
-  const TimePoint t = now();
-  // The newest of a shard (LIFO: the oldest ones expire), dropping expired ones on the way.
-  auto pop = [&](Proxy::Upstream::Shard& sh) {
-    while (!c && !sh.idle.empty()) {
-      std::unique_ptr<UpConn> x = std::move(sh.idle.back());
-      sh.idle.pop_back();
-      u.idle_count.fetch_sub(1, std::memory_order_relaxed);
-      if (t - x->since < o.idle_timeout) c = std::move(x);
-      else expired.push_back(std::move(x));
-    }
-  };
-  // Steady light traffic reuses the tops of the shards only, so those under them (and in shards
-  // of workers that take none) are swept here every half idle_timeout (one request does it),
-  // or they would stay open past idle_timeout for as long as that traffic lasts. With no
-  // traffic at all the reaper fiber (start_health_checks) sweeps.
-  sweep_if_due(u, o, t, expired);
-  const size_t own = shard_index();
-  {
-    std::lock_guard<std::mutex> lk(u.shards[own].mu);
-    pop(u.shards[own]);
-  }
-  // The others only while the count says some connection is idle somewhere (each shard's lock
-  // is held for a pop: waiting for it is waiting for a vector operation, never for IO).
-  for (size_t k = 1; !c && k < Proxy::Upstream::kShards && u.idle_count.load(std::memory_order_relaxed) > 0; ++k) {
-    Proxy::Upstream::Shard& sh = u.shards[(own + k) % Proxy::Upstream::kShards];
-    std::lock_guard<std::mutex> lk(sh.mu);
-    pop(sh);
-  }
-  for (auto& e : expired) e->stream->close();
-  if (c && t - c->since >= kPeekAfter) {
-    char b;
-    ssize_t n = ::recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {  // closed, reset, or stray bytes
-      c->stream->close();
-      c.reset();
-    }
-  }
-  return c;
-}
-
-Result<std::unique_ptr<UpConn>> connect_upstream(Proxy::Upstream& u, const ProxyOptions& o, TimePoint deadline) {
-  ConnectOptions co;
-  co.tls = u.tls;
-  co.tls_context = o.tls;
-  co.host = u.host;
-  co.connect_deadline = std::min(deadline, now() + o.connect_timeout);
-  co.deadline = co.connect_deadline;  // connect_timeout bounds the TLS handshake too
-  auto c = std::make_unique<UpConn>();
-  auto s = connect_stream(u.addrs, co, &c->fd);
-  if (!s) return s.error();
-  c->stream = std::move(*s);
-  c->cap = o.buffer_size;
-  c->buf = std::make_unique<char[]>(c->cap);
-  u.connects.add();
-  return c;
-}
 
 void error_reply(Response& res, const ProxyOptions& o, int status, std::string_view why) {
   res.reset();
@@ -623,7 +341,7 @@ void Proxy::handle(Request& req, Response& res) {
       auto ex = std::make_shared<Exchange>(this, u);
       u->requests.add();
       const TimePoint t0 = now();
-      if (fresh == 0) ex->conn = take_idle(*u, o);
+      if (fresh == 0) ex->conn = take_idle(*u);
       if (!ex->conn) {
         auto c = connect_upstream(*u, o, deadline);
         if (!c) {
@@ -891,111 +609,5 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   return true;
 }
 
-void Proxy::start_health_checks(Scheduler& sched) {
-  health_->fibers.push_back(sched.spawn([this] { reap_loop(); }, {.name = "proxy-reaper"}));
-  if (!options_.health_check) return;
-  for (auto& u : upstreams_) {
-    Upstream* up = u.get();
-    health_->fibers.push_back(sched.spawn([this, up] { health_loop(*up); }));
-  }
-}
 
-// Every sweep period: the idle connections past idle_timeout of every upstream are closed, also
-// of an upstream no request has used since (take_idle sweeps only when a request comes).
-void Proxy::reap_loop() {
-  for (;;) {
-    {
-      std::unique_lock<Mutex> lk(health_->mu);
-      if (health_->cv.wait_for(lk, sweep_period(options_), [&] { return health_->stop; })) return;
-    }
-    std::vector<std::unique_ptr<UpConn>> expired;
-    const TimePoint t = now();
-    for (auto& u : upstreams_) sweep_if_due(*u, options_, t, expired);
-    for (auto& e : expired) e->stream->close();
-  }
-}
-
-void Proxy::health_loop(Upstream& u) {
-  const ProxyHealthCheck& hc = *options_.health_check;
-  unsigned bad = 0, good = 0;
-  for (;;) {
-    {
-      std::unique_lock<Mutex> lk(health_->mu);
-      if (health_->cv.wait_for(lk, hc.interval, [&] { return health_->stop; })) return;
-    }
-    bool ok = false;
-    const TimePoint deadline = now() + hc.timeout;
-    ProxyOptions o = options_;
-    o.connect_timeout = hc.timeout;
-    if (auto c = connect_upstream(u, o, deadline)) {
-      UpConn& conn = **c;
-      conn.stream->set_timeouts(hc.timeout, hc.timeout);
-      std::string h = "GET " + hc.path + " HTTP/1.1\r\nHost: " + u.host + "\r\nConnection: close\r\n\r\n";
-      if (conn.stream->write(h)) {
-        std::string got;
-        ResponseHead rh;
-        while (now() < deadline && got.size() < 65536) {
-          auto r = conn.stream->read(conn.buf.get(), conn.cap);
-          if (!r || *r == 0) break;
-          got.append(conn.buf.get(), *r);
-          auto st = parse_response_head(got, rh);
-          if (st == HeadParse::kError) break;
-          if (st == HeadParse::kDone) {
-            ok = std::to_string(rh.status).starts_with(hc.expect);
-            break;
-          }
-        }
-      }
-      conn.stream->close();
-    }
-    if (ok) {
-      bad = 0;
-      if (++good >= hc.passes && u.check_down.exchange(false, std::memory_order_relaxed))
-        LIONET_LOG_INFO(proxy_log(), "upstream {} passed its health check: up", u.address);
-    } else {
-      good = 0;
-      if (++bad >= hc.fails && !u.check_down.exchange(true, std::memory_order_relaxed))
-        LIONET_LOG_WARN(proxy_log(), "upstream {} failed its health check ({}): down", u.address, hc.path);
-    }
-  }
-}
-
-void Proxy::stop() {
-  {
-    std::lock_guard<Mutex> lk(health_->mu);
-    health_->stop = true;
-  }
-  health_->cv.notify_all();
-  for (auto& f : health_->fibers) f.join();
-  health_->fibers.clear();
-  for (auto& u : upstreams_) {
-    for (auto& sh : u->shards) {
-      std::vector<std::unique_ptr<UpConn>> idle;
-      {
-        std::lock_guard<std::mutex> lk(sh.mu);
-        idle.swap(sh.idle);
-      }
-      u->idle_count.fetch_sub(idle.size(), std::memory_order_relaxed);
-      for (auto& c : idle) c->stream->close();
-    }
-  }
-}
-
-std::vector<ProxyUpstreamStats> Proxy::stats() const {
-  std::vector<ProxyUpstreamStats> out;
-  const TimePoint t = now();
-  for (const auto& u : upstreams_) {
-    ProxyUpstreamStats s;
-    s.address = u->address;
-    s.requests = u->requests.value();
-    s.failures = u->failures.value();
-    s.connects = u->connects.value();
-    s.idle = u->idle_count.load(std::memory_order_relaxed);
-    s.active = u->active.load(std::memory_order_relaxed);
-    s.up = u->up(t);
-    s.latency = u->latency.snapshot();
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 }  // namespace lionet::http

@@ -150,10 +150,22 @@ struct ProxyUpstreamStats {
   Histogram::Snapshot latency;  // try start -> response head
 };
 
+inline constexpr std::size_t kMaxProxyUpstreams = 64;  // tried upstreams are a bit mask
+
+// "host:port", "http://host:port" or "https://host:port", optionally followed by spaces and
+// "weight=N" (1..1000), as the YAML writes an upstream; nullopt if it is not that.
+std::optional<ProxyUpstream> parse_proxy_upstream(std::string_view text);
+
+// What is wrong with o's upstream list and sizes before anything is looked up: no upstreams,
+// more than kMaxProxyUpstreams, a weight out of 1..1000, an address that is not host:port, a
+// buffer_size below 1024; "" when nothing is. The Proxy constructor throws it; app/ reports it
+// at the YAML key when the config is loaded.
+std::string proxy_options_problem(const ProxyOptions& o);
+
 class Proxy {
  public:
-  // Throws std::invalid_argument naming the bad field (no upstreams, an unparsable address, a
-  // weight out of range, https without tls).
+  // Throws std::invalid_argument naming the bad field (proxy_options_problem, https without
+  // tls, an address that does not resolve).
   explicit Proxy(ProxyOptions options);
   ~Proxy();
   Proxy(const Proxy&) = delete;
@@ -175,7 +187,7 @@ class Proxy {
   std::vector<ProxyUpstreamStats> stats() const;
   const ProxyOptions& options() const noexcept { return options_; }
 
-  struct Upstream;  // proxy.cc
+  struct Upstream;  // detail/proxy_upstream.h
   struct Exchange;  // proxy.cc
 
  private:
