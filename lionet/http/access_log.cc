@@ -16,6 +16,9 @@
 //      every line logged before the destructor was called.
 #include "lionet/http/access_log.h"
 
+#include "lionet/http/request.h"
+#include "lionet/net/socket.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -245,6 +248,15 @@ std::optional<AccessLogFormat> parse_access_log_format(std::string_view s) noexc
 }
 
 const char* to_string(AccessLogFormat f) noexcept { return f == AccessLogFormat::kJson ? "json" : "combined"; }
+
+std::string_view RemoteAddr::of(const ConnectionInfo* info) noexcept {
+  if (!looked_up_) {
+    looked_up_ = true;
+    if (info && info->socket)
+      if (auto a = info->socket->peer_address()) set(*a);
+  }
+  return view();
+}
 
 void RemoteAddr::set(const Address& a) noexcept {
   len_ = 0;

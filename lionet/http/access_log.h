@@ -69,6 +69,7 @@ class Address;
 }
 
 namespace lionet::http {
+struct ConnectionInfo;
 
 enum class AccessLogFormat : uint8_t { kCombined, kJson };
 // "combined" / "json"; nullopt for anything else.
@@ -123,11 +124,20 @@ class RemoteAddr {
  public:
   void set(const Address& a) noexcept;
   std::string_view view() const noexcept { return {buf_, len_}; }
+  // The connection's client, looked up at the first call only (the access-log lines of one
+  // connection, HTTP/1 or HTTP/2, all write it); empty when it is not known.
+  std::string_view of(const ConnectionInfo* info) noexcept;
 
  private:
   char buf_[48];  // INET6_ADDRSTRLEN (46) and more
   std::size_t len_ = 0;
+  bool looked_up_ = false;
 };
+
+// An entry's `server` field: the TCP server's name, unless it is the default "tcp".
+inline std::string_view log_server_name(std::string_view tcp_name) noexcept {
+  return tcp_name == "tcp" ? std::string_view() : tcp_name;
+}
 
 class AccessLog {
  public:

@@ -9,6 +9,7 @@
 #include "lionet/http/connect.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/response_head.h"
+#include "lionet/http/status.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/socket_stream.h"
@@ -276,6 +277,7 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
     resp.reason = std::string(rh.reason);
     resp.headers.clear();
     for (const auto& f : rh.headers) resp.headers.emplace_back(std::string(f.name), std::string(f.value));
+    *keep_alive = rh.keep_alive;
     if (rh.status >= 100 && rh.status < 200 && rh.status != 101) {
       buf.erase(0, head_end);
       continue;
@@ -284,9 +286,7 @@ Result<ClientResponse> Client::exchange(Stream& s, const Url& url, const ClientR
   }
 
   // 3. Framing and keep-alive.
-  std::string_view connection = resp.header("connection");
-  *keep_alive = resp.version_minor >= 1 ? !has_token(connection, "close") : has_token(connection, "keep-alive");
-  bool no_body = req.method == "HEAD" || resp.status < 200 || resp.status == 204 || resp.status == 304;
+  const bool no_body = req.method == "HEAD" || !status_has_body(resp.status);
   std::string_view te = resp.header("transfer-encoding");
   std::string_view cl = resp.header("content-length");
   std::string rest = buf.substr(head_end);

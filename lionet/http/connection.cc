@@ -427,16 +427,11 @@ void Connection::refuse(int status, const char* reason) {
 void Connection::lingering_close() noexcept { http::lingering_close(stream_, buf_.get(), cap_, write_timeout_); }
 
 void Connection::fill_log_entry(AccessLogEntry& e, int status, uint64_t body_sent) noexcept {
-  if (!peer_known_) {  // one getpeername per connection, at its first line
-    peer_known_ = true;
-    if (info_ && info_->socket)
-      if (auto a = info_->socket->peer_address()) peer_.set(*a);
-  }
-  e.remote_addr = peer_.view();
+  e.remote_addr = peer_.of(info_);  // one getpeername per connection, at its first line
   e.status = status;
   e.body_bytes_sent = body_sent;
   e.request_time = now() - request_start_;
-  if (options_.tcp.name != "tcp") e.server = options_.tcp.name;
+  e.server = log_server_name(options_.tcp.name);
 }
 
 void Connection::log_access(int status, uint64_t body_sent) noexcept {
@@ -500,10 +495,7 @@ bool Connection::handle_request() {
                       : body_error_status_ == 408 ? "request body not received in time"
                                                   : "malformed request body";
     log_rejected(info_, body_error_status_, why);
-    if (response_.status() != body_error_status_ || response_.body_type() != Response::BodyType::kMemory) {
-      response_.reset();
-      response_.reply(body_error_status_, std::string(reason_phrase(body_error_status_)) + ": " + why + "\n");
-    }
+    overrule_for_body_error(response_, body_error_status_, why);
     response_.set_close();
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
   }

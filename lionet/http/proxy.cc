@@ -464,7 +464,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
     res.set_header("Via", v);
   }
   ex->off += rh.size;
-  ex->keep = rh.version_minor >= 1 ? !has_token(connection, "close") : has_token(connection, "keep-alive");
+  ex->keep = rh.keep_alive;
 
   if (rh.status == 101) {  // an upgrade (handle() lets a 101 through only for one)
     res.add_header("Connection", "Upgrade");

@@ -22,6 +22,7 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
   out.status = code;
   out.reason = trim_ows(line.substr(12));
   out.headers.clear();
+  bool close = false, keep = false;
   for (size_t pos = eol + 2; pos < h.size();) {
     size_t e = h.find("\r\n", pos);
     std::string_view f = h.substr(pos, e - pos);
@@ -34,8 +35,13 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
     for (char c : value)
       if (c == '\r' || c == '\n' || c == '\0') return HeadParse::kError;
     out.headers.add(name, value);
+    if (iequals(name, "connection")) {
+      close |= has_token(value, "close");
+      keep |= has_token(value, "keep-alive");
+    }
     pos = e + 2;
   }
+  out.keep_alive = !close && (out.version_minor >= 1 || keep);
   return HeadParse::kDone;
 }
 }  // namespace lionet::http

@@ -20,6 +20,10 @@ struct ResponseHead {
   std::string_view reason;
   HeaderList headers;
   std::size_t size = 0;  // bytes of the head, final CRLF CRLF included
+  // The peer lets the connection be reused (RFC 9112 9.3), as the request parser decides it for
+  // requests: HTTP/1.1 unless a Connection field says "close", HTTP/1.0 only when one says
+  // "keep-alive" and none "close" (every Connection field counts, repeated or not).
+  bool keep_alive = true;
 };
 
 enum class HeadParse : unsigned char { kNeedMore, kDone, kError };

@@ -1,6 +1,8 @@
 // lionet/http/server.cc: serve_connection() and Server (see server.h).
 #include "lionet/http/server.h"
 
+#include "lionet/http/status.h"
+
 #include <stdexcept>
 
 #include "lionet/http/detail/connection.h"
@@ -25,6 +27,12 @@ Server::Server(Scheduler& sched, Handler handler, ServerOptions options)
         if (t.name == "tcp") t.name = "http";
         return t;
       }()) {}
+
+void overrule_for_body_error(Response& res, int status, std::string_view why) {
+  if (res.status() == status && res.body_type() == Response::BodyType::kMemory) return;
+  res.reset();
+  res.reply(status, error_text(status, why));
+}
 
 void Server::set_stream_factory(StreamFactory f, bool tls) {
   factory_ = std::move(f);

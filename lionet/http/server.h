@@ -81,6 +81,13 @@ using RefusalHandler = std::function<void(Request&, Response&, int status, std::
 struct ServerOptions;
 struct ServerStats;
 
+// After a handler ran on a request whose body broke a limit or its framing (413 over
+// max_body_bytes, 408 too slow, 400 malformed; its reads failed with EMSGSIZE, ETIMEDOUT or
+// EBADMSG): its response stands only if it has that very status with a memory body (its own
+// wording, as for a RefusalHandler); anything else it set is replaced by the status and
+// error_text(status, why). The one rule of HTTP/1 and HTTP/2.
+void overrule_for_body_error(Response& res, int status, std::string_view why);
+
 // A connection handed to another protocol over the same handler (ServerOptions::http2).
 struct ProtocolHandoff {
   Stream& stream;

@@ -51,4 +51,9 @@ std::string_view status_line(int status) noexcept {
   const Entry* e = lookup(status);
   return e ? e->line : std::string_view();
 }
+std::string error_text(int status, std::string_view why) {
+  std::string s(reason_phrase(status));
+  s.append(": ").append(why).append("\n");
+  return s;
+}
 }  // namespace lionet::http

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <string>
 
+#include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
@@ -300,7 +301,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
         if (refused != 0) {  // answered here, the handler never runs; its DATA is dropped
           st->handler_done = true;
           st->response.reset();
-          st->response.reply(refused, kBodyOverLimit);
+          st->response.reply(refused, http::error_text(refused, "Content-Length over the limit"));
           self->submit(*st);
           return 0;
         }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lionet/http/date.h"
+#include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
@@ -33,12 +34,7 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
   st.body.clear();
   st.body_read = 0;
   if (dead_ || st.reset) return;
-  if (st.body_too_large && res.status() < 400) {
-    // As over HTTP/1.1: a body over max_body_bytes is answered 413 unless the handler chose
-    // an error itself.
-    res.reset();
-    res.reply(413, kBodyOverLimit);
-  }
+  if (st.body_too_large) http::overrule_for_body_error(res, 413, "request body larger than max_body_bytes");
   if (res.has_takeover() || res.status() == 101) [[unlikely]] {
     // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
     // 8441's extended CONNECT (WebSocket over a stream) is not supported.
@@ -85,7 +81,7 @@ void Session::submit(H2Stream& st) {
   http::Response& res = st.response;
   const bool head_only = st.head.method == "HEAD";
   const int status = res.status();
-  const bool no_body = head_only || status == 204 || status == 304 || (status >= 100 && status < 200);
+  const bool no_body = head_only || !http::status_has_body(status);
   char status_buf[4];
   std::snprintf(status_buf, sizeof status_buf, "%03d", status >= 100 && status <= 999 ? status : 500);
 
@@ -145,16 +141,11 @@ void Session::log_stream(H2Stream& st) {
   if (!alog_ || st.logged) return;
   st.logged = true;
   if (!st.head_built && !st.refused) return;  // no request: refused after GOAWAY, over a header limit
-  if (!peer_known_) {
-    peer_known_ = true;
-    if (c_.info && c_.info->socket)
-      if (auto a = c_.info->socket->peer_address()) peer_.set(*a);
-  }
   auto field = [&](int i) {
     return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]);
   };
   http::AccessLogEntry e;
-  e.remote_addr = peer_.view();
+  e.remote_addr = peer_.of(c_.info);
   e.method = field(st.method);
   e.target = field(st.path);
   e.protocol = "HTTP/2.0";  // as nginx writes it
@@ -165,7 +156,7 @@ void Session::log_stream(H2Stream& st) {
     e.referer = st.head.headers.get("referer");
     e.user_agent = st.head.headers.get("user-agent");
   }
-  if (c_.options.tcp.name != "tcp") e.server = c_.options.tcp.name;
+  e.server = http::log_server_name(c_.options.tcp.name);
   alog_->log(e);
 }
 

@@ -117,6 +117,5 @@ class Connection final : public BodySource {
   AccessLog* const access_log_;
   TimePoint request_start_{};
   RemoteAddr peer_;
-  bool peer_known_ = false;
 };
 }  // namespace lionet::http::detail

@@ -1,7 +1,7 @@
 // lionet/http2/detail/server_session.h: the HTTP/2 server's private types, shared by its three
 // files: H2Stream (one request/response exchange), WriterPipe (the Stream a body writer writes
 // into) and Session (one connection and its nghttp2 session), with the helpers more than one of
-// them uses (h2_log, kBodyOverLimit, header_fields). Session's members are defined in server.cc
+// them uses (h2_log, header_fields). Session's members are defined in server.cc
 // (set-up, the connection loop, the nghttp2 callbacks, requests), server_body.cc (bodies and
 // flow control) and server_respond.cc (responses, the access log); locking, the access log and
 // lifetimes are described at the top of server.cc. Internal to http2/: serve_connection() in
@@ -35,8 +35,6 @@ inline const std::shared_ptr<spdlog::logger>& h2_log() {
   static const auto lg = log::get("http2");
   return lg;
 }
-
-inline constexpr std::string_view kBodyOverLimit = "request body over the limit\n";  // the 413's body
 
 class Session;
 
@@ -213,7 +211,6 @@ class Session {
   uint64_t conn_id_ = 0;             // for fiber names
   http::AccessLog* const alog_ = c_.options.access_log.get();  // null: no access log
   http::RemoteAddr peer_;            // the client, for the access log (looked up once)
-  bool peer_known_ = false;
 };
 
 }  // namespace lionet::http2::detail
