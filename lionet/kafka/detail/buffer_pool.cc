@@ -1,4 +1,4 @@
-// lionet/kafka/buffer_pool.cc: the Fetch buffer pool (see detail/buffer_pool.h).
+// lionet/kafka/detail/buffer_pool.cc: the Fetch buffer pool (see detail/buffer_pool.h).
 #include "lionet/kafka/detail/buffer_pool.h"
 
 #include <mutex>

@@ -1,4 +1,4 @@
-// lionet/websocket/frame_reader.cc: detail::FrameReader (see detail/frame_reader.h).
+// lionet/websocket/detail/frame_reader.cc: detail::FrameReader (see detail/frame_reader.h).
 #include "lionet/websocket/detail/frame_reader.h"
 
 #include <algorithm>

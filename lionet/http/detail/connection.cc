@@ -1,4 +1,4 @@
-// lionet/http/connection.cc: detail::Connection, the per-connection request loop described in
+// lionet/http/detail/connection.cc: detail::Connection, the per-connection request loop described in
 // server.h (buffer layout and the no-move invariant in detail/connection.h).
 #include "lionet/http/detail/connection.h"
 

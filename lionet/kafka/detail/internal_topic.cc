@@ -1,4 +1,4 @@
-// lionet/kafka/internal_topic.cc: detail::open_internal_log (see detail/internal_topic.h).
+// lionet/kafka/detail/internal_topic.cc: detail::open_internal_log (see detail/internal_topic.h).
 #include "lionet/kafka/detail/internal_topic.h"
 
 #include <string>
