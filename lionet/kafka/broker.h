@@ -51,11 +51,7 @@
 #include "lionet/kafka/group_coordinator.h"
 #include "lionet/kafka/producer_state.h"
 #include "lionet/kafka/requests.h"
-
-namespace lionet::storage {
-class Store;
-class File;
-}
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 

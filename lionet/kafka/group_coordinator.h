@@ -83,10 +83,7 @@
 #include "lionet/kafka/requests.h"
 #include "lionet/base/result.h"
 #include "lionet/sync/wait_group.h"
-
-namespace lionet::storage {
-class Store;
-}
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 

@@ -27,11 +27,7 @@ bool parse(std::string_view v, SideRecord& s) {
 }  // namespace
 
 Result<std::unique_ptr<HeaderStore>> HeaderStore::open(storage::Store& store) {
-  auto log = detail::open_internal_log(store, kHeaderTopic);
-  if (!log) return log.error();
-  std::unique_ptr<HeaderStore> h(new HeaderStore(**log));
-  if (auto r = h->replay(); !r) return r.error();
-  return h;
+  return detail::open_replayed<HeaderStore>(store, kHeaderTopic);
 }
 
 Result<void> HeaderStore::replay() {

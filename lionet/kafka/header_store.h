@@ -39,11 +39,8 @@
 #include "lionet/kafka/record_batch.h"
 #include "lionet/base/result.h"
 #include "lionet/sync/mutex.h"
-
-namespace lionet::storage {
-class Store;
-class Log;
-}  // namespace lionet::storage
+#include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 
@@ -73,6 +70,7 @@ class HeaderStore {
   };
   using Key = std::pair<std::string, int32_t>;
   explicit HeaderStore(storage::Log& log) : log_(log) {}
+  friend Result<std::unique_ptr<HeaderStore>> detail::open_replayed<HeaderStore>(storage::Store&, std::string_view);
   Result<void> replay();
   Partition& partition(std::string_view topic, int32_t p);              // creates; under mu_
   const Partition* find(std::string_view topic, int32_t p) const;        // under mu_

@@ -28,10 +28,7 @@
 #include "lionet/base/clock.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/wait_group.h"
-
-namespace lionet::storage {
-class Log;
-}
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 

@@ -28,11 +28,7 @@ void encode_value(std::string& out, int64_t offset, int32_t leader_epoch, std::s
 }  // namespace
 
 Result<std::unique_ptr<OffsetStore>> OffsetStore::open(storage::Store& store) {
-  auto log = detail::open_internal_log(store, kOffsetsTopic);
-  if (!log) return log.error();
-  std::unique_ptr<OffsetStore> s(new OffsetStore(**log));
-  if (auto r = s->replay(); !r) return r.error();
-  return s;
+  return detail::open_replayed<OffsetStore>(store, kOffsetsTopic);
 }
 
 Result<void> OffsetStore::replay() {

@@ -40,11 +40,8 @@
 #include <tuple>
 
 #include "lionet/base/result.h"
-
-namespace lionet::storage {
-class Store;
-class Log;
-}  // namespace lionet::storage
+#include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 
@@ -96,6 +93,7 @@ class OffsetStore {
   };
 
   explicit OffsetStore(storage::Log& log) : log_(log) {}
+  friend Result<std::unique_ptr<OffsetStore>> detail::open_replayed<OffsetStore>(storage::Store&, std::string_view);
   Result<void> replay();
 
   storage::Log& log_;

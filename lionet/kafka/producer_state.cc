@@ -20,11 +20,7 @@ int32_t next_seq(int32_t s) noexcept { return s == INT32_MAX ? 0 : s + 1; }
 }  // namespace
 
 Result<std::unique_ptr<ProducerState>> ProducerState::open(storage::Store& store) {
-  auto log = detail::open_internal_log(store, kProducerStateTopic);
-  if (!log) return log.error();
-  std::unique_ptr<ProducerState> s(new ProducerState(**log));
-  if (auto r = s->replay(); !r) return r.error();
-  return s;
+  return detail::open_replayed<ProducerState>(store, kProducerStateTopic);
 }
 
 Result<void> ProducerState::replay() {

@@ -38,11 +38,8 @@
 #include "lionet/kafka/protocol.h"
 #include "lionet/base/result.h"
 #include "lionet/sync/mutex.h"
-
-namespace lionet::storage {
-class Store;
-class Log;
-}  // namespace lionet::storage
+#include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 
@@ -103,6 +100,7 @@ class ProducerState {
   static constexpr std::size_t kKeptBatches = 5;  // Kafka's max.in.flight limit for idempotence
 
   explicit ProducerState(storage::Log& log) : log_(log) {}
+  friend Result<std::unique_ptr<ProducerState>> detail::open_replayed<ProducerState>(storage::Store&, std::string_view);
   Result<void> replay();
   void apply(int64_t pid, int16_t epoch, std::string_view topic, int32_t partition, int32_t first_seq,
              int32_t last_seq, int64_t base_offset);

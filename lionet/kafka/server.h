@@ -31,10 +31,7 @@
 #include "lionet/net/address.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
-
-namespace lionet::storage {
-class Store;
-}
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 

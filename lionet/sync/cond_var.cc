@@ -3,12 +3,7 @@
 
 namespace lionet {
 
-CondVar::~CondVar() {
-  lock_.lock();
-  const bool idle = queue_.empty();
-  lock_.unlock();
-  LIONET_CHECK(idle, "lionet::CondVar destroyed while fibers are waiting on it");
-}
+CondVar::~CondVar() { detail::check_no_waiters(lock_, queue_, "lionet::CondVar destroyed while fibers are waiting on it"); }
 
 void CondVar::enqueue(detail::WaitNode* n) noexcept {
   lock_.lock();

@@ -7,12 +7,7 @@
 
 namespace lionet {
 
-Event::~Event() {
-  lock_.lock();
-  const bool idle = queue_.empty();
-  lock_.unlock();
-  LIONET_CHECK(idle, "lionet::Event destroyed while fibers are waiting on it");
-}
+Event::~Event() { detail::check_no_waiters(lock_, queue_, "lionet::Event destroyed while fibers are waiting on it"); }
 
 void Event::set() noexcept {
   detail::WakeBatch batch;

@@ -3,12 +3,7 @@
 
 namespace lionet {
 
-Semaphore::~Semaphore() {
-  lock_.lock();
-  const bool idle = queue_.empty();
-  lock_.unlock();
-  LIONET_CHECK(idle, "lionet::Semaphore destroyed while fibers are waiting on it");
-}
+Semaphore::~Semaphore() { detail::check_no_waiters(lock_, queue_, "lionet::Semaphore destroyed while fibers are waiting on it"); }
 
 bool Semaphore::try_acquire() noexcept {
   lock_.lock();

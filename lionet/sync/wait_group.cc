@@ -10,12 +10,7 @@
 
 namespace lionet {
 
-WaitGroup::~WaitGroup() {
-  lock_.lock();
-  const bool idle = queue_.empty();
-  lock_.unlock();
-  LIONET_CHECK(idle, "lionet::WaitGroup destroyed while fibers are waiting on it");
-}
+WaitGroup::~WaitGroup() { detail::check_no_waiters(lock_, queue_, "lionet::WaitGroup destroyed while fibers are waiting on it"); }
 
 void WaitGroup::add(int64_t n) noexcept {
   int64_t c = count_.load(std::memory_order_relaxed);

@@ -43,10 +43,7 @@
 #include "lionet/net/tcp_server.h"
 #include "lionet/net/udp_socket.h"
 #include "lionet/sched/scheduler.h"
-
-namespace lionet::storage {
-class Store;
-}
+#include "lionet/storage/fwd.h"
 
 namespace lionet::syslog {
 

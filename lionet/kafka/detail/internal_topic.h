@@ -7,19 +7,27 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "lionet/base/result.h"
 #include "lionet/storage/log.h"
-
-namespace lionet::storage {
-class Store;
-class Log;
-}  // namespace lionet::storage
+#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka::detail {
 // Partition 0 of `topic`, created with one partition if the store has none. Errors: the store's.
 Result<storage::Log*> open_internal_log(storage::Store& store, std::string_view topic);
+
+// A new T over `topic`'s log (T's constructor from storage::Log&), its state read back by its
+// replay() (Result<void>): how each internal-topic store opens. T befriends it.
+template <class T>
+Result<std::unique_ptr<T>> open_replayed(storage::Store& store, std::string_view topic) {
+  auto log = open_internal_log(store, topic);
+  if (!log) return log.error();
+  std::unique_ptr<T> t(new T(**log));
+  if (auto r = t->replay(); !r) return r.error();
+  return t;
+}
 
 // Calls fn(const storage::RecordView&) for every record of `log` from its start to its end, in
 // order, reading 1 MiB at a time (the replay of an internal topic at start). Errors: the log's.

@@ -3,7 +3,8 @@
 //
 // Owns: WaitNode (lives on the waiter's stack), WaitQueue (a doubly linked FIFO of nodes,
 // protected by the owning primitive's SpinLock), and the one rule for waking a node.
-// Must not: park, unpark, or take any lock itself (callers hold their primitive's SpinLock).
+// Must not: park, unpark, or take any lock itself (callers hold their primitive's SpinLock; only
+// check_no_waiters, for destructors, takes it).
 //
 // THE WAKE RULE (every primitive follows it; numbered so the .cc files can cite it):
 //  W1. A waiter fills a WaitNode, links it under the primitive's lock, releases the lock, then
@@ -28,6 +29,7 @@
 #include <optional>
 
 #include "lionet/base/macros.h"
+#include "lionet/base/spinlock.h"
 #include "lionet/fiber/wait_reason.h"
 #include "lionet/sched/park.h"
 
@@ -228,6 +230,15 @@ bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint
   const bool now_done = done();
   lock.unlock();
   return notified || now_done;
+}
+
+// A primitive's destructor: fatal, with `what` ("lionet::Event destroyed while fibers are
+// waiting on it"), if any fiber still waits in q.
+inline void check_no_waiters(SpinLock& lock, const WaitQueue& q, const char* what) noexcept {
+  lock.lock();
+  const bool idle = q.empty();
+  lock.unlock();
+  LIONET_CHECK(idle, what);
 }
 
 }  // namespace lionet::detail
