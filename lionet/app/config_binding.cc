@@ -4,6 +4,10 @@
 #include "lionet/app/config_binding.h"
 
 #include <set>
+#include <string_view>
+#include <utility>
+
+#include "lionet/config/fields.h"
 
 namespace lionet::app {
 namespace {
@@ -263,60 +267,62 @@ Level ConfigTraits<Level>::from_yaml(const YAML::Node& n) {
   if (!l) conversion_error(n, "expected a log level (trace, debug, info, warn, error, critical, off), got '" + s + "'");
   return *l;
 }
-YAML::Node ConfigTraits<Level>::to_yaml(Level l) { return YAML::Node(std::string(log::to_string(l))); }
+YAML::Node ConfigTraits<Level>::to_yaml(const Level& l) { return YAML::Node(std::string(log::to_string(l))); }
+
+template <>
+struct ConfigTraits<SinkOptions::Type> {
+  static constexpr std::pair<SinkOptions::Type, std::string_view> kNames[] = {
+      {SinkOptions::Type::kStdout, "stdout"},
+      {SinkOptions::Type::kStderr, "stderr"},
+      {SinkOptions::Type::kRotatingFile, "rotating_file"},
+  };
+  static SinkOptions::Type from_yaml(const YAML::Node& n) {
+    const std::string type = decode<std::string>(n);
+    for (const auto& [t, name] : kNames)
+      if (name == type) return t;
+    conversion_error(n, "expected a sink type (stdout, stderr, rotating_file), got '" + type + "'");
+  }
+  static YAML::Node to_yaml(SinkOptions::Type type) {
+    for (const auto& [t, name] : kNames)
+      if (t == type) return YAML::Node(std::string(name));
+    return YAML::Node();
+  }
+};
+
+namespace {
+// A sink's keys, in the order they are written: its type, the file's (rotating_file only), its
+// level.
+const Fields<SinkOptions> kSinkFields = {{"type", &SinkOptions::type, kRequired}};
+const Fields<SinkOptions> kRotatingFileSinkFields = {
+    {"path", &SinkOptions::path},
+    {"max_size", &SinkOptions::max_size},
+    {"max_files", &SinkOptions::max_files},
+};
+const Fields<SinkOptions> kSinkLevelFields = {{"level", &SinkOptions::level}};
+
+const Fields<LoggerOptions> kLoggerFields = {
+    {"name", &LoggerOptions::name, kRequired},    {"level", &LoggerOptions::level},
+    {"pattern", &LoggerOptions::pattern},         {"async", &LoggerOptions::async},
+    {"flush_level", &LoggerOptions::flush_level}, {"sinks", &LoggerOptions::sinks},
+};
+}  // namespace
 
 SinkOptions ConfigTraits<SinkOptions>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"type", "path", "max_size", "max_files", "level"});
+  expect_keys(n, kSinkFields, kRotatingFileSinkFields, kSinkLevelFields);
   SinkOptions s;
-  std::string type = required_field<std::string>(n, "type");
-  if (type == "stdout") s.type = SinkOptions::Type::kStdout;
-  else if (type == "stderr") s.type = SinkOptions::Type::kStderr;
-  else if (type == "rotating_file") s.type = SinkOptions::Type::kRotatingFile;
-  else conversion_error(n["type"], "expected a sink type (stdout, stderr, rotating_file), got '" + type + "'");
-  read_field(n, "path", s.path);
-  read_field(n, "max_size", s.max_size);
-  read_field(n, "max_files", s.max_files);
-  read_field(n, "level", s.level);
+  for (const auto* fields : {&kSinkFields, &kRotatingFileSinkFields, &kSinkLevelFields}) fields->read(n, s);
   if (s.type == SinkOptions::Type::kRotatingFile && s.path.empty()) {
     conversion_error(n, "a rotating_file sink needs a path");
   }
   return s;
 }
 YAML::Node ConfigTraits<SinkOptions>::to_yaml(const SinkOptions& s) {
-  YAML::Node n;
-  switch (s.type) {
-    case SinkOptions::Type::kStdout: n["type"] = "stdout"; break;
-    case SinkOptions::Type::kStderr: n["type"] = "stderr"; break;
-    case SinkOptions::Type::kRotatingFile:
-      n["type"] = "rotating_file";
-      n["path"] = s.path;
-      n["max_size"] = s.max_size;
-      n["max_files"] = s.max_files;
-      break;
-  }
-  n["level"] = encode(s.level);
+  YAML::Node n = kSinkFields.encode(s);
+  if (s.type == SinkOptions::Type::kRotatingFile) kRotatingFileSinkFields.write(n, s);
+  kSinkLevelFields.write(n, s);
   return n;
 }
 
-LoggerOptions ConfigTraits<LoggerOptions>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"name", "level", "pattern", "sinks", "async", "flush_level"});
-  LoggerOptions o;
-  o.name = required_field<std::string>(n, "name");
-  read_field(n, "level", o.level);
-  read_field(n, "pattern", o.pattern);
-  read_field(n, "sinks", o.sinks);
-  read_field(n, "async", o.async);
-  read_field(n, "flush_level", o.flush_level);
-  return o;
-}
-YAML::Node ConfigTraits<LoggerOptions>::to_yaml(const LoggerOptions& o) {
-  YAML::Node n;
-  n["name"] = o.name;
-  n["level"] = encode(o.level);
-  n["pattern"] = o.pattern;
-  n["async"] = o.async;
-  n["flush_level"] = encode(o.flush_level);
-  n["sinks"] = encode(o.sinks);
-  return n;
-}
+LoggerOptions ConfigTraits<LoggerOptions>::from_yaml(const YAML::Node& n) { return kLoggerFields.decode(n); }
+YAML::Node ConfigTraits<LoggerOptions>::to_yaml(const LoggerOptions& o) { return kLoggerFields.encode(o); }
 }  // namespace lionet::config

@@ -82,18 +82,6 @@ std::optional<std::string> check_config(const AppConfig& c);
 }  // namespace lionet::app
 
 // YAML <-> log options (used by the log.loggers var).
-template <>
-struct lionet::config::ConfigTraits<lionet::log::Level> {
-  static log::Level from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(log::Level l);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::log::SinkOptions> {
-  static log::SinkOptions from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const log::SinkOptions& s);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::log::LoggerOptions> {
-  static log::LoggerOptions from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const log::LoggerOptions& o);
-};
+LIONET_DECLARE_CONFIG_TRAITS(lionet::log::Level);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::log::SinkOptions);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::log::LoggerOptions);

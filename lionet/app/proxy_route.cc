@@ -7,17 +7,24 @@
 #include "lionet/ssl/ssl_context.h"
 
 namespace lionet::config {
+namespace {
+using app::ProxyHealthConfig;
+using app::ProxyUpstreamTlsConfig;
+const Fields<ProxyHealthConfig> kHealthFields = {
+    {"path", &ProxyHealthConfig::path},       {"interval", &ProxyHealthConfig::interval},
+    {"timeout", &ProxyHealthConfig::timeout}, {"expect", &ProxyHealthConfig::expect},
+    {"fails", &ProxyHealthConfig::fails},     {"passes", &ProxyHealthConfig::passes},
+};
+const Fields<ProxyUpstreamTlsConfig> kUpstreamTlsFields = {
+    {"verify", &ProxyUpstreamTlsConfig::verify},
+    {"ca_file", &ProxyUpstreamTlsConfig::ca_file},
+};
+}  // namespace
+
 template <>
-struct ConfigTraits<app::ProxyHealthConfig> {
-  static app::ProxyHealthConfig from_yaml(const YAML::Node& n) {
-    expect_keys(n, {"path", "interval", "timeout", "expect", "fails", "passes"});
-    app::ProxyHealthConfig h;
-    read_field(n, "path", h.path);
-    read_field(n, "interval", h.interval);
-    read_field(n, "timeout", h.timeout);
-    read_field(n, "expect", h.expect);
-    read_field(n, "fails", h.fails);
-    read_field(n, "passes", h.passes);
+struct ConfigTraits<ProxyHealthConfig> {
+  static ProxyHealthConfig from_yaml(const YAML::Node& n) {
+    ProxyHealthConfig h = kHealthFields.decode(n);
     if (h.path.empty() || h.path[0] != '/') conversion_error(n["path"], "a health check path starts with '/'");
     if (h.interval.count() < 10 || h.interval.count() > 3600000) conversion_error(n["interval"], "must be in 10ms..3600000ms");
     if (h.timeout.count() < 1 || h.timeout.count() > 600000) conversion_error(n["timeout"], "must be in 1ms..600000ms");
@@ -27,45 +34,51 @@ struct ConfigTraits<app::ProxyHealthConfig> {
     if (h.passes < 1 || h.passes > 100) conversion_error(n["passes"], "must be in 1..100");
     return h;
   }
-  static YAML::Node to_yaml(const app::ProxyHealthConfig& h) {
-    YAML::Node n;
-    n["path"] = h.path;
-    n["interval"] = encode(h.interval);
-    n["timeout"] = encode(h.timeout);
-    n["expect"] = h.expect;
-    n["fails"] = h.fails;
-    n["passes"] = h.passes;
-    return n;
-  }
+  static YAML::Node to_yaml(const ProxyHealthConfig& h) { return kHealthFields.encode(h); }
 };
 template <>
-struct ConfigTraits<app::ProxyUpstreamTlsConfig> {
-  static app::ProxyUpstreamTlsConfig from_yaml(const YAML::Node& n) {
-    expect_keys(n, {"verify", "ca_file"});
-    app::ProxyUpstreamTlsConfig t;
-    read_field(n, "verify", t.verify);
-    read_field(n, "ca_file", t.ca_file);
-    return t;
-  }
-  static YAML::Node to_yaml(const app::ProxyUpstreamTlsConfig& t) {
-    YAML::Node n;
-    n["verify"] = t.verify;
-    n["ca_file"] = t.ca_file;
-    return n;
-  }
+struct ConfigTraits<ProxyUpstreamTlsConfig> {
+  static ProxyUpstreamTlsConfig from_yaml(const YAML::Node& n) { return kUpstreamTlsFields.decode(n); }
+  static YAML::Node to_yaml(const ProxyUpstreamTlsConfig& t) { return kUpstreamTlsFields.encode(t); }
 };
 }  // namespace lionet::config
 
 namespace lionet::app {
 namespace {
 using config::conversion_error;
-using config::read_field;
+using P = ProxyRouteConfig;
 
+const config::Fields<ProxyRouteConfig> kProxyRouteFields = {
+    {"upstreams", &P::upstreams, config::kRequired},
+    {"balance", &P::balance},
+    {"hash_key", &P::hash_key},
+    {"strip_prefix", &P::strip_prefix},
+    {"add_prefix", &P::add_prefix},
+    {"host", &P::host},
+    {"via", &P::via},
+    {"connect_timeout", &P::connect_timeout},
+    {"send_timeout", &P::send_timeout},
+    {"read_timeout", &P::read_timeout},
+    {"try_timeout", &P::try_timeout},
+    {"max_tries", &P::max_tries},
+    {"max_fails", &P::max_fails},
+    {"fail_timeout", &P::fail_timeout},
+    {"keepalive", &P::keepalive},
+    {"keepalive_timeout", &P::keepalive_timeout},
+    {"keepalive_requests", &P::keepalive_requests},
+    {"buffer_size", &P::buffer_size},
+    {"tunnel_idle_timeout", &P::tunnel_idle_timeout},
+    {"errors", &P::errors},
+    {"upstream_tls", &P::upstream_tls},
+    {"health_check", &P::health_check},
+};
 }  // namespace
+
+const config::Fields<ProxyRouteConfig>& proxy_route_fields() { return kProxyRouteFields; }
 
 ProxyRouteConfig read_proxy_route(const YAML::Node& n) {
   ProxyRouteConfig p;
-  p.upstreams = config::required_field<std::vector<std::string>>(n, "upstreams");
+  kProxyRouteFields.read(n, p);
   http::ProxyOptions parsed;  // the upstream list as http/ checks it
   for (const auto& u : p.upstreams) {
     auto up = http::parse_proxy_upstream(u);
@@ -73,32 +86,11 @@ ProxyRouteConfig read_proxy_route(const YAML::Node& n) {
     parsed.upstreams.push_back(std::move(*up));
   }
   if (std::string why = http::proxy_options_problem(parsed); !why.empty()) conversion_error(n["upstreams"], why);
-  read_field(n, "balance", p.balance);
   if (p.balance != "round_robin" && p.balance != "least_conn" && p.balance != "hash")
     conversion_error(n["balance"], "unknown balance '" + p.balance + "' (expected round_robin, least_conn or hash)");
-  read_field(n, "hash_key", p.hash_key);
   if (p.hash_key.empty()) conversion_error(n["hash_key"], "ip, or a request header's name");
-  read_field(n, "strip_prefix", p.strip_prefix);
-  read_field(n, "add_prefix", p.add_prefix);
   if (!p.add_prefix.empty() && (p.add_prefix[0] != '/' || p.add_prefix.back() == '/'))
     conversion_error(n["add_prefix"], "starts with '/' and does not end with one (\"/v2\")");
-  read_field(n, "host", p.host);
-  read_field(n, "via", p.via);
-  read_field(n, "connect_timeout", p.connect_timeout);
-  read_field(n, "send_timeout", p.send_timeout);
-  read_field(n, "read_timeout", p.read_timeout);
-  read_field(n, "try_timeout", p.try_timeout);
-  read_field(n, "max_tries", p.max_tries);
-  read_field(n, "max_fails", p.max_fails);
-  read_field(n, "fail_timeout", p.fail_timeout);
-  read_field(n, "keepalive", p.keepalive);
-  read_field(n, "keepalive_timeout", p.keepalive_timeout);
-  read_field(n, "keepalive_requests", p.keepalive_requests);
-  read_field(n, "buffer_size", p.buffer_size);
-  read_field(n, "tunnel_idle_timeout", p.tunnel_idle_timeout);
-  read_field(n, "errors", p.errors);
-  read_field(n, "upstream_tls", p.upstream_tls);
-  read_field(n, "health_check", p.health_check);
   for (const char* k : {"connect_timeout", "send_timeout", "read_timeout", "tunnel_idle_timeout"}) {
     const YAML::Node v = n[k];
     if (v && config::decode<std::chrono::milliseconds>(v).count() <= 0) conversion_error(v, "must be positive");
@@ -113,32 +105,6 @@ ProxyRouteConfig read_proxy_route(const YAML::Node& n) {
   for (const auto& u : p.upstreams) https |= u.starts_with("https://");
   if (p.upstream_tls && !https) conversion_error(n["upstream_tls"], "no upstream is https://");
   return p;
-}
-
-void write_proxy_route(YAML::Node& n, const ProxyRouteConfig& p) {
-  using config::encode;
-  n["upstreams"] = p.upstreams;
-  n["balance"] = p.balance;
-  n["hash_key"] = p.hash_key;
-  n["strip_prefix"] = p.strip_prefix;
-  n["add_prefix"] = p.add_prefix;
-  n["host"] = p.host;
-  n["via"] = p.via;
-  n["connect_timeout"] = encode(p.connect_timeout);
-  n["send_timeout"] = encode(p.send_timeout);
-  n["read_timeout"] = encode(p.read_timeout);
-  n["try_timeout"] = encode(p.try_timeout);
-  n["max_tries"] = p.max_tries;
-  n["max_fails"] = p.max_fails;
-  n["fail_timeout"] = encode(p.fail_timeout);
-  n["keepalive"] = p.keepalive;
-  n["keepalive_timeout"] = encode(p.keepalive_timeout);
-  n["keepalive_requests"] = p.keepalive_requests;
-  n["buffer_size"] = p.buffer_size;
-  n["tunnel_idle_timeout"] = encode(p.tunnel_idle_timeout);
-  n["errors"] = p.errors;
-  if (p.upstream_tls) n["upstream_tls"] = encode(*p.upstream_tls);
-  if (p.health_check) n["health_check"] = encode(*p.health_check);
 }
 
 http::ProxyOptions proxy_options(const ProxyRouteConfig& p, const std::string& route_path) {

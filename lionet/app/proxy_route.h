@@ -2,9 +2,9 @@
 // into lionet::http::ProxyOptions.
 //
 // Owns: ProxyRouteConfig (defaults are the documented ones: conf/REFERENCE.md is generated from
-// them), its YAML reading (keys on the route's own mapping, beside path and type; bad values
-// are errors at their line) and writing. Must not: resolve or connect to anything (the Proxy
-// does that when the runtime builds the route).
+// them), its YAML field list (keys on the route's own mapping, beside path and type) and its
+// reading (bad values are errors at their line). Must not: resolve or connect to anything (the
+// Proxy does that when the runtime builds the route).
 //
 //   - {path: /app, type: proxy, upstreams: ["127.0.0.1:9001", "127.0.0.1:9002 weight=2"],
 //      strip_prefix: true, read_timeout: 30s, health_check: {path: /health, interval: 5s}}
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lionet/config/traits.h"
+#include "lionet/config/fields.h"
 #include "lionet/http/proxy.h"
 
 namespace lionet::app {
@@ -63,10 +63,11 @@ struct ProxyRouteConfig {
   bool operator==(const ProxyRouteConfig&) const = default;
 };
 
-// Reads the proxy keys of a route mapping (the caller has checked the key set: RouteConfig's
-// list names them).
+// The proxy keys of a route mapping, in the order they are written. RouteConfig checks the
+// route's keys against them and writes them (after its own) for a proxy route.
+const config::Fields<ProxyRouteConfig>& proxy_route_fields();
+// Reads and checks the proxy keys of a route mapping (the caller has checked the key set).
 ProxyRouteConfig read_proxy_route(const YAML::Node& route);
-void write_proxy_route(YAML::Node& route, const ProxyRouteConfig& p);
 // For the Proxy: route_path is stripped when strip_prefix. Throws std::invalid_argument (bad
 // upstream, TLS file) naming the problem.
 http::ProxyOptions proxy_options(const ProxyRouteConfig& p, const std::string& route_path);

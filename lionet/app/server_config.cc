@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "lionet/config/fields.h"
 #include "lionet/http/static_files.h"
 #include "lionet/net/address.h"
 
@@ -185,15 +186,122 @@ using app::ServerConfig;
 using app::TlsConfig;
 using app::WorkerPoolConfig;
 
+namespace {
+using W = WorkerPoolConfig;
+using R = RouteConfig;
+using S = ServerConfig;
+
+const Fields<WorkerPoolConfig> kWorkerPoolFields = {
+    {"threads", &W::threads},
+    {"stack_size", &W::stack_size},
+    {"max_stack_memory", &W::max_stack_memory},
+    {"io_backend", &W::io_backend},
+};
+
+// A route's keys, in the order they are written: its own, then its type's (static,
+// debug_fibers, websocket, proxy: only that list is written). Every list but the proxy's is read
+// for every route; read_proxy_route reads the proxy's, for a proxy route.
+const Fields<RouteConfig> kRouteFields = {
+    {"path", &R::path, kOmitEmpty},
+    {"name", &R::name, kOmitEmpty},
+    {"type", &R::type, kRequired},
+};
+const Fields<RouteConfig> kStaticRouteFields = {
+    {"try_files", &R::try_files, kOmitEmpty},
+    {"root", &R::root},
+    {"mode", &R::mode},
+    {"memory_max", &R::memory_max},
+    {"sendfile_min", &R::sendfile_min},
+    {"chunk_size", &R::chunk_size},
+    {"cache_bytes", &R::cache_bytes},
+    {"open_file_cache", &R::open_file_cache},
+    {"open_file_cache_valid", &R::open_file_cache_valid},
+    {"precompressed", &R::precompressed},
+    {"follow_symlinks_outside_root", &R::follow_symlinks_outside_root},
+    {"index", &R::index},
+};
+const Fields<RouteConfig> kDebugFibersRouteFields = {{"allow_remote", &R::allow_remote}};
+const Fields<RouteConfig> kWebSocketRouteFields = {
+    {"handler", &R::handler},
+    {"max_message_size", &R::max_message_size},
+    {"ping_interval", &R::ping_interval},
+    {"send_queue_bytes", &R::send_queue_bytes},
+    {"deflate", &R::deflate},
+};
+
+const Fields<TlsConfig> kTlsFields = {
+    {"cert", &TlsConfig::cert, kRequired},
+    {"key", &TlsConfig::key, kRequired},
+    {"generate_self_signed", &TlsConfig::generate_self_signed},
+    {"min_version", &TlsConfig::min_version},
+    {"alpn", &TlsConfig::alpn},
+    {"handshake_timeout", &TlsConfig::handshake_timeout},
+};
+
+const Fields<AccessLogConfig> kAccessLogFields = {
+    {"path", &AccessLogConfig::path, kRequired},
+    {"format", &AccessLogConfig::format},
+    {"buffer_bytes", &AccessLogConfig::buffer_bytes},
+    {"flush_interval", &AccessLogConfig::flush_interval},
+};
+
+// A server's keys, in the order they are written: every type's, syslog's and kafka's (written
+// for that type only; every list is read for every server), then its sections.
+const Fields<ServerConfig> kServerFields = {
+    {"name", &S::name},
+    {"type", &S::type, kRequired},
+    {"listen", &S::listen, kRequired},
+    {"workers", &S::workers},
+    {"max_connections", &S::max_connections},
+    {"reuse_port", &S::reuse_port},
+    {"idle_timeout", &S::idle_timeout},
+    {"header_timeout", &S::header_timeout},
+    {"body_timeout", &S::body_timeout},
+    {"write_timeout", &S::write_timeout},
+    {"max_keepalive_requests", &S::max_keepalive_requests},
+    {"max_request_line", &S::max_request_line},
+    {"max_header_bytes", &S::max_header_bytes},
+    {"max_headers", &S::max_headers},
+    {"max_body_bytes", &S::max_body_bytes},
+    {"http2", &S::http2},
+    {"http2_max_concurrent_streams", &S::http2_max_concurrent_streams},
+    {"http2_initial_window_size", &S::http2_initial_window_size},
+    {"http2_max_frame_size", &S::http2_max_frame_size},
+    {"http2_max_header_list_size", &S::http2_max_header_list_size},
+    {"http2_max_requests", &S::http2_max_requests},
+    {"http2_reset_burst", &S::http2_reset_burst},
+    {"http2_resets_per_second", &S::http2_resets_per_second},
+    {"http2_max_continuations", &S::http2_max_continuations},
+    {"http2_max_empty_frames", &S::http2_max_empty_frames},
+    {"http2_max_outbound_ack", &S::http2_max_outbound_ack},
+};
+const Fields<ServerConfig> kSyslogServerFields = {
+    {"topic", &S::topic},
+    {"key", &S::key},
+    {"batch_max", &S::batch_max},
+    {"linger", &S::linger},
+    {"max_message_size", &S::max_message_size},
+    {"recv_buffer", &S::recv_buffer},
+};
+const Fields<ServerConfig> kKafkaServerFields = {
+    {"advertised_host", &S::advertised_host},
+    {"advertised_port", &S::advertised_port},
+    {"max_request_size", &S::max_request_size},
+    {"group_min_session_timeout", &S::group_min_session_timeout},
+    {"group_max_session_timeout", &S::group_max_session_timeout},
+    {"offset_metadata_max_bytes", &S::offset_metadata_max_bytes},
+};
+const Fields<ServerConfig> kServerSectionFields = {
+    {"tls", &S::tls},
+    {"access_log", &S::access_log},
+    {"routes", &S::routes, kOmitEmpty},
+};
+}  // namespace
+
 WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"threads", "stack_size", "max_stack_memory", "io_backend"});
-  WorkerPoolConfig w;
-  read_field(n, "threads", w.threads);
-  read_field(n, "stack_size", w.stack_size);
-  read_field(n, "max_stack_memory", w.max_stack_memory);
+  WorkerPoolConfig w = kWorkerPoolFields.decode(n);
   if (w.max_stack_memory && *w.max_stack_memory != 0 && *w.max_stack_memory < 64 * 1024)
     field_error(n, "max_stack_memory", "must be 0 (no limit) or at least 65536");
-  read_field(n, "io_backend", w.io_backend);
   if (w.threads && (*w.threads < 0 || *w.threads > 1024)) field_error(n, "threads", "must be in 0..1024");
   if (w.stack_size && (*w.stack_size < 16 * 1024 || *w.stack_size > 64 * 1024 * 1024)) {
     field_error(n, "stack_size", "must be in 16384..67108864");
@@ -203,29 +311,14 @@ WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) 
   }
   return w;
 }
-YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) {
-  YAML::Node n(YAML::NodeType::Map);
-  if (w.threads) n["threads"] = *w.threads;
-  if (w.stack_size) n["stack_size"] = *w.stack_size;
-  if (w.max_stack_memory) n["max_stack_memory"] = *w.max_stack_memory;
-  if (w.io_backend) n["io_backend"] = *w.io_backend;
-  return n;
-}
+YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) { return kWorkerPoolFields.encode(w); }
 
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"path", "name", "type", "root", "mode", "memory_max", "sendfile_min", "chunk_size", "cache_bytes",
-                  "open_file_cache", "open_file_cache_valid", "precompressed", "try_files",
-                  "follow_symlinks_outside_root", "index", "allow_remote", "handler", "max_message_size",
-                  "ping_interval", "send_queue_bytes", "deflate",
-                  // proxy (app/proxy_route.h)
-                  "upstreams", "balance", "hash_key", "strip_prefix", "add_prefix", "host", "via", "connect_timeout",
-                  "send_timeout", "read_timeout", "try_timeout", "max_tries", "max_fails", "fail_timeout", "keepalive",
-                  "keepalive_timeout", "keepalive_requests", "buffer_size", "tunnel_idle_timeout", "errors",
-                  "upstream_tls", "health_check"});
+  expect_keys(n, kRouteFields, kStaticRouteFields, kDebugFibersRouteFields, kWebSocketRouteFields,
+              app::proxy_route_fields());
   RouteConfig r;
-  read_field(n, "path", r.path);
-  read_field(n, "name", r.name);
-  r.type = required_field<std::string>(n, "type");
+  for (const auto* fields : {&kRouteFields, &kStaticRouteFields, &kDebugFibersRouteFields, &kWebSocketRouteFields})
+    fields->read(n, r);
   if (n["path"] && (r.path.empty() || r.path[0] != '/')) field_error(n, "path", "a route path starts with '/'");
   if (n["name"] && !app::valid_route_name(r.name))
     field_error(n, "name", "a route name is letters, digits, '_', '-' and '.' (\"@name\" in try_files refers to it)");
@@ -237,7 +330,6 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   if (r.type == "proxy") r.proxy = app::read_proxy_route(n);
   if (r.type == "storage" && !r.name.empty())
     field_error(n, "name", "a storage route cannot be named: it is several routes under its path, not one handler");
-  read_field(n, "try_files", r.try_files);
   if (!r.try_files.empty() && r.type != "static")
     field_error(n, "try_files", "only a static route takes try_files (this one is " + r.type + ")");
   for (std::size_t i = 0; i < r.try_files.size(); ++i) {
@@ -258,11 +350,6 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
       field_error(n, "try_files", why);
     }
   }
-  read_field(n, "handler", r.handler);
-  read_field(n, "max_message_size", r.max_message_size);
-  read_field(n, "ping_interval", r.ping_interval);
-  read_field(n, "send_queue_bytes", r.send_queue_bytes);
-  read_field(n, "deflate", r.deflate);
   if (r.type == "websocket") {
     if (r.send_queue_bytes < 1024 || r.send_queue_bytes > (std::size_t{1} << 30))
       field_error(n, "send_queue_bytes", "must be in 1024..1073741824");
@@ -272,18 +359,6 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
     if (r.ping_interval.count() < 0 || r.ping_interval.count() > 3600000)
       field_error(n, "ping_interval", "must be in 0ms..3600000ms (0: no keepalive pings)");
   }
-  read_field(n, "root", r.root);
-  read_field(n, "mode", r.mode);
-  read_field(n, "memory_max", r.memory_max);
-  read_field(n, "sendfile_min", r.sendfile_min);
-  read_field(n, "chunk_size", r.chunk_size);
-  read_field(n, "cache_bytes", r.cache_bytes);
-  read_field(n, "open_file_cache", r.open_file_cache);
-  read_field(n, "open_file_cache_valid", r.open_file_cache_valid);
-  read_field(n, "precompressed", r.precompressed);
-  read_field(n, "follow_symlinks_outside_root", r.follow_symlinks_outside_root);
-  read_field(n, "index", r.index);
-  read_field(n, "allow_remote", r.allow_remote);
   if (r.type == "static" && r.root.empty()) conversion_error(n, "a static route needs a root directory");
   if (!http::parse_file_mode(r.mode)) {  // the static handler's own parser: one list of modes
     std::string modes;
@@ -309,69 +384,26 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   return r;
 }
 YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
-  YAML::Node n;
-  if (!r.path.empty()) n["path"] = r.path;
-  if (!r.name.empty()) n["name"] = r.name;
-  n["type"] = r.type;
-  if (r.type == "static") {
-    if (!r.try_files.empty()) n["try_files"] = r.try_files;
-    n["root"] = r.root;
-    n["mode"] = r.mode;
-    n["memory_max"] = r.memory_max;
-    n["sendfile_min"] = r.sendfile_min;
-    n["chunk_size"] = r.chunk_size;
-    n["cache_bytes"] = r.cache_bytes;
-    n["open_file_cache"] = r.open_file_cache;
-    n["open_file_cache_valid"] = encode(r.open_file_cache_valid);
-    n["precompressed"] = r.precompressed;
-    n["follow_symlinks_outside_root"] = r.follow_symlinks_outside_root;
-    n["index"] = r.index;
-  }
-  if (r.type == "debug_fibers") n["allow_remote"] = r.allow_remote;
-  if (r.type == "websocket") {
-    n["handler"] = r.handler;
-    n["max_message_size"] = r.max_message_size;
-    n["ping_interval"] = encode(r.ping_interval);
-    n["send_queue_bytes"] = r.send_queue_bytes;
-    n["deflate"] = r.deflate;
-  }
-  if (r.type == "proxy") app::write_proxy_route(n, r.proxy);
+  YAML::Node n = kRouteFields.encode(r);
+  if (r.type == "static") kStaticRouteFields.write(n, r);
+  if (r.type == "debug_fibers") kDebugFibersRouteFields.write(n, r);
+  if (r.type == "websocket") kWebSocketRouteFields.write(n, r);
+  if (r.type == "proxy") app::proxy_route_fields().write(n, r.proxy);
   return n;
 }
 
 TlsConfig ConfigTraits<TlsConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"cert", "key", "generate_self_signed", "min_version", "alpn", "handshake_timeout"});
-  TlsConfig t;
-  t.cert = required_field<std::string>(n, "cert");
-  t.key = required_field<std::string>(n, "key");
-  read_field(n, "generate_self_signed", t.generate_self_signed);
-  read_field(n, "min_version", t.min_version);
-  read_field(n, "alpn", t.alpn);
-  read_field(n, "handshake_timeout", t.handshake_timeout);
+  TlsConfig t = kTlsFields.decode(n);
   if (t.min_version != "TLS1.2" && t.min_version != "TLS1.3") {
     field_error(n, "min_version", "must be TLS1.2 or TLS1.3, got '" + t.min_version + "'");
   }
   if (t.handshake_timeout.count() <= 0) field_error(n, "handshake_timeout", "must be positive");
   return t;
 }
-YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) {
-  YAML::Node n;
-  n["cert"] = t.cert;
-  n["key"] = t.key;
-  n["generate_self_signed"] = t.generate_self_signed;
-  n["min_version"] = t.min_version;
-  n["alpn"] = encode(t.alpn);
-  n["handshake_timeout"] = encode(t.handshake_timeout);
-  return n;
-}
+YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) { return kTlsFields.encode(t); }
 
 AccessLogConfig ConfigTraits<AccessLogConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"path", "format", "buffer_bytes", "flush_interval"});
-  AccessLogConfig a;
-  a.path = required_field<std::string>(n, "path");
-  read_field(n, "format", a.format);
-  read_field(n, "buffer_bytes", a.buffer_bytes);
-  read_field(n, "flush_interval", a.flush_interval);
+  AccessLogConfig a = kAccessLogFields.decode(n);
   if (a.path.empty()) field_error(n, "path", "needs stdout or a file path");
   if (!http::parse_access_log_format(a.format)) {
     field_error(n, "format", "unknown access log format '" + a.format + "' (expected combined or json)");
@@ -384,76 +416,27 @@ AccessLogConfig ConfigTraits<AccessLogConfig>::from_yaml(const YAML::Node& n) {
   }
   return a;
 }
-YAML::Node ConfigTraits<AccessLogConfig>::to_yaml(const AccessLogConfig& a) {
-  YAML::Node n;
-  n["path"] = a.path;
-  n["format"] = a.format;
-  n["buffer_bytes"] = a.buffer_bytes;
-  n["flush_interval"] = encode(a.flush_interval);
-  return n;
-}
+YAML::Node ConfigTraits<AccessLogConfig>::to_yaml(const AccessLogConfig& a) { return kAccessLogFields.encode(a); }
 
 ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"name", "type", "listen", "workers", "max_connections", "reuse_port", "idle_timeout", "header_timeout",
-                  "body_timeout", "write_timeout", "max_keepalive_requests", "max_request_line", "max_header_bytes", "max_headers", "max_body_bytes", "http2",
-                  "http2_max_concurrent_streams", "http2_initial_window_size", "http2_max_frame_size",
-                  "http2_max_header_list_size", "http2_max_requests", "http2_reset_burst",
-                  "http2_resets_per_second", "http2_max_continuations", "http2_max_empty_frames",
-                  "http2_max_outbound_ack", "topic", "key", "batch_max", "linger", "max_message_size", "recv_buffer",
-                  "advertised_host", "advertised_port", "max_request_size", "group_min_session_timeout",
-                  "group_max_session_timeout", "offset_metadata_max_bytes", "tls", "access_log", "routes"});
+  expect_keys(n, kServerFields, kSyslogServerFields, kKafkaServerFields, kServerSectionFields);
   ServerConfig s;
-  read_field(n, "name", s.name);
-  s.type = required_field<std::string>(n, "type");
+  for (const auto* fields : {&kServerFields, &kSyslogServerFields, &kKafkaServerFields, &kServerSectionFields})
+    fields->read(n, s);
   if (!app::kServerTypes.contains(s.type)) {
     field_error(n, "type", "unknown server type '" + s.type + "' (expected one of " + app::join(app::kServerTypes) + ")");
   }
-  s.listen = required_field<std::vector<std::string>>(n, "listen");
   if (s.listen.empty()) field_error(n, "listen", "needs at least one host:port");
-  read_field(n, "workers", s.workers);
-  read_field(n, "max_connections", s.max_connections);
-  read_field(n, "reuse_port", s.reuse_port);
   // kafka and syslog write to this process's store: two processes behind one port would each
   // hold half of a topic (and a Kafka client would see one broker's data change under it).
   if (s.reuse_port && s.type != "http" && s.type != "https" && s.type != "echo")
-    field_error(n, "reuse_port", "applies to http, https and echo servers only (a " + s.type +
-                                     " server writes to this process's own store)");
-  read_field(n, "idle_timeout", s.idle_timeout);
-  read_field(n, "header_timeout", s.header_timeout);
-  read_field(n, "body_timeout", s.body_timeout);
-  read_field(n, "write_timeout", s.write_timeout);
-  read_field(n, "max_keepalive_requests", s.max_keepalive_requests);
-  read_field(n, "max_request_line", s.max_request_line);
-  read_field(n, "max_header_bytes", s.max_header_bytes);
-  read_field(n, "max_headers", s.max_headers);
-  read_field(n, "max_body_bytes", s.max_body_bytes);
-  read_field(n, "http2", s.http2);
-  read_field(n, "http2_max_concurrent_streams", s.http2_max_concurrent_streams);
-  read_field(n, "http2_initial_window_size", s.http2_initial_window_size);
-  read_field(n, "http2_max_frame_size", s.http2_max_frame_size);
-  read_field(n, "http2_max_header_list_size", s.http2_max_header_list_size);
-  read_field(n, "http2_max_requests", s.http2_max_requests);
-  read_field(n, "http2_reset_burst", s.http2_reset_burst);
-  read_field(n, "http2_resets_per_second", s.http2_resets_per_second);
-  read_field(n, "http2_max_continuations", s.http2_max_continuations);
-  read_field(n, "http2_max_empty_frames", s.http2_max_empty_frames);
-  read_field(n, "http2_max_outbound_ack", s.http2_max_outbound_ack);
-  read_field(n, "topic", s.topic);
-  read_field(n, "key", s.key);
-  read_field(n, "batch_max", s.batch_max);
-  read_field(n, "linger", s.linger);
-  read_field(n, "max_message_size", s.max_message_size);
-  read_field(n, "recv_buffer", s.recv_buffer);
+    field_error(
+        n, "reuse_port",
+        "applies to http, https and echo servers only (a " + s.type + " server writes to this process's own store)");
   if (s.type == "kafka" && !n["idle_timeout"]) s.idle_timeout = std::chrono::milliseconds(600000);
-  read_field(n, "advertised_host", s.advertised_host);
-  read_field(n, "advertised_port", s.advertised_port);
-  read_field(n, "max_request_size", s.max_request_size);
   if (s.advertised_port > 65535) field_error(n, "advertised_port", "must be in 0..65535 (0: the listen port)");
   if (s.max_request_size < 1024 || s.max_request_size > (std::size_t{1} << 30))
     field_error(n, "max_request_size", "must be in 1024..1073741824");
-  read_field(n, "group_min_session_timeout", s.group_min_session_timeout);
-  read_field(n, "group_max_session_timeout", s.group_max_session_timeout);
-  read_field(n, "offset_metadata_max_bytes", s.offset_metadata_max_bytes);
   if (s.group_min_session_timeout.count() < 1 || s.group_min_session_timeout.count() > 3600000)
     field_error(n, "group_min_session_timeout", "must be in 1ms..3600000ms");
   if (s.group_max_session_timeout.count() < 1 || s.group_max_session_timeout.count() > 86400000)
@@ -462,9 +445,6 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "group_max_session_timeout", "must be at least group_min_session_timeout");
   if (s.offset_metadata_max_bytes > 32767)
     field_error(n, "offset_metadata_max_bytes", "must be in 0..32767 (a Kafka string's length)");
-  read_field(n, "tls", s.tls);
-  read_field(n, "access_log", s.access_log);
-  read_field(n, "routes", s.routes);
   check_route_names(n, s.routes);
   if (s.max_connections < 1 || s.max_connections > 1000000) {
     field_error(n, "max_connections", "must be in 1..1000000");
@@ -498,52 +478,10 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   return s;
 }
 YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
-  YAML::Node n;
-  n["name"] = s.name;
-  n["type"] = s.type;
-  n["listen"] = encode(s.listen);
-  n["workers"] = s.workers;
-  n["max_connections"] = s.max_connections;
-  n["reuse_port"] = s.reuse_port;
-  n["idle_timeout"] = encode(s.idle_timeout);
-  n["header_timeout"] = encode(s.header_timeout);
-  n["body_timeout"] = encode(s.body_timeout);
-  n["write_timeout"] = encode(s.write_timeout);
-  n["max_keepalive_requests"] = s.max_keepalive_requests;
-  n["max_request_line"] = s.max_request_line;
-  n["max_header_bytes"] = s.max_header_bytes;
-  n["max_headers"] = s.max_headers;
-  n["max_body_bytes"] = s.max_body_bytes;
-  n["http2"] = s.http2;
-  n["http2_max_concurrent_streams"] = s.http2_max_concurrent_streams;
-  n["http2_initial_window_size"] = s.http2_initial_window_size;
-  n["http2_max_frame_size"] = s.http2_max_frame_size;
-  n["http2_max_header_list_size"] = s.http2_max_header_list_size;
-  n["http2_max_requests"] = s.http2_max_requests;
-  n["http2_reset_burst"] = s.http2_reset_burst;
-  n["http2_resets_per_second"] = s.http2_resets_per_second;
-  n["http2_max_continuations"] = s.http2_max_continuations;
-  n["http2_max_empty_frames"] = s.http2_max_empty_frames;
-  n["http2_max_outbound_ack"] = s.http2_max_outbound_ack;
-  if (s.type == "syslog") {
-    n["topic"] = s.topic;
-    n["key"] = s.key;
-    n["batch_max"] = s.batch_max;
-    n["linger"] = encode(s.linger);
-    n["max_message_size"] = s.max_message_size;
-    n["recv_buffer"] = s.recv_buffer;
-  }
-  if (s.type == "kafka") {
-    n["advertised_host"] = s.advertised_host;
-    n["advertised_port"] = s.advertised_port;
-    n["max_request_size"] = s.max_request_size;
-    n["group_min_session_timeout"] = encode(s.group_min_session_timeout);
-    n["group_max_session_timeout"] = encode(s.group_max_session_timeout);
-    n["offset_metadata_max_bytes"] = s.offset_metadata_max_bytes;
-  }
-  if (s.tls) n["tls"] = encode(*s.tls);
-  if (s.access_log) n["access_log"] = encode(*s.access_log);
-  if (!s.routes.empty()) n["routes"] = encode(s.routes);
+  YAML::Node n = kServerFields.encode(s);
+  if (s.type == "syslog") kSyslogServerFields.write(n, s);
+  if (s.type == "kafka") kKafkaServerFields.write(n, s);
+  kServerSectionFields.write(n, s);
   return n;
 }
 }  // namespace lionet::config

@@ -177,28 +177,8 @@ std::string access_log_key(const std::string& path);
 std::optional<std::pair<std::string_view, std::string_view>> split_syslog_listen(std::string_view text);
 }  // namespace lionet::app
 
-template <>
-struct lionet::config::ConfigTraits<lionet::app::WorkerPoolConfig> {
-  static app::WorkerPoolConfig from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const app::WorkerPoolConfig& w);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::app::RouteConfig> {
-  static app::RouteConfig from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const app::RouteConfig& r);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::app::TlsConfig> {
-  static app::TlsConfig from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const app::TlsConfig& t);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::app::AccessLogConfig> {
-  static app::AccessLogConfig from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const app::AccessLogConfig& a);
-};
-template <>
-struct lionet::config::ConfigTraits<lionet::app::ServerConfig> {
-  static app::ServerConfig from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const app::ServerConfig& s);
-};
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::WorkerPoolConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::RouteConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::TlsConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::AccessLogConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::ServerConfig);

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "lionet/config/fields.h"
+
 namespace lionet::app {
 // The bounds of each key, shared by the store-wide vars and the per-topic overrides (a topic's
 // override is checked exactly like the store-wide key it replaces, so storage/ never sees an
@@ -132,8 +134,41 @@ StorageApiOptions storage_api_options(const StorageConfig& c) {
 }  // namespace lionet::app
 
 namespace lionet::config {
+// storage.topics[].flush.policy: a FlushPolicy by its name.
+template <>
+struct ConfigTraits<storage::FlushPolicy> {
+  static storage::FlushPolicy from_yaml(const YAML::Node& n) {
+    const std::string name = decode<std::string>(n);
+    const auto policy = storage::parse_flush_policy(name);
+    if (!policy) conversion_error(n, "must be every_batch, messages, ms or none, got '" + name + "'");
+    return *policy;
+  }
+  static YAML::Node to_yaml(storage::FlushPolicy p) { return YAML::Node(std::string(storage::to_string(p))); }
+};
+
 namespace {
 namespace limits = app::limits;
+using storage::TopicOptions;
+
+// storage.topics[]: flush and retention are sections of the topic's own overrides.
+const Fields<TopicOptions> kTopicFlushFields = {
+    {"policy", &TopicOptions::flush_policy},
+    {"messages", &TopicOptions::flush_messages},
+    {"ms", &TopicOptions::flush_ms},
+};
+const Fields<TopicOptions> kTopicRetentionFields = {
+    {"bytes", &TopicOptions::retention_bytes},
+    {"ms", &TopicOptions::retention_ms},
+};
+const Fields<TopicOptions> kTopicFields = {
+    {"name", &TopicOptions::name, kRequired},
+    {"partitions", &TopicOptions::partitions},
+    {"segment_bytes", &TopicOptions::segment_bytes},
+    {"segment_ms", &TopicOptions::segment_ms},
+    {"index_interval_bytes", &TopicOptions::index_interval_bytes},
+    {"flush", kTopicFlushFields},
+    {"retention", kTopicRetentionFields},
+};
 
 [[noreturn]] void topic_field_error(const YAML::Node& n, const char* field, std::string reason) {
   const YAML::Node f = n[field];
@@ -142,23 +177,22 @@ namespace limits = app::limits;
   throw e;
 }
 
-// read_field plus the same bounds as the store-wide key (error at the field's line).
+// The same bounds as the store-wide key, for an override that is set (error at the field's line).
 template <class T>
-void read_bounded(const YAML::Node& n, const char* field, std::optional<T>& out, T lo, T hi) {
-  read_field(n, field, out);
-  if (out && (*out < lo || *out > hi)) {
+void check_bounded(const YAML::Node& n, const char* field, const std::optional<T>& value, T lo, T hi) {
+  if (value && (*value < lo || *value > hi)) {
     topic_field_error(n, field, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
 }
 
-// Runs parse(n[name]) if present, giving its errors ".name" in their key path (read_field only
-// knows the last segment, so "flush.policy" would otherwise be reported as "policy").
+// Runs check(n[name]) if present, giving its errors ".name" in their key path (so that
+// "flush.ms" is not reported as "ms").
 template <class F>
-void nested(const YAML::Node& n, const char* name, F parse) {
+void nested(const YAML::Node& n, const char* name, F check) {
   const YAML::Node sub = n[name];
   if (!sub) return;
   try {
-    parse(sub);
+    check(sub);
   } catch (ConversionError& e) {
     e.prepend_path(std::string(".") + name);
     throw;
@@ -167,48 +201,27 @@ void nested(const YAML::Node& n, const char* name, F parse) {
 }  // namespace
 
 storage::TopicOptions ConfigTraits<storage::TopicOptions>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, {"name", "partitions", "segment_bytes", "segment_ms", "index_interval_bytes", "flush", "retention"});
-  storage::TopicOptions t;
-  t.name = required_field<std::string>(n, "name");
+  storage::TopicOptions t = kTopicFields.decode(n);
   if (!storage::valid_topic_name(t.name)) topic_field_error(n, "name", "a topic name is 1 to 200 of [A-Za-z0-9._-]");
-  read_field(n, "partitions", t.partitions);
   if (t.partitions < 1 || t.partitions > limits::kPartitionsMax) {
     topic_field_error(n, "partitions", "must be in 1.." + std::to_string(limits::kPartitionsMax));
   }
-  read_bounded(n, "segment_bytes", t.segment_bytes, limits::kSegmentBytesMin, limits::kSegmentBytesMax);
-  read_bounded(n, "segment_ms", t.segment_ms, int64_t{0}, limits::kSegmentMsMax);
-  read_bounded(n, "index_interval_bytes", t.index_interval_bytes, limits::kIndexIntervalMin, limits::kIndexIntervalMax);
+  check_bounded(n, "segment_bytes", t.segment_bytes, limits::kSegmentBytesMin, limits::kSegmentBytesMax);
+  check_bounded(n, "segment_ms", t.segment_ms, int64_t{0}, limits::kSegmentMsMax);
+  check_bounded(n, "index_interval_bytes", t.index_interval_bytes, limits::kIndexIntervalMin,
+                limits::kIndexIntervalMax);
   nested(n, "flush", [&](const YAML::Node& f) {
-    expect_keys(f, {"policy", "messages", "ms"});
-    std::optional<std::string> policy;
-    read_field(f, "policy", policy);
-    if (policy) {
-      t.flush_policy = storage::parse_flush_policy(*policy);
-      if (!t.flush_policy) topic_field_error(f, "policy", "must be every_batch, messages, ms or none, got '" + *policy + "'");
-    }
-    read_bounded(f, "messages", t.flush_messages, uint64_t{1}, limits::kFlushMessagesMax);
-    read_bounded(f, "ms", t.flush_ms, int64_t{1}, limits::kFlushMsMax);
+    check_bounded(f, "messages", t.flush_messages, uint64_t{1}, limits::kFlushMessagesMax);
+    check_bounded(f, "ms", t.flush_ms, int64_t{1}, limits::kFlushMsMax);
   });
   nested(n, "retention", [&](const YAML::Node& r) {
-    expect_keys(r, {"bytes", "ms"});
-    read_bounded(r, "bytes", t.retention_bytes, int64_t{-1}, limits::kRetentionMax);
-    read_bounded(r, "ms", t.retention_ms, int64_t{-1}, limits::kRetentionMax);
+    check_bounded(r, "bytes", t.retention_bytes, int64_t{-1}, limits::kRetentionMax);
+    check_bounded(r, "ms", t.retention_ms, int64_t{-1}, limits::kRetentionMax);
   });
   return t;
 }
 
 YAML::Node ConfigTraits<storage::TopicOptions>::to_yaml(const storage::TopicOptions& t) {
-  YAML::Node n;
-  n["name"] = t.name;
-  n["partitions"] = t.partitions;
-  if (t.segment_bytes) n["segment_bytes"] = *t.segment_bytes;
-  if (t.segment_ms) n["segment_ms"] = *t.segment_ms;
-  if (t.index_interval_bytes) n["index_interval_bytes"] = *t.index_interval_bytes;
-  if (t.flush_policy) n["flush"]["policy"] = std::string(storage::to_string(*t.flush_policy));
-  if (t.flush_messages) n["flush"]["messages"] = *t.flush_messages;
-  if (t.flush_ms) n["flush"]["ms"] = *t.flush_ms;
-  if (t.retention_bytes) n["retention"]["bytes"] = *t.retention_bytes;
-  if (t.retention_ms) n["retention"]["ms"] = *t.retention_ms;
-  return n;
+  return kTopicFields.encode(t);
 }
 }  // namespace lionet::config

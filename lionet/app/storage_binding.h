@@ -51,8 +51,4 @@ storage::StoreOptions store_options(const StorageConfig& c);
 StorageApiOptions storage_api_options(const StorageConfig& c);
 }  // namespace lionet::app
 
-template <>
-struct lionet::config::ConfigTraits<lionet::storage::TopicOptions> {
-  static storage::TopicOptions from_yaml(const YAML::Node& n);
-  static YAML::Node to_yaml(const storage::TopicOptions& t);
-};
+LIONET_DECLARE_CONFIG_TRAITS(lionet::storage::TopicOptions);

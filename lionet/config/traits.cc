@@ -163,12 +163,11 @@ void expect_sequence(const YAML::Node& n) {
 void expect_mapping(const YAML::Node& n) {
   if (!n.IsDefined() || !n.IsMap()) conversion_error(n, std::string("expected a mapping, got ") + kind_of(n));
 }
-}  // namespace detail
 
-void expect_keys(const YAML::Node& n, std::initializer_list<std::string_view> allowed) {
-  detail::expect_mapping(n);
+void expect_keys(const YAML::Node& n, std::span<const std::string_view> allowed) {
+  expect_mapping(n);
   for (const auto& kv : n) {
-    std::string key = detail::parse_string(kv.first);
+    std::string key = parse_string(kv.first);
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string list;
     for (auto a : allowed) {
@@ -177,5 +176,10 @@ void expect_keys(const YAML::Node& n, std::initializer_list<std::string_view> al
     }
     conversion_error(kv.first, "unknown field '" + key + "' (expected one of: " + list + ")");
   }
+}
+}  // namespace detail
+
+void expect_keys(const YAML::Node& n, std::initializer_list<std::string_view> allowed) {
+  detail::expect_keys(n, std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
 }  // namespace lionet::config

@@ -3,10 +3,13 @@
 // Owns: ConfigTraits<T> (from_yaml / to_yaml) for bool, integers, floating point, std::string,
 // std::chrono durations, std::optional, std::vector/list/set/unordered_set and
 // std::map/unordered_map with std::string keys, nested arbitrarily; ConversionError; the
-// helpers decode()/encode() and read_field()/expect_keys() for user structs.
+// helpers decode()/encode() and read_field()/expect_keys() for user structs, and
+// LIONET_DECLARE_CONFIG_TRAITS to declare a trait defined in a .cc.
 // Must not: know about ConfigVar or the registry (they sit on top of this file).
 //
-// A user type becomes configurable by specialising the trait once:
+// A user type becomes configurable by specialising the trait once. A struct lists its fields
+// once with config::Fields (fields.h), which does the key check, the reads and the writes
+// below from that one list; by hand it reads:
 //
 //   template <> struct lionet::config::ConfigTraits<Endpoint> {
 //     static Endpoint from_yaml(const YAML::Node& n) {
@@ -40,6 +43,7 @@
 #include <optional>
 #include <ratio>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -86,6 +90,8 @@ int64_t parse_duration_ns(const YAML::Node& n, int64_t unit_ns, const char* unit
 std::string format_duration(int64_t count, int64_t unit_ns);
 void expect_sequence(const YAML::Node& n);
 void expect_mapping(const YAML::Node& n);
+// expect_keys() with the allowed keys in a span (fields.h gathers them from its lists).
+void expect_keys(const YAML::Node& n, std::span<const std::string_view> allowed);
 }  // namespace detail
 
 // Decodes n as T, wrapping any non-ConversionError exception with n's position.
@@ -304,3 +310,12 @@ T required_field(const YAML::Node& n, const char* key) {
   return out;
 }
 }  // namespace lionet::config
+
+// Declares ConfigTraits<Type> whose from_yaml/to_yaml a .cc defines. At global scope, in the
+// header of Type: LIONET_DECLARE_CONFIG_TRAITS(lionet::app::TlsConfig);
+#define LIONET_DECLARE_CONFIG_TRAITS(...)              \
+  template <>                                          \
+  struct lionet::config::ConfigTraits<__VA_ARGS__> {   \
+    static __VA_ARGS__ from_yaml(const YAML::Node& n); \
+    static YAML::Node to_yaml(const __VA_ARGS__& v);   \
+  }
