@@ -24,15 +24,8 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
     const storage::KafkaBatchHeader h = storage::read_kafka_batch_header(p);
     if (const char* why = storage::kafka_batch_problem(p, h)) return {ErrorCode::kCorruptMessage, why};
     DecodedBatch b;
+    static_cast<storage::KafkaBatchHeader&>(b) = h;
     b.raw = std::string_view(p, h.length);
-    b.base_offset = h.base_offset;
-    b.attributes = h.attributes;
-    b.last_offset_delta = h.last_offset_delta;
-    b.base_timestamp = h.base_timestamp;
-    b.max_timestamp = h.max_timestamp;
-    b.producer_id = h.producer_id;
-    b.producer_epoch = h.producer_epoch;
-    b.base_sequence = h.base_sequence;
     if (b.compression() > 4) return {ErrorCode::kUnsupportedCompressionType, "an unknown compression codec"};
     std::string_view records;
     const char* why = "";
@@ -47,7 +40,7 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
     b.records.reserve(static_cast<std::size_t>(h.record_count));
     int64_t max_ts = 0;
     why = storage::walk_kafka_records(records, h, &max_ts, [&](const storage::KafkaRecord& r) {
-      b.records.push_back(DecodedRecord{r.timestamp, r.key, r.value, r.headers, r.header_count});
+      b.records.push_back(r);
     });
     if (why) return {ErrorCode::kCorruptMessage, why};
     out.push_back(std::move(b));

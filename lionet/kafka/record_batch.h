@@ -20,35 +20,27 @@
 #include <vector>
 
 #include "lionet/kafka/protocol.h"
+#include "lionet/storage/kafka_batch.h"
 
 namespace lionet::kafka {
 
-inline constexpr std::size_t kBatchHeaderBytes = 61;  // base_offset .. record count
+inline constexpr std::size_t kBatchHeaderBytes = storage::kKafkaHeaderBytes;  // base_offset .. record count
 
-struct DecodedRecord {
-  int64_t timestamp = -1;  // base_timestamp + delta (ms since the epoch)
-  std::optional<std::string_view> key;
-  std::optional<std::string_view> value;
-  std::string_view headers;  // the header section as sent (count varint + headers)
-  uint32_t header_count = 0;
-};
+// One record: offset (base_offset + delta), timestamp (base_timestamp + delta), key and value
+// (nullopt: null), the header section as sent (count varint + headers) and its count.
+using DecodedRecord = storage::KafkaRecord;
 
-struct DecodedBatch {
+// A batch's header fields (storage::KafkaBatchHeader: base_offset, attributes,
+// last_offset_delta, base/max timestamp, producer id/epoch, base_sequence, record_count) and
+// its records.
+struct DecodedBatch : storage::KafkaBatchHeader {
   std::string_view raw;  // the whole batch as sent (base_offset .. end)
-  int64_t base_offset = 0;
-  int16_t attributes = 0;
-  int32_t last_offset_delta = 0;
-  int64_t base_timestamp = 0;
-  int64_t max_timestamp = 0;
-  int64_t producer_id = -1;
-  int16_t producer_epoch = -1;
-  int32_t base_sequence = -1;
   std::vector<DecodedRecord> records;
   // A compressed batch's inflated records section: its records' views point here (owned, so
   // that moving the batch keeps them valid). Null for an uncompressed batch.
   std::unique_ptr<std::string> inflated;
 
-  int compression() const noexcept { return attributes & 0x7; }
+  int compression() const noexcept { return codec(); }
   bool transactional() const noexcept { return (attributes & 0x10) != 0; }
   bool control() const noexcept { return (attributes & 0x20) != 0; }
 };
