@@ -1,4 +1,4 @@
-// Fiber identity, body execution, fiber-local storage; see fiber.h.
+// lionet/fiber/fiber.cc: fiber identity, body execution, fiber-local storage; see fiber.h.
 #include "lionet/fiber/fiber.h"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The reader side of kOwnerBiased shards: membarrier(2); see fiber_registry.h.
+// lionet/fiber/fiber_registry.cc: the reader side of kOwnerBiased shards: membarrier(2); see fiber_registry.h.
 #include "lionet/fiber/fiber_registry.h"
 
 #include <linux/membarrier.h>

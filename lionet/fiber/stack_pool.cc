@@ -1,4 +1,4 @@
-// Stack slabs, protection, caching, trimming and overflow reporting; see stack_pool.h.
+// lionet/fiber/stack_pool.cc: stack slabs, protection, caching, trimming and overflow reporting; see stack_pool.h.
 #include "lionet/fiber/stack_pool.h"
 
 #include <signal.h>

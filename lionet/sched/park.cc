@@ -1,4 +1,4 @@
-// park / unpark and WaitClaim; the protocol is described in park.h and scheduler.cc (5).
+// lionet/sched/park.cc: park / unpark and WaitClaim; the protocol is described in park.h and scheduler.cc (5).
 //
 // Fiber state transitions made here:
 //   unpark:  PARKED -> RUNNABLE (a store after the acquire load that saw PARKED: only one

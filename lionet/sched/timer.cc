@@ -1,4 +1,4 @@
-// Timers; see timer.h and detail/timer_queue.h.
+// lionet/sched/timer.cc: timers; see timer.h and detail/timer_queue.h.
 #include "lionet/sched/timer.h"
 
 #include <algorithm>

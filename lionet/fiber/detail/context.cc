@@ -1,4 +1,4 @@
-// The context-switch adapter; see context.h. The only file that includes Boost.Context.
+// lionet/fiber/detail/context.cc: the context-switch adapter; see context.h. The only file that includes Boost.Context.
 #include "lionet/fiber/detail/context.h"
 
 #include <pthread.h>
