@@ -192,21 +192,24 @@ Result<std::size_t> File::pwrite(const void* buf, std::size_t n, off_t offset) {
   return one(FileRequest::write(buf, n, offset));
 }
 
-Result<std::size_t> File::readv(std::span<const iovec> iov, off_t offset) {
+namespace {
+FileRequest vector_request(FileOp op, std::span<const iovec> iov, off_t offset) noexcept {
   FileRequest r;
-  r.op = FileOp::kRead;
+  r.op = op;
   r.iov = iov.data();
   r.iovcnt = static_cast<int>(iov.size());
   r.offset = offset;
+  return r;
+}
+}  // namespace
+
+Result<std::size_t> File::readv(std::span<const iovec> iov, off_t offset) {
+  FileRequest r = vector_request(FileOp::kRead, iov, offset);
   return one(r);
 }
 
 Result<std::size_t> File::writev(std::span<const iovec> iov, off_t offset) {
-  FileRequest r;
-  r.op = FileOp::kWrite;
-  r.iov = iov.data();
-  r.iovcnt = static_cast<int>(iov.size());
-  r.offset = offset;
+  FileRequest r = vector_request(FileOp::kWrite, iov, offset);
   return one(r);
 }
 

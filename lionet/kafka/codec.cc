@@ -85,23 +85,19 @@ std::string_view Reader::string() noexcept {
   }
   return raw(static_cast<std::size_t>(n));
 }
-std::optional<std::string_view> Reader::nullable_string() noexcept {
-  const int16_t n = i16();
+std::optional<std::string_view> Reader::nullable(int32_t n, const char* negative) noexcept {
   if (n == -1 || !ok()) return std::nullopt;
   if (n < 0) {
-    fail("a negative string length");
+    fail(negative);
     return std::nullopt;
   }
   return raw(static_cast<std::size_t>(n));
 }
+std::optional<std::string_view> Reader::nullable_string() noexcept {
+  return nullable(i16(), "a negative string length");
+}
 std::optional<std::string_view> Reader::nullable_bytes() noexcept {
-  const int32_t n = i32();
-  if (n == -1 || !ok()) return std::nullopt;
-  if (n < 0) {
-    fail("a negative bytes length");
-    return std::nullopt;
-  }
-  return raw(static_cast<std::size_t>(n));
+  return nullable(i32(), "a negative bytes length");
 }
 std::string_view Reader::bytes() noexcept {
   const int32_t n = i32();

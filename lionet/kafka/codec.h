@@ -58,6 +58,8 @@ class Reader {
  private:
   bool need(std::size_t n) noexcept;
   uint64_t uvarint(int max_bytes) noexcept;
+  // The n bytes after a length n (-1: null), failing with `negative` for another negative one.
+  std::optional<std::string_view> nullable(int32_t n, const char* negative) noexcept;
 
   const char* p_;
   const char* end_;

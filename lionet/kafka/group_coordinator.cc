@@ -165,20 +165,17 @@ struct GroupCoordinator::Group {
     return r;
   }
 
-  void answer_join(Member& m, JoinResult r) {
-    if (!m.join) return;
-    m.join->result = std::move(r);
-    m.join->done = true;
-    m.join = nullptr;
+  // Answers the member's parked JoinGroup or SyncGroup (its slot), if any.
+  template <class Pending, class R>
+  void answer(Pending*& slot, R r) {
+    if (!slot) return;
+    slot->result = std::move(r);
+    slot->done = true;
+    slot = nullptr;
     answered.notify_all();
   }
-  void answer_sync(Member& m, SyncResult r) {
-    if (!m.sync) return;
-    m.sync->result = std::move(r);
-    m.sync->done = true;
-    m.sync = nullptr;
-    answered.notify_all();
-  }
+  void answer_join(Member& m, JoinResult r) { answer(m.join, std::move(r)); }
+  void answer_sync(Member& m, SyncResult r) { answer(m.sync, std::move(r)); }
   static JoinResult join_error(ErrorCode e) {
     JoinResult r;
     r.error = e;

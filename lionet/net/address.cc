@@ -84,21 +84,19 @@ Address::Address(const sockaddr* sa, socklen_t len) noexcept : Address() {
   len_ = len;
 }
 
-Address Address::ipv4_loopback(uint16_t port) noexcept {
+namespace {
+Address ipv4(in_addr_t host_order, uint16_t port) noexcept {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr.s_addr = htonl(host_order);
   return Address(reinterpret_cast<sockaddr*>(&a), sizeof a);
 }
+}  // namespace
 
-Address Address::ipv4_any(uint16_t port) noexcept {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  return Address(reinterpret_cast<sockaddr*>(&a), sizeof a);
-}
+Address Address::ipv4_loopback(uint16_t port) noexcept { return ipv4(INADDR_LOOPBACK, port); }
+
+Address Address::ipv4_any(uint16_t port) noexcept { return ipv4(INADDR_ANY, port); }
 
 Address Address::ipv6_loopback(uint16_t port) noexcept {
   sockaddr_in6 a{};

@@ -523,19 +523,18 @@ Result<void> Socket::set_linger(bool on, int seconds) noexcept {
   return {};
 }
 
-Result<Address> Socket::local_address() const noexcept {
+namespace {
+// getsockname or getpeername of fd, as an Address.
+Result<Address> address_of(int fd, int (*get)(int, sockaddr*, socklen_t*)) noexcept {
   Address a;
   socklen_t len = Address::capacity();
-  if (::getsockname(fd_, a.sockaddr_ptr(), &len) < 0) return fail<Address>(errno);
+  if (get(fd, a.sockaddr_ptr(), &len) < 0) return fail<Address>(errno);
   a.set_length(len);
   return a;
 }
+}  // namespace
 
-Result<Address> Socket::peer_address() const noexcept {
-  Address a;
-  socklen_t len = Address::capacity();
-  if (::getpeername(fd_, a.sockaddr_ptr(), &len) < 0) return fail<Address>(errno);
-  a.set_length(len);
-  return a;
-}
+Result<Address> Socket::local_address() const noexcept { return address_of(fd_, ::getsockname); }
+
+Result<Address> Socket::peer_address() const noexcept { return address_of(fd_, ::getpeername); }
 }  // namespace lionet

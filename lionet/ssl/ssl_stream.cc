@@ -245,14 +245,19 @@ Result<void> SslStream::handshake() {
   return {};
 }
 
+// Open and past the handshake (which runs on first use): EBADF after close(), or the
+// handshake's error.
+Result<void> SslStream::ready() {
+  if (closed_.load(std::memory_order_acquire)) return fail<void>(EBADF);
+  if (LIONET_UNLIKELY(!handshake_done())) return handshake();
+  return {};
+}
+
 // ---- reading ----
 
 Result<size_t> SslStream::read(void* buf, size_t n) {
   if (n == 0) return size_t{0};
-  if (closed_.load(std::memory_order_acquire)) return fail<size_t>(EBADF);
-  if (LIONET_UNLIKELY(!handshake_done())) {
-    if (auto h = handshake(); !h) return h.error();
-  }
+  if (auto r = ready(); LIONET_UNLIKELY(!r)) return r.error();
   CallTimer t{read_timeout_};
   for (;;) {
     size_t got = 0;
@@ -303,10 +308,7 @@ Result<void> SslStream::write_records(const void* buf, size_t n, CallTimer& t) n
 
 Result<size_t> SslStream::write(const void* buf, size_t n) {
   if (n == 0) return size_t{0};
-  if (closed_.load(std::memory_order_acquire)) return fail<size_t>(EBADF);
-  if (LIONET_UNLIKELY(!handshake_done())) {
-    if (auto h = handshake(); !h) return h.error();
-  }
+  if (auto r = ready(); LIONET_UNLIKELY(!r)) return r.error();
   std::lock_guard wl(write_mu_);
   CallTimer t{write_timeout_};
   if (auto r = write_records(buf, n, t); !r) return r.error();
@@ -315,10 +317,7 @@ Result<size_t> SslStream::write(const void* buf, size_t n) {
 }
 
 Result<size_t> SslStream::writev(const iovec* iov, int iovcnt) {
-  if (closed_.load(std::memory_order_acquire)) return fail<size_t>(EBADF);
-  if (LIONET_UNLIKELY(!handshake_done())) {
-    if (auto h = handshake(); !h) return h.error();
-  }
+  if (auto r = ready(); LIONET_UNLIKELY(!r)) return r.error();
   std::lock_guard wl(write_mu_);
   CallTimer t{write_timeout_};
   size_t total = 0, staged = 0;
@@ -352,10 +351,7 @@ Result<size_t> SslStream::writev(const iovec* iov, int iovcnt) {
 
 Result<size_t> SslStream::sendfile(int file_fd, off_t offset, size_t count) {
   if (count == 0) return size_t{0};
-  if (closed_.load(std::memory_order_acquire)) return fail<size_t>(EBADF);
-  if (LIONET_UNLIKELY(!handshake_done())) {
-    if (auto h = handshake(); !h) return h.error();
-  }
+  if (auto r = ready(); LIONET_UNLIKELY(!r)) return r.error();
   std::lock_guard wl(write_mu_);
   CallTimer t{write_timeout_};
   if (ktls_send_) return sendfile_by_ktls(file_fd, offset, count, t);

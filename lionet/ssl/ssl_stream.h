@@ -107,6 +107,7 @@ class SslStream final : public Stream {
   SSL* native() const noexcept { return ssl_; }
 
  private:
+  Result<void> ready();  // open and past the handshake (run here on first use)
   // A call's time limit, resolved when the call first touches the socket.
   struct CallTimer {
     explicit CallTimer(std::optional<Duration> l) noexcept : limit(l) {}

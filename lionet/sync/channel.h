@@ -259,31 +259,28 @@ class Channel : public detail::ChannelCore {
     return count_ > 0 || !sendq_.empty() || closed_.load(std::memory_order_relaxed);
   }
 
-  uint32_t send_impl(T& v, const TimePoint* deadline, bool nonblocking) noexcept {
+  // One send or receive: done at once under lock_ (try_send_locked / try_recv_locked), or, unless
+  // nonblocking, queued in q with its element (the peer moves from or emplaces into it under
+  // lock_ before waking us).
+  template <class Elem, class Try>
+  uint32_t op(Elem& elem, Try try_locked, detail::WaitQueue& q, const TimePoint* deadline, bool nonblocking) noexcept {
     detail::DeferredWake wake;
     lock_.lock();
-    uint32_t st = try_send_locked(v, wake);
+    uint32_t st = (this->*try_locked)(elem, wake);
     if (st != detail::kChanWouldBlock || nonblocking) {
       lock_.unlock();
       wake.run();
       return st;
     }
     detail::WaitNode node;
-    node.elem = &v;  // the receiver moves from it (under lock_) before waking us
-    return wait_locked(sendq_, node, deadline);
+    node.elem = &elem;
+    return wait_locked(q, node, deadline);
+  }
+  uint32_t send_impl(T& v, const TimePoint* deadline, bool nonblocking) noexcept {
+    return op(v, &Channel::try_send_locked, sendq_, deadline, nonblocking);
   }
   uint32_t recv_impl(std::optional<T>& out, const TimePoint* deadline, bool nonblocking) noexcept {
-    detail::DeferredWake wake;
-    lock_.lock();
-    uint32_t st = try_recv_locked(out, wake);
-    if (st != detail::kChanWouldBlock || nonblocking) {
-      lock_.unlock();
-      wake.run();
-      return st;
-    }
-    detail::WaitNode node;
-    node.elem = &out;  // the sender emplaces into it (under lock_) before waking us
-    return wait_locked(recvq_, node, deadline);
+    return op(out, &Channel::try_recv_locked, recvq_, deadline, nonblocking);
   }
 
   T* const buf_;  // ring of capacity_ slots; slots [head_, head_+count_) are constructed

@@ -20,12 +20,7 @@ void Semaphore::acquire() noexcept {
     lock_.unlock();
     return;
   }
-  detail::WaitNode node;
-  node.parker = Parker::current();
-  queue_.push_back(&node);
-  lock_.unlock();
-  note_wait(WaitKind::kSemaphore, this);
-  park();  // woken by release() holding our permit
+  detail::park_queued(queue_, lock_, WaitKind::kSemaphore, this);  // woken by release() holding our permit
 }
 
 bool Semaphore::try_acquire_until(TimePoint deadline) noexcept {

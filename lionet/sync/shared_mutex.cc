@@ -18,12 +18,7 @@ void SharedMutex::lock() noexcept {
     lock_.unlock();
     return;
   }
-  detail::WaitNode node;
-  node.parker = Parker::current();
-  writeq_.push_back(&node);
-  lock_.unlock();
-  note_wait(WaitKind::kSharedMutex, this);
-  park();  // the unlocker set writer_ = true for us
+  detail::park_queued(writeq_, lock_, WaitKind::kSharedMutex, this);  // the unlocker set writer_ = true for us
 }
 
 bool SharedMutex::try_lock() noexcept {
@@ -59,12 +54,7 @@ void SharedMutex::lock_shared() noexcept {
     lock_.unlock();
     return;
   }
-  detail::WaitNode node;
-  node.parker = Parker::current();
-  readq_.push_back(&node);
-  lock_.unlock();
-  note_wait(WaitKind::kSharedMutexShared, this);
-  park();  // the unlocker counted us in readers_
+  detail::park_queued(readq_, lock_, WaitKind::kSharedMutexShared, this);  // the unlocker counted us in readers_
 }
 
 bool SharedMutex::try_lock_shared() noexcept {

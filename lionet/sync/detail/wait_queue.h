@@ -232,6 +232,19 @@ bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint
   return notified || now_done;
 }
 
+// The untimed wait of a primitive whose wakers unpark after taking the node out of q (W2): the
+// calling fiber (or thread) is queued at q's back, `lock` (held) is released, the wait is
+// recorded for dumps, and it parks until a waker took its node and unparked it. An unpark that
+// comes before the park is kept (protocol 5), so unlocking first is safe.
+inline void park_queued(WaitQueue& q, SpinLock& lock, WaitKind kind, const void* object) noexcept {
+  WaitNode node;
+  node.parker = Parker::current();
+  q.push_back(&node);
+  lock.unlock();
+  note_wait(kind, object);
+  park();
+}
+
 // A primitive's destructor: fatal, with `what` ("lionet::Event destroyed while fibers are
 // waiting on it"), if any fiber still waits in q.
 inline void check_no_waiters(SpinLock& lock, const WaitQueue& q, const char* what) noexcept {
