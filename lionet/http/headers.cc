@@ -21,14 +21,7 @@ bool is_hop_by_hop(std::string_view n) noexcept {
 }
 
 bool has_token(std::string_view value, std::string_view token) noexcept {
-  while (!value.empty()) {
-    size_t comma = value.find(',');
-    std::string_view elem = trim_ows(value.substr(0, comma));
-    if (iequals(elem, token)) return true;
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return false;
+  return !for_each_element(value, [&](std::string_view e) { return !iequals(e, token); });
 }
 
 std::string_view trim_ows(std::string_view s) noexcept {

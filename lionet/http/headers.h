@@ -26,6 +26,21 @@ inline bool iequals(std::string_view a, std::string_view b) noexcept {
 bool has_token(std::string_view value, std::string_view token) noexcept;
 // Strips leading and trailing SP / HTAB.
 std::string_view trim_ows(std::string_view s) noexcept;
+
+// Calls f(element) for each non-empty element of a comma-separated list (RFC 9110 5.6.1: OWS
+// around elements trimmed, empty elements skipped), stopping when f returns false. Returns
+// whether it went through the whole list. The one list walk of has_token, the request
+// parser's Transfer-Encoding and the router's methods.
+template <class F>
+bool for_each_element(std::string_view list, F&& f) {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view e = trim_ows(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (!e.empty() && !f(e)) return false;
+  }
+  return true;
+}
 // The connection-specific fields of RFC 9110 7.6.1 (case-insensitive): Connection,
 // Proxy-Connection, Keep-Alive, TE, Transfer-Encoding, Upgrade. A proxy never forwards them
 // (nor the fields a Connection header names) and HTTP/2 never carries them (RFC 9113 8.2.2).

@@ -237,20 +237,18 @@ bool RequestParser::finish(const char* d) noexcept {
         if (iequals(name, "transfer-encoding")) {
           has_te = true;
           // Walk the codings of this field; the list continues across repeated fields.
-          std::string_view rest = value;
-          while (!rest.empty()) {
-            size_t comma = rest.find(',');
-            std::string_view coding = trim_ows(rest.substr(0, comma));
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            if (coding.empty()) continue;
+          const char* te_error = nullptr;
+          for_each_element(value, [&](std::string_view coding) {
             if (iequals(coding, "chunked")) {
-              if (te_chunked_last) return fail(400, "chunked applied twice"), false;
+              if (te_chunked_last) te_error = "chunked applied twice";
               te_chunked_last = true;
             } else {
-              if (te_chunked_last) return fail(400, "chunked is not the final transfer coding"), false;
+              if (te_chunked_last) te_error = "chunked is not the final transfer coding";
               te_other = true;
             }
-          }
+            return te_error == nullptr;
+          });
+          if (te_error) return fail(400, te_error), false;
         }
         break;
       default:

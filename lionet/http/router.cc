@@ -41,12 +41,7 @@ Router& Router::route(std::string_view methods, std::string_view pattern, Handle
   r->refused = std::move(refused);
   r->order = routes_.size();
   // Methods.
-  std::string_view rest = methods;
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view m = trim_ows(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (m.empty()) continue;
+  for_each_element(methods, [&](std::string_view m) {
     if (m == "*") {
       r->any_method = true;
     } else if (uint32_t bit = method_bit(m)) {
@@ -56,7 +51,8 @@ Router& Router::route(std::string_view methods, std::string_view pattern, Handle
         if (!detail::is_tchar(c)) throw std::invalid_argument("lionet::http::Router: bad method " + std::string(m));
       r->extra.emplace_back(m);
     }
-  }
+    return true;
+  });
   if (!r->any_method && !r->methods && r->extra.empty())
     throw std::invalid_argument("lionet::http::Router: no method for " + std::string(pattern));
   // Segments.

@@ -129,20 +129,14 @@ class Connection final : public http::MultiplexedConnection {
 };
 
 bool Connection::setup() {
-  nghttp2_session_callbacks* cbs = nullptr;
-  if (nghttp2_session_callbacks_new(&cbs) != 0) return false;
-  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-  nghttp2_option* opt = nullptr;
-  if (nghttp2_option_new(&opt) != 0) {
-    nghttp2_session_callbacks_del(cbs);
-    return false;
-  }
-  int rv = nghttp2_session_client_new2(&s_, cbs, this, opt);
-  nghttp2_option_del(opt);
-  nghttp2_session_callbacks_del(cbs);
+  const auto cbs = detail::new_callbacks();
+  const auto opt = detail::new_option();
+  if (!cbs || !opt) return false;
+  nghttp2_session_callbacks_set_on_header_callback(cbs.get(), on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs.get(), on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs.get(), on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs.get(), on_stream_close);
+  const int rv = nghttp2_session_client_new2(&s_, cbs.get(), this, opt.get());
   if (rv != 0) return false;
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},

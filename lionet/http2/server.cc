@@ -52,27 +52,22 @@ std::atomic<uint64_t> g_connections{0};
 // ---- session set-up and the connection loop ---------------------------------------------
 
 bool Session::setup() {
-  nghttp2_session_callbacks* cbs = nullptr;
-  if (nghttp2_session_callbacks_new(&cbs) != 0) return false;
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
-  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
-  nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
-  nghttp2_option* opt = nullptr;
-  if (nghttp2_option_new(&opt) != 0) {
-    nghttp2_session_callbacks_del(cbs);
-    return false;
-  }
+  const auto cbs = detail::new_callbacks();
+  const auto opt = detail::new_option();
+  if (!cbs || !opt) return false;
+  nghttp2_session_callbacks* c = cbs.get();
+  nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(c, on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
+  nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+  nghttp2_session_callbacks_set_send_data_callback(c, send_data);
   // Window updates are ours: given back as handlers read (back-pressure).
-  nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_max_outbound_ack(opt, o_.max_outbound_ack);
-  int rv = nghttp2_session_server_new2(&s_, cbs, this, opt);
-  nghttp2_option_del(opt);
-  nghttp2_session_callbacks_del(cbs);
+  nghttp2_option_set_no_auto_window_update(opt.get(), 1);
+  nghttp2_option_set_max_outbound_ack(opt.get(), o_.max_outbound_ack);
+  const int rv = nghttp2_session_server_new2(&s_, c, this, opt.get());
   if (rv != 0) return false;
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o_.max_concurrent_streams},

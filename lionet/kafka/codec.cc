@@ -77,21 +77,19 @@ std::string_view Reader::raw(std::size_t n) noexcept {
   p_ += n;
   return s;
 }
-std::string_view Reader::string() noexcept {
-  const int16_t n = i16();
+std::string_view Reader::sized(int32_t n, const char* negative) noexcept {
   if (n < 0) {
-    fail("a negative string length");
+    fail(negative);
     return {};
   }
   return raw(static_cast<std::size_t>(n));
 }
+std::string_view Reader::string() noexcept { return sized(i16(), "a negative string length"); }
 std::optional<std::string_view> Reader::nullable(int32_t n, const char* negative) noexcept {
   if (n == -1 || !ok()) return std::nullopt;
-  if (n < 0) {
-    fail(negative);
-    return std::nullopt;
-  }
-  return raw(static_cast<std::size_t>(n));
+  const std::string_view s = sized(n, negative);
+  if (!ok()) return std::nullopt;
+  return s;
 }
 std::optional<std::string_view> Reader::nullable_string() noexcept {
   return nullable(i16(), "a negative string length");
@@ -99,14 +97,7 @@ std::optional<std::string_view> Reader::nullable_string() noexcept {
 std::optional<std::string_view> Reader::nullable_bytes() noexcept {
   return nullable(i32(), "a negative bytes length");
 }
-std::string_view Reader::bytes() noexcept {
-  const int32_t n = i32();
-  if (n < 0) {
-    fail("a negative bytes length");
-    return {};
-  }
-  return raw(static_cast<std::size_t>(n));
-}
+std::string_view Reader::bytes() noexcept { return sized(i32(), "a negative bytes length"); }
 int32_t Reader::array_count(bool allow_null, std::size_t min_element_bytes) noexcept {
   const int32_t n = i32();
   if (!ok()) return 0;

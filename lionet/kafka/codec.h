@@ -58,7 +58,9 @@ class Reader {
  private:
   bool need(std::size_t n) noexcept;
   uint64_t uvarint(int max_bytes) noexcept;
-  // The n bytes after a length n (-1: null), failing with `negative` for another negative one.
+  // The n bytes after a length n, failing with `negative` for a negative n; nullable: -1 is
+  // null.
+  std::string_view sized(int32_t n, const char* negative) noexcept;
   std::optional<std::string_view> nullable(int32_t n, const char* negative) noexcept;
 
   const char* p_;

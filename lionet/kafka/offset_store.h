@@ -82,15 +82,7 @@ class OffsetStore {
   };
   using Key = std::tuple<std::string, std::string, int32_t>;  // group, topic, partition
   using KeyView = std::tuple<std::string_view, std::string_view, int32_t>;
-  struct KeyLess {  // Key and KeyView alike (a lookup allocates nothing)
-    using is_transparent = void;
-    static KeyView view(const Key& k) noexcept { return {std::get<0>(k), std::get<1>(k), std::get<2>(k)}; }
-    static const KeyView& view(const KeyView& k) noexcept { return k; }
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const noexcept {
-      return view(a) < view(b);
-    }
-  };
+  using KeyLess = detail::TupleKeyLess<Key, KeyView>;
 
   explicit OffsetStore(storage::Log& log) : log_(log) {}
   friend Result<std::unique_ptr<OffsetStore>> detail::open_replayed<OffsetStore>(storage::Store&, std::string_view);

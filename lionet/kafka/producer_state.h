@@ -86,17 +86,7 @@ class ProducerState {
   };
   using Key = std::tuple<int64_t, std::string, int32_t>;
   using KeyView = std::tuple<int64_t, std::string_view, int32_t>;
-  // Orders Key and KeyView alike, so a lookup by a topic's string_view allocates nothing
-  // (std::less<> cannot compare tuples of string and string_view under clang's libstdc++ use).
-  struct KeyLess {
-    using is_transparent = void;
-    static KeyView view(const Key& k) noexcept { return {std::get<0>(k), std::get<1>(k), std::get<2>(k)}; }
-    static const KeyView& view(const KeyView& k) noexcept { return k; }
-    template <class A, class B>
-    bool operator()(const A& a, const B& b) const noexcept {
-      return view(a) < view(b);
-    }
-  };
+  using KeyLess = detail::TupleKeyLess<Key, KeyView>;
   static constexpr std::size_t kKeptBatches = 5;  // Kafka's max.in.flight limit for idempotence
 
   explicit ProducerState(storage::Log& log) : log_(log) {}

@@ -17,20 +17,26 @@ Result<size_t> Stream::sendfile_by_copy(int file_fd, off_t offset, size_t count)
   constexpr size_t kChunk = 64 * 1024;
   if (count == 0) return size_t{0};
   // Heap, not the fiber's stack: fiber stacks are small (fiber.stack_size).
-  std::unique_ptr<char[]> buf(new char[std::min(count, kChunk)]);
+  const size_t cap = std::min(count, kChunk);
+  std::unique_ptr<char[]> buf(new char[cap]);
+  return copy_from_file(file_fd, offset, count, buf.get(), cap, [this](const char* p, size_t n) -> Result<void> {
+    if (auto w = write(p, n); !w) return w.error();
+    return {};
+  });
+}
+
+Result<size_t> copy_from_file(int file_fd, off_t offset, size_t count, char* buf, size_t cap,
+                              const std::function<Result<void>(const char*, size_t)>& out) {
   size_t done = 0;
   while (done < count) {
-    size_t want = std::min(count - done, kChunk);
-    // pread of a regular file does not wait for the network; a slow disk blocks the worker
-    // here (file/ offers async reads for that case).
-    ssize_t r = ::pread(file_fd, buf.get(), want, offset + static_cast<off_t>(done));
+    const size_t want = std::min(count - done, cap);
+    const ssize_t r = ::pread(file_fd, buf, want, offset + static_cast<off_t>(done));
     if (r < 0) {
       if (errno == EINTR) continue;
       return Result<size_t>::failure(errno);
     }
-    if (r == 0) break;
-    auto w = write(buf.get(), static_cast<size_t>(r));
-    if (!w) return w;
+    if (r == 0) break;  // the file ended
+    if (auto w = out(buf, static_cast<size_t>(r)); !w) return w.error();
     done += static_cast<size_t>(r);
   }
   return done;

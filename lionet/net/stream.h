@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -64,4 +65,12 @@ class Stream {
   // The portable sendfile: pread() into a buffer, write() it out.
   Result<size_t> sendfile_by_copy(int file_fd, off_t offset, size_t count);
 };
+
+// The loop under every sendfile by copy: count bytes of file_fd from offset, pread into buf
+// (cap bytes) a chunk at a time, each handed to out(data, n) before the next is read. The bytes
+// copied (fewer only if the file ended), or the first error of pread or out. A slow disk
+// blocks the caller's worker (pread of a regular file does not wait for the network; file/
+// offers async reads for that case).
+Result<size_t> copy_from_file(int file_fd, off_t offset, size_t count, char* buf, size_t cap,
+                              const std::function<Result<void>(const char*, size_t)>& out);
 }  // namespace lionet

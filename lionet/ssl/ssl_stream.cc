@@ -357,18 +357,9 @@ Result<size_t> SslStream::sendfile(int file_fd, off_t offset, size_t count) {
   if (ktls_send_) return sendfile_by_ktls(file_fd, offset, count, t);
   // Fallback: pread a record's worth at a time into the stream's staging buffer.
   if (!staging_) staging_.reset(new char[kStaging]);
-  size_t done = 0;
-  while (done < count) {
-    size_t want = std::min(count - done, kStaging);
-    ssize_t r = ::pread(file_fd, staging_.get(), want, offset + static_cast<off_t>(done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return fail<size_t>(errno);
-    }
-    if (r == 0) break;  // the file ended
-    if (auto w = write_records(staging_.get(), static_cast<size_t>(r), t); !w) return w.error();
-    done += static_cast<size_t>(r);
-  }
+  auto done = copy_from_file(file_fd, offset, count, staging_.get(), kStaging,
+                             [&](const char* p, size_t n) { return write_records(p, n, t); });
+  if (!done) return done;
   if (auto f = flush_locked(t); !f) return f.error();
   return done;
 }

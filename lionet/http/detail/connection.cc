@@ -77,11 +77,17 @@ void Connection::set_read_deadline(TimePoint deadline) {
 
 void Connection::ensure_room(size_t n) {
   if (cap_ - w_ >= n) return;
-  size_t live = w_ - r_;
-  if (cap_ - live >= n && r_ > 0) {
+  const size_t live = w_ - r_;
+  move_live_to_front(cap_ - live >= n && r_ > 0 ? cap_ : std::max(cap_ * 2, live + n));
+}
+
+// The unread bytes [r_, w_) moved to the start of the buffer, which becomes `cap` bytes (the
+// same buffer when it is that large already; else a new one).
+void Connection::move_live_to_front(size_t cap) {
+  const size_t live = w_ - r_;
+  if (cap <= cap_) {
     std::memmove(buf_.get(), buf_.get() + r_, live);
   } else {
-    size_t cap = std::max(cap_ * 2, live + n);
     std::unique_ptr<char[]> nb(new char[cap]);
     std::memcpy(nb.get(), buf_.get() + r_, live);
     buf_ = std::move(nb);
@@ -169,19 +175,7 @@ bool Connection::read_head(bool first_request, TimePoint accepted) {
   if (parser_.head().body_kind != BodyKind::kNone) {
     // Room for body reads at the tail, made now: after rebind() nothing may move.
     size_t need = head_size + std::max(kBodyRoom, w_ - r_ - head_size);
-    if (cap_ - r_ < need) {
-      size_t live = w_ - r_;
-      if (cap_ >= need) {
-        std::memmove(buf_.get(), buf_.get() + r_, live);
-      } else {
-        std::unique_ptr<char[]> nb(new char[need]);
-        std::memcpy(nb.get(), buf_.get() + r_, live);
-        buf_ = std::move(nb);
-        cap_ = need;
-      }
-      r_ = 0;
-      w_ = live;
-    }
+    if (cap_ - r_ < need) move_live_to_front(std::max(cap_, need));
   }
   parser_.rebind(buf_.get() + r_);
   head_end_ = r_ + head_size;

@@ -44,6 +44,7 @@ class Connection final : public BodySource {
   // Reads at the tail without moving anything (room must exist).
   ReadOutcome read_tail(TimePoint deadline, size_t* got);
   void ensure_room(size_t n);
+  void move_live_to_front(size_t cap);  // [r_, w_) to the start of a buffer of cap bytes
   void set_read_deadline(TimePoint deadline);
   // Reads the head of the next request; false when the connection should end.
   bool read_head(bool first_request, TimePoint accepted);

@@ -15,6 +15,24 @@
 
 namespace lionet::http2::detail {
 
+// libnghttp2's set-up objects, freed however set-up ends: null when nghttp2 could not make one.
+struct CallbacksDel {
+  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
+};
+struct OptionDel {
+  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
+};
+using CallbacksPtr = std::unique_ptr<nghttp2_session_callbacks, CallbacksDel>;
+using OptionPtr = std::unique_ptr<nghttp2_option, OptionDel>;
+inline CallbacksPtr new_callbacks() noexcept {
+  nghttp2_session_callbacks* c = nullptr;
+  return CallbacksPtr(nghttp2_session_callbacks_new(&c) == 0 ? c : nullptr);
+}
+inline OptionPtr new_option() noexcept {
+  nghttp2_option* o = nullptr;
+  return OptionPtr(nghttp2_option_new(&o) == 0 ? o : nullptr);
+}
+
 // Output gathered before one write: a byte buffer whose growth does not zero-fill (the
 // server preads a file's DATA payload straight into the room grow() makes).
 class OutBuf {

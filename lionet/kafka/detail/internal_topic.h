@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <tuple>
 #include <string_view>
 
 #include "lionet/base/result.h"
@@ -15,6 +16,22 @@
 #include "lionet/storage/fwd.h"
 
 namespace lionet::kafka::detail {
+// Orders a map's std::tuple keys that hold std::strings and lookups by the same tuple of
+// std::string_views alike (transparent: a lookup by a topic's string_view allocates nothing;
+// std::less<> cannot compare tuples of string and string_view under clang's libstdc++ use).
+template <class Key, class KeyView>
+struct TupleKeyLess {
+  using is_transparent = void;
+  static KeyView view(const Key& k) noexcept {
+    return std::apply([](const auto&... e) { return KeyView(e...); }, k);
+  }
+  static const KeyView& view(const KeyView& k) noexcept { return k; }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const noexcept {
+    return view(a) < view(b);
+  }
+};
+
 // Partition 0 of `topic`, created with one partition if the store has none. Errors: the store's.
 Result<storage::Log*> open_internal_log(storage::Store& store, std::string_view topic);
 
