@@ -89,11 +89,8 @@ class AioEngine final : public ReapedEngineBase {
   using ReapedEngineBase::ReapedEngineBase;
   const char* name() const noexcept override { return "libaio"; }
 
-  void run(std::span<FileRequest> reqs) noexcept override {
+  void submit(std::span<FileRequest> reqs, BatchWaiter& waiter) noexcept override {
     const std::size_t n = reqs.size();
-    if (n == 0) return;
-    counters_.requests.fetch_add(n, std::memory_order_relaxed);
-    BatchWaiter waiter(n);
     // iocbs live on this fiber's stack (or heap for big batches) until wait() returns.
     constexpr std::size_t kInline = 8;
     iocb inline_cbs[kInline];

@@ -78,11 +78,8 @@ class UringEngine final : public ReapedEngineBase {
   using ReapedEngineBase::ReapedEngineBase;
   const char* name() const noexcept override { return "io_uring"; }
 
-  void run(std::span<FileRequest> reqs) noexcept override {
+  void submit(std::span<FileRequest> reqs, BatchWaiter& waiter) noexcept override {
     const std::size_t n = reqs.size();
-    if (n == 0) return;
-    counters_.requests.fetch_add(n, std::memory_order_relaxed);
-    BatchWaiter waiter(n);
     std::size_t done = 0;
     while (done < n) {
       auto* ctx = static_cast<UringContext*>(context_here());

@@ -138,11 +138,5 @@ int EpollReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
   return k;
 }
 
-void EpollReactor::wake() noexcept {
-  // seq_cst: pairs with the store in wait(). Seeing true means a write is in the eventfd
-  // that the poller has not drained yet, or it is draining now and will return.
-  if (wake_pending_.exchange(true, std::memory_order_seq_cst)) return;
-  const uint64_t one = 1;
-  (void)detail::raw_write(wakefd_, &one, sizeof one);
-}
+void EpollReactor::wake() noexcept { detail::wake_once(wake_pending_, wakefd_); }
 }  // namespace lionet

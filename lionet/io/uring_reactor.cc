@@ -407,9 +407,5 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
   return k;
 }
 
-void UringReactor::wake() noexcept {
-  if (wake_pending_.exchange(true, std::memory_order_seq_cst)) return;
-  const uint64_t one = 1;
-  (void)detail::raw_write(wakefd_, &one, sizeof one);
-}
+void UringReactor::wake() noexcept { detail::wake_once(wake_pending_, wakefd_); }
 }  // namespace lionet

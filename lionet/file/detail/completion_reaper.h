@@ -122,8 +122,18 @@ class ReapedEngineBase : public FileEngine {
   void note_reaped(uint64_t n) noexcept { counters_.note_reaped(n); }
   void note_eventfd_wait() noexcept { counters_.eventfd_waits.fetch_add(1, std::memory_order_relaxed); }
   const FileEngineOptions& options() const noexcept { return options_; }
+  // What every reaped engine does first: count the requests and make the BatchWaiter that the
+  // submitting fiber parks on (step 1 above), then submit() them.
+  void run(std::span<FileRequest> reqs) noexcept final {
+    if (reqs.empty()) return;
+    counters_.requests.fetch_add(reqs.size(), std::memory_order_relaxed);
+    BatchWaiter waiter(reqs.size());
+    submit(reqs, waiter);
+  }
 
  protected:
+  // Submits reqs (n >= 1) with waiter as their BatchWaiter and returns once all completed.
+  virtual void submit(std::span<FileRequest> reqs, BatchWaiter& waiter) noexcept = 0;
   // Creates a context for the calling thread (nullptr on failure, logged once).
   virtual std::unique_ptr<ReapedContext> make_context(IOManager* iom) noexcept = 0;
   const FileEngineOptions options_;

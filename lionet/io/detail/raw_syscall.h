@@ -11,7 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <cstddef>
 #include <ctime>
 
@@ -33,4 +35,13 @@ inline long raw_write(int fd, const void* buf, std::size_t n) noexcept { return 
 inline int raw_close(int fd) noexcept { return ::close(fd); }
 int raw_ppoll(pollfd* fds, unsigned long n, const timespec* ts) noexcept;  // io_manager.cc
 #endif
+// A reactor's wake(): one write to its eventfd unless one is pending already. seq_cst: pairs
+// with the poller's store of `pending` to false before it drains the eventfd (seeing true
+// means a write is there undrained, or the poller is draining now and will return).
+inline void wake_once(std::atomic<bool>& pending, int eventfd) noexcept {
+  if (pending.exchange(true, std::memory_order_seq_cst)) return;
+  const uint64_t one = 1;
+  (void)raw_write(eventfd, &one, sizeof one);
+}
+
 }  // namespace lionet::detail
