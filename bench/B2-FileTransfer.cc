@@ -41,7 +41,7 @@ using lionet::http::Client;
 using lionet::http::FileMode;
 
 struct Row {
-  const char* key;   // RESULT key prefix
+  const char* key;  // RESULT key prefix
   const char* mode;  // route
   const char* file;
   size_t size;
@@ -82,9 +82,10 @@ Measure run_row(Client& c, const std::string& url, const std::string& expect, in
     if (!r || r->status != 200 || r->body.size() != expect.size() || (i == 0 && r->body != expect)) {
       ++m.errors;
       if (m.errors == 1)
-        std::fprintf(stderr, "B2: %s: %s\n", url.c_str(),
-                     !r ? r.error().message().c_str()
-                        : ("status " + std::to_string(r->status) + " length " + std::to_string(r->body.size())).c_str());
+        std::fprintf(
+            stderr, "B2: %s: %s\n", url.c_str(),
+            !r ? r.error().message().c_str()
+               : ("status " + std::to_string(r->status) + " length " + std::to_string(r->body.size())).c_str());
       if (m.errors > 3) break;
     }
     ++m.iterations;
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < std::size(kRows); ++i) {
     data.push_back(content(kRows[i].size, static_cast<unsigned>(i)));
     std::string p = root + "/" + kRows[i].file;
-    std::ofstream(p, std::ios::binary | std::ios::trunc).write(data.back().data(), static_cast<std::streamsize>(data.back().size()));
+    std::ofstream(p, std::ios::binary | std::ios::trunc)
+        .write(data.back().data(), static_cast<std::streamsize>(data.back().size()));
     ::chmod(p.c_str(), 0644);
   }
 
@@ -172,8 +174,8 @@ int main(int argc, char** argv) {
       })
       .join();
 
-  std::printf("B2-FileTransfer: one keep-alive connection, sequential GETs, no sleeps; server %d worker(s)%s\n", threads,
-              ref.empty() ? "" : (", reference " + ref).c_str());
+  std::printf("B2-FileTransfer: one keep-alive connection, sequential GETs, no sleeps; server %d worker(s)%s\n",
+              threads, ref.empty() ? "" : (", reference " + ref).c_str());
   std::printf("(earlier report: 0.32 - 28.6 MB/s, capped by its client's 50 ms sleep)\n\n");
   std::printf("| Mode | Size | Iterations | Total ms | ops/s | MB/s | avg latency ms |%s\n",
               ref.empty() ? "" : " ref MB/s | ratio |");
@@ -188,7 +190,8 @@ int main(int argc, char** argv) {
     errors += m.errors + theirs[i].errors;
     double mb = m.mbps(r.size);
     min_mbps = std::min(min_mbps, mb);
-    std::string size = r.size >= (1 << 20) ? std::to_string(r.size >> 20) + " MiB" : std::to_string(r.size >> 10) + " KiB";
+    std::string size =
+        r.size >= (1 << 20) ? std::to_string(r.size >> 20) + " MiB" : std::to_string(r.size >> 10) + " KiB";
     std::snprintf(buf, sizeof buf, "| %s | %s | %d | %.1f | %.0f | %.1f | %.3f |", r.mode, size.c_str(), m.iterations,
                   m.total_ms, m.ops(), mb, m.avg_ms());
     std::string line = buf;

@@ -119,10 +119,10 @@ bool probe_request(int fd, const std::string& req) {
 struct Probe {
   bool fresh = false;  // a new connection per request (else one kept-alive connection)
   std::atomic<bool> stop{false};
-  std::vector<double> lat_ms;   // successful requests
+  std::vector<double> lat_ms;  // successful requests
   std::vector<std::pair<double, double>> slowest;  // (latency, sent at ms since t0), the 5 worst
   std::vector<double> fail_at;  // failures, ms since t0
-  std::vector<bool> outcome;    // every request in order (true = ok)
+  std::vector<bool> outcome;  // every request in order (true = ok)
   Clock::time_point t0;
   std::thread th;
 
@@ -194,8 +194,7 @@ struct Totals {
 };
 
 Totals abuse(const Args& a, bool slow, Clock::time_point t0) {
-  const std::string head =
-      "GET " + a.path + " HTTP/1.1\r\nHost: slow\r\nX-Slow: " + std::string(64, 'x') + "\r\n\r\n";
+  const std::string head = "GET " + a.path + " HTTP/1.1\r\nHost: slow\r\nX-Slow: " + std::string(64, 'x') + "\r\n\r\n";
   const auto deadline = t0 + std::chrono::milliseconds(static_cast<int64_t>(a.secs * 1000));
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   std::vector<Conn> conns(static_cast<std::size_t>(a.conns));
@@ -423,11 +422,14 @@ int judge(const Args& a, bool slow, const Totals& t, const Probe& keep, const Pr
     std::fprintf(stderr, "abuse_client: keep-alive probe: %zu answers, p99 %.1f ms (needs >= 10, < 100 ms)\n",
                  keep.lat_ms.size(), percentile(keep.lat_ms, 0.99));
   }
-  if (t.n.client_errors) std::fprintf(stderr, "abuse_client: %d sockets could not be created here\n", t.n.client_errors);
-  const int fast = static_cast<int>(std::count_if(t.close_ms.begin(), t.close_ms.end(), [](double d) { return d < 1000; }));
+  if (t.n.client_errors)
+    std::fprintf(stderr, "abuse_client: %d sockets could not be created here\n", t.n.client_errors);
+  const int fast =
+      static_cast<int>(std::count_if(t.close_ms.begin(), t.close_ms.end(), [](double d) { return d < 1000; }));
   if (!slow) {
     const int excess = a.conns - a.limit;
-    if (t.n.held > a.limit) ++errors, std::fprintf(stderr, "abuse_client: %d connections held, limit %d\n", t.n.held, a.limit);
+    if (t.n.held > a.limit)
+      ++errors, std::fprintf(stderr, "abuse_client: %d connections held, limit %d\n", t.n.held, a.limit);
     // The excess must be closed at accept, long before any timeout could close the others.
     if (excess > 0 && fast + t.n.refused < excess) {
       ++errors;
@@ -507,7 +509,8 @@ int main(int argc, char** argv) {
 
   const int errors = judge(a, slow, t, keep, fresh);
   const Counts& n = t.n;
-  const int fast = static_cast<int>(std::count_if(t.close_ms.begin(), t.close_ms.end(), [](double d) { return d < 1000; }));
+  const int fast =
+      static_cast<int>(std::count_if(t.close_ms.begin(), t.close_ms.end(), [](double d) { return d < 1000; }));
   const double excess_at = kth_close_at(t.close_at, a.conns - a.limit);
   const double cmax = t.close_ms.empty() ? 0 : *std::max_element(t.close_ms.begin(), t.close_ms.end());
   // Fresh-probe failure times, from the abuse's t0 (the probe started 200 ms earlier).
@@ -516,11 +519,12 @@ int main(int argc, char** argv) {
   const double fl = fresh.fail_at.empty() ? -1 : fresh.fail_at.back() - shift;
   std::printf(
       "%s: %d conns: %d connected, %d refused, %d closed by the server (%d after an answer, %d reset; last at %.0f ms, "
-      "last connect at %.0f ms), %d held; %d closed within 1 s of connect, the %d excess closed by %.0f ms; close after "
+      "last connect at %.0f ms), %d held; %d closed within 1 s of connect, the %d excess closed by %.0f ms; close "
+      "after "
       "connect min %.0f p50 %.0f max %.0f ms\n",
-      a.mode.c_str(), a.conns, n.connected, n.refused, n.closed, n.answered, n.reset, n.last_close_ms, n.last_connect_ms,
-      n.held, fast, std::max(0, a.conns - a.limit), excess_at, percentile(t.close_ms, 0), percentile(t.close_ms, 0.5),
-      cmax);
+      a.mode.c_str(), a.conns, n.connected, n.refused, n.closed, n.answered, n.reset, n.last_close_ms,
+      n.last_connect_ms, n.held, fast, std::max(0, a.conns - a.limit), excess_at, percentile(t.close_ms, 0),
+      percentile(t.close_ms, 0.5), cmax);
   std::printf(
       "probes: keep-alive %zu ok, p50 %.2f p99 %.2f max %.2f ms, %d failed; fresh connections %zu ok (p99 %.2f ms), %d "
       "failed (from %.0f to %.0f ms)\n",

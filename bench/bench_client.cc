@@ -93,41 +93,43 @@ int main(int argc, char** argv) {
   }
 
   for (int i = 0; i < conns; ++i) {
-    sched.spawn([&, i] {
-      auto s = lionet::Socket::connect_to(addr, lionet::Deadline::after(10s));
-      connected.done();
-      go.wait();
-      if (!s) {
-        errors++;
-        finished.done();
-        return;
-      }
-      std::unique_ptr<char[]> buf(new char[size]);
-      auto& mine = counts[i].n;
-      uint64_t done = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
-        if (!s->write(msg.data(), size)) {
-          errors++;
-          break;
-        }
-        size_t got = 0;
-        bool ok = true;
-        while (got < size) {
-          auto r = s->read(buf.get() + got, size - got);
-          if (!r || *r == 0 || std::memcmp(buf.get() + got, msg.data() + got, *r) != 0) {
-            ok = false;
-            break;
+    sched
+        .spawn([&, i] {
+          auto s = lionet::Socket::connect_to(addr, lionet::Deadline::after(10s));
+          connected.done();
+          go.wait();
+          if (!s) {
+            errors++;
+            finished.done();
+            return;
           }
-          got += *r;
-        }
-        if (!ok) {
-          errors++;
-          break;
-        }
-        mine.store(++done, std::memory_order_relaxed);  // single writer: a plain store
-      }
-      finished.done();
-    }).detach();
+          std::unique_ptr<char[]> buf(new char[size]);
+          auto& mine = counts[i].n;
+          uint64_t done = 0;
+          while (!stop.load(std::memory_order_relaxed)) {
+            if (!s->write(msg.data(), size)) {
+              errors++;
+              break;
+            }
+            size_t got = 0;
+            bool ok = true;
+            while (got < size) {
+              auto r = s->read(buf.get() + got, size - got);
+              if (!r || *r == 0 || std::memcmp(buf.get() + got, msg.data() + got, *r) != 0) {
+                ok = false;
+                break;
+              }
+              got += *r;
+            }
+            if (!ok) {
+              errors++;
+              break;
+            }
+            mine.store(++done, std::memory_order_relaxed);  // single writer: a plain store
+          }
+          finished.done();
+        })
+        .detach();
   }
   connected.wait();
   auto total = [&] {
@@ -149,8 +151,8 @@ int main(int argc, char** argv) {
                 static_cast<double>(d) * static_cast<double>(size) / 1e6);
     std::fflush(stdout);
   }
-  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                         std::chrono::duration<double>(secs)));
+  std::this_thread::sleep_until(
+      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(secs)));
   uint64_t requests = total();
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stop.store(true);
@@ -161,8 +163,7 @@ int main(int argc, char** argv) {
   double mbps = qps * static_cast<double>(size) / 1e6;
   std::printf("Total requests: %llu\nAverage QPS: %.0f\nThroughput: %.2f MB/s\nErrors: %llu\n",
               static_cast<unsigned long long>(requests), qps, mbps, static_cast<unsigned long long>(errors.load()));
-  std::printf("RESULT conns=%d size=%zu secs=%.2f requests=%llu qps=%.0f mbps=%.2f errors=%llu\n", conns, size,
-              elapsed, static_cast<unsigned long long>(requests), qps, mbps,
-              static_cast<unsigned long long>(errors.load()));
+  std::printf("RESULT conns=%d size=%zu secs=%.2f requests=%llu qps=%.0f mbps=%.2f errors=%llu\n", conns, size, elapsed,
+              static_cast<unsigned long long>(requests), qps, mbps, static_cast<unsigned long long>(errors.load()));
   return errors.load() ? 1 : 0;
 }

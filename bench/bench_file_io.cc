@@ -179,13 +179,16 @@ int run_io(const Args& a, const std::string& path) {
   const double r_mbps = r_iops * a.block / 1e6, w_mbps = w_iops * a.block / 1e6;
   std::printf("engine=%s rw=%s direct=%d workers=%d batch=%d block=%zu threads=%d in_flight=%d\n", f->engine_name(),
               a.rw.c_str(), a.direct, a.workers, a.batch, a.block, a.threads, a.workers * a.batch);
-  std::printf("reads:  %llu ops  %.0f IOPS  %.1f MB/s\n", static_cast<unsigned long long>(t.reads.load()), r_iops, r_mbps);
-  std::printf("writes: %llu ops  %.0f IOPS  %.1f MB/s\n", static_cast<unsigned long long>(t.writes.load()), w_iops, w_mbps);
+  std::printf("reads:  %llu ops  %.0f IOPS  %.1f MB/s\n", static_cast<unsigned long long>(t.reads.load()), r_iops,
+              r_mbps);
+  std::printf("writes: %llu ops  %.0f IOPS  %.1f MB/s\n", static_cast<unsigned long long>(t.writes.load()), w_iops,
+              w_mbps);
   std::printf("duration %.3f s, errors %llu\n", secs, static_cast<unsigned long long>(t.errors.load()));
-  std::printf("engine counters: submit_calls=%llu reap_passes=%llu eventfd_waits=%llu max_reaped=%llu queue_full=%llu\n",
-              static_cast<unsigned long long>(st.submit_calls), static_cast<unsigned long long>(st.reap_passes),
-              static_cast<unsigned long long>(st.eventfd_waits), static_cast<unsigned long long>(st.max_reaped),
-              static_cast<unsigned long long>(st.queue_full));
+  std::printf(
+      "engine counters: submit_calls=%llu reap_passes=%llu eventfd_waits=%llu max_reaped=%llu queue_full=%llu\n",
+      static_cast<unsigned long long>(st.submit_calls), static_cast<unsigned long long>(st.reap_passes),
+      static_cast<unsigned long long>(st.eventfd_waits), static_cast<unsigned long long>(st.max_reaped),
+      static_cast<unsigned long long>(st.queue_full));
   std::printf("RESULT read_iops=%.0f write_iops=%.0f read_MBps=%.1f write_MBps=%.1f seconds=%.3f errors=%llu\n", r_iops,
               w_iops, r_mbps, w_mbps, secs, static_cast<unsigned long long>(t.errors.load()));
   return t.errors.load() ? 1 : 0;
@@ -210,38 +213,40 @@ int run_hook_bench(const Args& a) {
   const long n = a.ops;
   double ns[5] = {0, 0, 0, 0, 0};
   long errors = 0;
-  sched.spawn([&] {
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    char buf[4096];
-    for (long i = 0; i < n; ++i) {  // untimed warm-up pass: fault the pages and the fd entry in
-      uint64_t rng = 12345 + static_cast<uint64_t>(i);
-      (void)!::pread(fd, buf, sizeof buf, static_cast<off_t>((xorshift(rng) % (kSize / 4096)) * 4096));
-    }
-    for (int mode : {1, 0, 2, 4, 3}) {
-      uint64_t rng = 12345;
-      auto t0 = Clock::now();
-      for (long i = 0; i < n; ++i) {
-        off_t off = static_cast<off_t>((xorshift(rng) % (kSize / 4096)) * 4096);
-        ssize_t r;
-        if (mode == 0) {
-          r = ::pread(fd, buf, sizeof buf, off);  // hooked
-        } else if (mode == 1) {
-          lionet::hook::ScopedDisable off_hooks;
-          r = ::pread(fd, buf, sizeof buf, off);  // plain blocking syscall
-        } else if (mode == 2) {
-          r = lionet::offload([&] { return ::pread(fd, buf, sizeof buf, off); });
-        } else if (mode == 3) {
-          r = ::pwrite(fd, buf, sizeof buf, off);  // hooked
-        } else {
-          lionet::hook::ScopedDisable off_hooks;
-          r = ::pwrite(fd, buf, sizeof buf, off);
+  sched
+      .spawn([&] {
+        int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        char buf[4096];
+        for (long i = 0; i < n; ++i) {  // untimed warm-up pass: fault the pages and the fd entry in
+          uint64_t rng = 12345 + static_cast<uint64_t>(i);
+          (void)!::pread(fd, buf, sizeof buf, static_cast<off_t>((xorshift(rng) % (kSize / 4096)) * 4096));
         }
-        if (r != 4096) ++errors;
-      }
-      ns[mode] = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
-    }
-    ::close(fd);
-  }).join();
+        for (int mode : {1, 0, 2, 4, 3}) {
+          uint64_t rng = 12345;
+          auto t0 = Clock::now();
+          for (long i = 0; i < n; ++i) {
+            off_t off = static_cast<off_t>((xorshift(rng) % (kSize / 4096)) * 4096);
+            ssize_t r;
+            if (mode == 0) {
+              r = ::pread(fd, buf, sizeof buf, off);  // hooked
+            } else if (mode == 1) {
+              lionet::hook::ScopedDisable off_hooks;
+              r = ::pread(fd, buf, sizeof buf, off);  // plain blocking syscall
+            } else if (mode == 2) {
+              r = lionet::offload([&] { return ::pread(fd, buf, sizeof buf, off); });
+            } else if (mode == 3) {
+              r = ::pwrite(fd, buf, sizeof buf, off);  // hooked
+            } else {
+              lionet::hook::ScopedDisable off_hooks;
+              r = ::pwrite(fd, buf, sizeof buf, off);
+            }
+            if (r != 4096) ++errors;
+          }
+          ns[mode] = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / n;
+        }
+        ::close(fd);
+      })
+      .join();
   sched.stop();
   std::printf("4 KiB page-cache pread in a fiber, %ld ops each:\n", n);
   std::printf("  hooked ::pread (RWF_NOWAIT fast path): %.0f ns/op\n", ns[0]);
@@ -250,9 +255,10 @@ int run_hook_bench(const Args& a) {
   std::printf("  hooked / plain = %.2fx, offload / plain = %.2fx\n", ns[0] / ns[1], ns[2] / ns[1]);
   std::printf("4 KiB buffered pwrite in a fiber: hooked %.0f ns/op, plain %.0f ns/op (%.2fx)\n", ns[3], ns[4],
               ns[3] / ns[4]);
-  std::printf("RESULT hooked_ns=%.0f plain_ns=%.0f offload_ns=%.0f ratio=%.2f write_hooked_ns=%.0f write_plain_ns=%.0f "
-              "write_ratio=%.2f errors=%ld\n",
-              ns[0], ns[1], ns[2], ns[0] / ns[1], ns[3], ns[4], ns[3] / ns[4], errors);
+  std::printf(
+      "RESULT hooked_ns=%.0f plain_ns=%.0f offload_ns=%.0f ratio=%.2f write_hooked_ns=%.0f write_plain_ns=%.0f "
+      "write_ratio=%.2f errors=%ld\n",
+      ns[0], ns[1], ns[2], ns[0] / ns[1], ns[3], ns[4], ns[3] / ns[4], errors);
   return errors ? 1 : 0;
 }
 }  // namespace

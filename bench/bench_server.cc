@@ -46,15 +46,18 @@ int main(int argc, char** argv) {
   lionet::TcpServerOptions opts;
   opts.reuse_port_per_worker = threads > 1;  // one listener per worker, kernel-balanced
   opts.name = "echo";
-  lionet::TcpServer server(runtime.scheduler(), [](lionet::SocketStream& s) {
-    constexpr size_t kBuf = 64 * 1024;
-    std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
-    for (;;) {
-      auto r = s.read(buf.get(), kBuf);
-      if (!r || *r == 0) return;  // end of stream or reset: the connection ends
-      if (!s.write(buf.get(), *r)) return;
-    }
-  }, opts);
+  lionet::TcpServer server(
+      runtime.scheduler(),
+      [](lionet::SocketStream& s) {
+        constexpr size_t kBuf = 64 * 1024;
+        std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
+        for (;;) {
+          auto r = s.read(buf.get(), kBuf);
+          if (!r || *r == 0) return;  // end of stream or reset: the connection ends
+          if (!s.write(buf.get(), *r)) return;
+        }
+      },
+      opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {

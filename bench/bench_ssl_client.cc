@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   lionet::WaitGroup finished(conns);
   auto report = [&](const char* what, const std::string& detail) {
     errors.fetch_add(1, std::memory_order_relaxed);
-    if (!first_error_printed.exchange(true)) std::fprintf(stderr, "bench_ssl_client: first error: %s %s\n", what, detail.c_str());
+    if (!first_error_printed.exchange(true))
+      std::fprintf(stderr, "bench_ssl_client: first error: %s %s\n", what, detail.c_str());
   };
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < conns; ++i) {
@@ -122,15 +123,17 @@ int main(int argc, char** argv) {
   double qps = static_cast<double>(n) / elapsed;
   double mbps = qps * static_cast<double>(size) / 1e6;
   double hs = static_cast<double>(h) / elapsed;
-  std::printf("Completed requests: %llu of %llu\nErrors: %llu\nElapsed: %.1f ms\nQPS: %.0f\nThroughput: %.2f MB/s\n"
-              "Handshakes: %llu (resumed %llu), %.0f handshakes/s\n",
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(conns) * per_conn,
-              static_cast<unsigned long long>(e), elapsed * 1e3, qps, mbps, static_cast<unsigned long long>(h),
-              static_cast<unsigned long long>(resumed.load()), hs);
-  std::printf("RESULT conns=%d requests_per_conn=%ld size=%zu requests=%llu elapsed_ms=%.1f qps=%.0f mbps=%.2f "
-              "handshakes=%llu resumed=%llu hs_per_s=%.0f errors=%llu\n",
-              conns, per_conn, size, static_cast<unsigned long long>(n), elapsed * 1e3, qps, mbps,
-              static_cast<unsigned long long>(h), static_cast<unsigned long long>(resumed.load()), hs,
-              static_cast<unsigned long long>(e));
+  std::printf(
+      "Completed requests: %llu of %llu\nErrors: %llu\nElapsed: %.1f ms\nQPS: %.0f\nThroughput: %.2f MB/s\n"
+      "Handshakes: %llu (resumed %llu), %.0f handshakes/s\n",
+      static_cast<unsigned long long>(n), static_cast<unsigned long long>(conns) * per_conn,
+      static_cast<unsigned long long>(e), elapsed * 1e3, qps, mbps, static_cast<unsigned long long>(h),
+      static_cast<unsigned long long>(resumed.load()), hs);
+  std::printf(
+      "RESULT conns=%d requests_per_conn=%ld size=%zu requests=%llu elapsed_ms=%.1f qps=%.0f mbps=%.2f "
+      "handshakes=%llu resumed=%llu hs_per_s=%.0f errors=%llu\n",
+      conns, per_conn, size, static_cast<unsigned long long>(n), elapsed * 1e3, qps, mbps,
+      static_cast<unsigned long long>(h), static_cast<unsigned long long>(resumed.load()), hs,
+      static_cast<unsigned long long>(e));
   return e ? 1 : 0;
 }

@@ -52,21 +52,24 @@ int main(int argc, char** argv) {
   lionet::TcpServerOptions opts;
   opts.reuse_port_per_worker = threads > 1;
   opts.name = "tls";
-  lionet::TcpServer server(runtime.scheduler(), [&](lionet::SocketStream& s) {
-    lionet::SslStream tls_stream(ctx, s.socket());
-    if (!tls_stream.handshake()) {
-      failed.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    handshakes.fetch_add(1, std::memory_order_relaxed);
-    constexpr size_t kBuf = 64 * 1024;
-    std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
-    for (;;) {
-      auto r = tls_stream.read(buf.get(), kBuf);
-      if (!r || *r == 0) return;
-      if (!tls_stream.write(buf.get(), *r)) return;
-    }
-  }, opts);
+  lionet::TcpServer server(
+      runtime.scheduler(),
+      [&](lionet::SocketStream& s) {
+        lionet::SslStream tls_stream(ctx, s.socket());
+        if (!tls_stream.handshake()) {
+          failed.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        handshakes.fetch_add(1, std::memory_order_relaxed);
+        constexpr size_t kBuf = 64 * 1024;
+        std::unique_ptr<char[]> buf(new char[kBuf]);  // heap: fiber stacks are small
+        for (;;) {
+          auto r = tls_stream.read(buf.get(), kBuf);
+          if (!r || *r == 0) return;
+          if (!tls_stream.write(buf.get(), *r)) return;
+        }
+      },
+      opts);
   try {
     server.listen(lionet::Address::ipv4_loopback(static_cast<uint16_t>(port)));
   } catch (const std::exception& e) {

@@ -118,8 +118,8 @@ void report(benchmark::State& state, int64_t messages, std::size_t record_bytes,
   state.SetBytesProcessed(total * static_cast<int64_t>(record_bytes));
   state.SetItemsProcessed(total);
   // Seconds per message (an inverted rate; Google Benchmark prints it with an SI prefix).
-  state.counters["sec_per_msg"] = benchmark::Counter(
-      static_cast<double>(total), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["sec_per_msg"] =
+      benchmark::Counter(static_cast<double>(total), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   const uint64_t alloc = g_alloc_bytes.load() - alloc_before;
   state.counters["alloc_bytes_per_msg"] = total ? static_cast<double>(alloc) / static_cast<double>(total) : 0;
   state.counters["flush_every_batch"] = policy == FlushPolicy::kEveryBatch ? 1 : 0;
@@ -258,7 +258,12 @@ BENCHMARK(BM_AppendBatch)->Apply(sizes_by_batch)->Unit(benchmark::kMicrosecond)-
 BENCHMARK(BM_Read)->Apply(sizes_by_messages)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Mixed)->Unit(benchmark::kNanosecond)->UseRealTime();
 BENCHMARK(BM_AppendDurable)->Args({1024, 100})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_AppendBatchDurable)->Args({1024, 100})->Args({1024, 1000})->Args({10240, 100})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AppendBatchDurable)
+    ->Args({1024, 100})
+    ->Args({1024, 1000})
+    ->Args({10240, 100})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_Crc32c)->ArgsProduct({{0, 1, 2}, {1024, 65536}});
 
 }  // namespace

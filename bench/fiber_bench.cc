@@ -62,8 +62,8 @@
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/context/fiber.hpp>
 #include <boost/context/fixedsize_stack.hpp>
-#include <boost/fiber/all.hpp>
 #include <boost/fiber/algo/work_stealing.hpp>
+#include <boost/fiber/all.hpp>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -86,10 +86,10 @@ namespace {
 
 namespace bctx = boost::context;
 
-constexpr int kYieldsPerFiber = 1000;       // BM_FiberSwitch / BM_BoostFiberSwitch
-constexpr int kCpuFibers = 1000;            // BM_FiberCpuBound
-constexpr int kCpuSlices = 10;              // yields per CPU-bound fiber
-constexpr int kCpuWorkPerSlice = 1000;      // xorshift-multiply rounds per slice (~2.6 us)
+constexpr int kYieldsPerFiber = 1000;  // BM_FiberSwitch / BM_BoostFiberSwitch
+constexpr int kCpuFibers = 1000;  // BM_FiberCpuBound
+constexpr int kCpuSlices = 10;  // yields per CPU-bound fiber
+constexpr int kCpuWorkPerSlice = 1000;  // xorshift-multiply rounds per slice (~2.6 us)
 constexpr std::size_t kStackSize = 128 * 1024;  // usable stack for every reference fiber
 
 std::atomic<int> g_errors{0};
@@ -152,19 +152,22 @@ void BM_FiberCreation(benchmark::State& state) {
 void fiber_spawn_join(benchmark::State& state, bool registry) {
   const int n = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
-  run_in_driver_fiber(state, threads, [&](lionet::Scheduler& sched) {
-    std::vector<lionet::JoinHandle<int>> handles;
-    handles.reserve(n);
-    int64_t sum = 0;
-    for (auto _ : state) {
-      for (int i = 0; i < n; ++i) handles.push_back(sched.spawn([i] { return i; }));
-      for (auto& h : handles) sum += h.join();
-      handles.clear();
-    }
-    if (sum != static_cast<int64_t>(state.iterations()) * n * (n - 1) / 2) {
-      fail(state, "BM_FiberSpawnJoin: wrong sum of results");
-    }
-  }, lionet::StackProtection::kAuto, registry);
+  run_in_driver_fiber(
+      state, threads,
+      [&](lionet::Scheduler& sched) {
+        std::vector<lionet::JoinHandle<int>> handles;
+        handles.reserve(n);
+        int64_t sum = 0;
+        for (auto _ : state) {
+          for (int i = 0; i < n; ++i) handles.push_back(sched.spawn([i] { return i; }));
+          for (auto& h : handles) sum += h.join();
+          handles.clear();
+        }
+        if (sum != static_cast<int64_t>(state.iterations()) * n * (n - 1) / 2) {
+          fail(state, "BM_FiberSpawnJoin: wrong sum of results");
+        }
+      },
+      lionet::StackProtection::kAuto, registry);
   set_op_counters(state, n);
 }
 
@@ -175,19 +178,22 @@ void BM_FiberSpawnJoinNoRegistry(benchmark::State& state) { fiber_spawn_join(sta
 void fiber_switch(benchmark::State& state, lionet::StackProtection protection) {
   const int n = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
-  run_in_driver_fiber(state, threads, [&](lionet::Scheduler& sched) {
-    std::vector<lionet::JoinHandle<void>> handles;
-    handles.reserve(n);
-    for (auto _ : state) {
-      for (int i = 0; i < n; ++i) {
-        handles.push_back(sched.spawn([] {
-          for (int k = 0; k < kYieldsPerFiber; ++k) lionet::this_fiber::yield();
-        }));
-      }
-      for (auto& h : handles) h.join();
-      handles.clear();
-    }
-  }, protection);
+  run_in_driver_fiber(
+      state, threads,
+      [&](lionet::Scheduler& sched) {
+        std::vector<lionet::JoinHandle<void>> handles;
+        handles.reserve(n);
+        for (auto _ : state) {
+          for (int i = 0; i < n; ++i) {
+            handles.push_back(sched.spawn([] {
+              for (int k = 0; k < kYieldsPerFiber; ++k) lionet::this_fiber::yield();
+            }));
+          }
+          for (auto& h : handles) h.join();
+          handles.clear();
+        }
+      },
+      protection);
   set_op_counters(state, static_cast<double>(n) * kYieldsPerFiber);
 }
 
@@ -307,11 +313,11 @@ void BM_RawFiberRoundTrip(benchmark::State& state) {
 }
 
 void BM_RawCallccRoundTrip(benchmark::State& state) {
-  bctx::continuation c = bctx::callcc(std::allocator_arg, bctx::fixedsize_stack(kStackSize),
-                                      [](bctx::continuation&& main) {
-                                        for (;;) main = main.resume();
-                                        return std::move(main);
-                                      });
+  bctx::continuation c =
+      bctx::callcc(std::allocator_arg, bctx::fixedsize_stack(kStackSize), [](bctx::continuation&& main) {
+        for (;;) main = main.resume();
+        return std::move(main);
+      });
   for (auto _ : state) c = c.resume();
   set_op_counters(state, 1);
 }
@@ -611,9 +617,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
  public:
   using ConsoleReporter::ConsoleReporter;
 
-  bool ReportContext(const Context& context) override {
-    return ConsoleReporter::ReportContext(context);
-  }
+  bool ReportContext(const Context& context) override { return ConsoleReporter::ReportContext(context); }
 
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
@@ -704,8 +708,8 @@ void start_watchdog() {
   if (const char* env = std::getenv("LIONET_BENCH_TIMEOUT")) limit_s = std::max(1, std::atoi(env));
   std::thread([limit_s] {
     std::this_thread::sleep_for(std::chrono::seconds(limit_s));
-    std::fprintf(stderr, "fiber_bench: watchdog: still running after %d s (last finished: %s); aborting\n",
-                 limit_s, g_last_finished.load());
+    std::fprintf(stderr, "fiber_bench: watchdog: still running after %d s (last finished: %s); aborting\n", limit_s,
+                 g_last_finished.load());
     if (pid_t child = BoostWorkStealingChild::s_child_pid.load()) ::kill(child, SIGKILL);
     std::printf("RESULT errors=1 watchdog_timeout_s=%d\n", limit_s);
     std::fflush(stdout);

@@ -127,9 +127,10 @@ int main(int argc, char** argv) {
     errors += tls_server->stats().errors.load();
     accepted += tls_server->tcp().accepted();
   }
-  std::printf("RESULT requests=%llu accepted=%llu files=%llu memory_hits=%llu memory_misses=%llu threads=%d errors=%llu\n",
-              static_cast<unsigned long long>(requests), static_cast<unsigned long long>(accepted),
-              static_cast<unsigned long long>(st.files_served), static_cast<unsigned long long>(st.memory_hits),
-              static_cast<unsigned long long>(st.memory_misses), threads, static_cast<unsigned long long>(errors));
+  std::printf(
+      "RESULT requests=%llu accepted=%llu files=%llu memory_hits=%llu memory_misses=%llu threads=%d errors=%llu\n",
+      static_cast<unsigned long long>(requests), static_cast<unsigned long long>(accepted),
+      static_cast<unsigned long long>(st.files_served), static_cast<unsigned long long>(st.memory_hits),
+      static_cast<unsigned long long>(st.memory_misses), threads, static_cast<unsigned long long>(errors));
   return 0;
 }

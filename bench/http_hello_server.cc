@@ -38,7 +38,7 @@ namespace {
 int main(int argc, char** argv) {
   int port = -1, threads = 1;
   long max_connections = 0, header_timeout_ms = 0;  // 0: ServerOptions' default
-  long accept_batch = -1;                            // -1: TcpServerOptions' default
+  long accept_batch = -1;  // -1: TcpServerOptions' default
   bool http2 = false;
   std::string backend = "epoll";
   std::string access_log, access_log_format = "combined";
@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
     }
   }
   const bool known = backend == "epoll" || backend == "io_uring" || backend == "io_uring-poll";
-  if (threads < 1 || port < 0 || port > 65535 || !known ||
-      max_connections < 0 || header_timeout_ms < 0 || !lionet::http::parse_access_log_format(access_log_format))
+  if (threads < 1 || port < 0 || port > 65535 || !known || max_connections < 0 || header_timeout_ms < 0 ||
+      !lionet::http::parse_access_log_format(access_log_format))
     usage(argv[0]);
 
   // The default runtime: the scheduler's own IO driver, on the backend asked for.

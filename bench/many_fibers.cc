@@ -47,8 +47,10 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "many_fibers: %s\nusage: many_fibers [N] [--threads T] [--stack-size BYTES] "
-               "[--protection auto|guard_region|guard_page|canary]\n", why);
+  std::fprintf(stderr,
+               "many_fibers: %s\nusage: many_fibers [N] [--threads T] [--stack-size BYTES] "
+               "[--protection auto|guard_region|guard_page|canary]\n",
+               why);
   std::printf("RESULT errors=1\n");
   std::exit(2);
 }
@@ -95,22 +97,24 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   double spawn_s = 0;
   done.add(static_cast<int64_t>(n));
-  sched.spawn([&] {
-    for (long i = 0; i < n; ++i) {
-      try {
-        lionet::go([&] {
-          started.fetch_add(1, std::memory_order_relaxed);
-          release.wait();
-          completed.fetch_add(1, std::memory_order_relaxed);
-          done.done();
-        });
-      } catch (const std::exception& e) {
-        if (failed.fetch_add(1) == 0) std::fprintf(stderr, "many_fibers: spawn %ld failed: %s\n", i, e.what());
-        done.done();
-      }
-    }
-    spawn_s = since(t0);
-  }).join();
+  sched
+      .spawn([&] {
+        for (long i = 0; i < n; ++i) {
+          try {
+            lionet::go([&] {
+              started.fetch_add(1, std::memory_order_relaxed);
+              release.wait();
+              completed.fetch_add(1, std::memory_order_relaxed);
+              done.done();
+            });
+          } catch (const std::exception& e) {
+            if (failed.fetch_add(1) == 0) std::fprintf(stderr, "many_fibers: spawn %ld failed: %s\n", i, e.what());
+            done.done();
+          }
+        }
+        spawn_s = since(t0);
+      })
+      .join();
   // Parked = switched out in Event::wait (the scheduler's count of parks), not merely started.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   const long want = n - failed.load();
@@ -139,8 +143,9 @@ int main(int argc, char** argv) {
               maps0, st.mapped, st.slabs, static_cast<double>(st.reserved_bytes) / (1u << 30));
   std::printf("release + join  %.3f s\n", release_s);
   const long errors = failed.load() + (n - completed.load());
-  std::printf("RESULT fibers=%ld completed=%ld rss_bytes_per_fiber=%.0f maps=%ld spawn_seconds=%.3f "
-              "parked_seconds=%.3f release_seconds=%.3f stack_guard=%s errors=%ld\n",
-              n, completed.load(), per_fiber, maps1, spawn_s, parked_s, release_s, guard, errors);
+  std::printf(
+      "RESULT fibers=%ld completed=%ld rss_bytes_per_fiber=%.0f maps=%ld spawn_seconds=%.3f "
+      "parked_seconds=%.3f release_seconds=%.3f stack_guard=%s errors=%ld\n",
+      n, completed.load(), per_fiber, maps1, spawn_s, parked_s, release_s, guard, errors);
   return errors ? 1 : 0;
 }

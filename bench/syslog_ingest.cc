@@ -16,11 +16,11 @@
 // Last line: RESULT mode=lionet|ref flush=none|every_batch sent=N stored=N dropped=N
 //   seconds=S stored_per_s=X receiver_us=U errors=E   (errors: sent != stored + dropped,
 //   failed appends)
+#include <fcntl.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -168,7 +168,8 @@ Outcome run_ref(uint64_t n, bool every_batch, const std::string& dir) {
         got += r;
       }
       if (got == 0) {
-        if (sender_done.load() && (stored.load() + kernel_drops(fd) >= o.sent || Clock::now() - quiet_since > std::chrono::seconds(10)))
+        if (sender_done.load() &&
+            (stored.load() + kernel_drops(fd) >= o.sent || Clock::now() - quiet_since > std::chrono::seconds(10)))
           return;
         continue;
       }
@@ -273,15 +274,17 @@ int main(int argc, char** argv) {
   const uint64_t errors = o.errors + (o.stored + o.dropped == o.sent ? 0 : 1);
   const double per_s = o.seconds > 0 ? static_cast<double>(o.stored) / o.seconds : 0;
   const double us = o.stored ? o.receiver_cpu * 1e6 / static_cast<double>(o.stored) : 0;
-  std::printf("%s flush=%s: %llu sent, %llu stored, %llu dropped by the kernel, %.3f s, %.0f stored/s, "
-              "receiver %.2f us CPU per message\n",
-              ref ? "reference (recvmmsg + write)" : "lionet syslog::Server", every_batch ? "every_batch" : "none",
-              static_cast<unsigned long long>(o.sent), static_cast<unsigned long long>(o.stored),
-              static_cast<unsigned long long>(o.dropped), o.seconds, per_s, us);
-  std::printf("RESULT mode=%s flush=%s sent=%llu stored=%llu dropped=%llu seconds=%.3f stored_per_s=%.0f "
-              "receiver_us=%.3f errors=%llu\n",
-              ref ? "ref" : "lionet", every_batch ? "every_batch" : "none", static_cast<unsigned long long>(o.sent),
-              static_cast<unsigned long long>(o.stored), static_cast<unsigned long long>(o.dropped), o.seconds, per_s,
-              us, static_cast<unsigned long long>(errors));
+  std::printf(
+      "%s flush=%s: %llu sent, %llu stored, %llu dropped by the kernel, %.3f s, %.0f stored/s, "
+      "receiver %.2f us CPU per message\n",
+      ref ? "reference (recvmmsg + write)" : "lionet syslog::Server", every_batch ? "every_batch" : "none",
+      static_cast<unsigned long long>(o.sent), static_cast<unsigned long long>(o.stored),
+      static_cast<unsigned long long>(o.dropped), o.seconds, per_s, us);
+  std::printf(
+      "RESULT mode=%s flush=%s sent=%llu stored=%llu dropped=%llu seconds=%.3f stored_per_s=%.0f "
+      "receiver_us=%.3f errors=%llu\n",
+      ref ? "ref" : "lionet", every_batch ? "every_batch" : "none", static_cast<unsigned long long>(o.sent),
+      static_cast<unsigned long long>(o.stored), static_cast<unsigned long long>(o.dropped), o.seconds, per_s, us,
+      static_cast<unsigned long long>(errors));
   return 0;
 }

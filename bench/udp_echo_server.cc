@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   std::printf("RESULT received=%llu sent=%llu batches=%llu mode=%s backend=%s errors=%llu\n",
               static_cast<unsigned long long>(counters.received.load()),
               static_cast<unsigned long long>(counters.sent.load()),
-              static_cast<unsigned long long>(counters.batches.load()), batch ? "batch" : "single",
-              runtime.backend(), static_cast<unsigned long long>(counters.errors.load()));
+              static_cast<unsigned long long>(counters.batches.load()), batch ? "batch" : "single", runtime.backend(),
+              static_cast<unsigned long long>(counters.errors.load()));
   return 0;
 }

@@ -42,7 +42,8 @@ namespace {
 namespace ws = lionet::websocket;
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send] "
+  std::fprintf(stderr,
+               "usage: %s PORT [--threads N] [--backend epoll|io_uring] [--broadcast helper|send] "
                "[--ping-interval S]\n",
                argv0);
   std::exit(2);
@@ -134,28 +135,32 @@ int main(int argc, char** argv) {
   if (ping_s == 0) wso.ping_interval = std::nullopt;
   if (ping_s > 0) wso.ping_interval = std::chrono::seconds(ping_s);
   lionet::http::Router router;
-  router.get("/echo", ws::accept([&counters](ws::Socket& s) {
-    counters.conns.fetch_add(1, std::memory_order_relaxed);
-    ws::Message m;  // one buffer for the connection's life: receive(Message&) reuses it
-    while (s.receive(m)) {
-      counters.messages.fetch_add(1, std::memory_order_relaxed);
-      if (!s.send(m)) {
-        counters.errors.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-    }
-  }, wso));
-  router.get("/broadcast", ws::accept([&counters, &room](ws::Socket& s) {
-    counters.conns.fetch_add(1, std::memory_order_relaxed);
-    room.join(&s);
-    ws::Message m;
-    while (s.receive(m)) {
-      counters.messages.fetch_add(1, std::memory_order_relaxed);
-      counters.broadcasts.fetch_add(1, std::memory_order_relaxed);
-      counters.errors.fetch_add(room.send_all(m), std::memory_order_relaxed);
-    }
-    room.leave(&s);
-  }, wso));
+  router.get("/echo", ws::accept(
+                          [&counters](ws::Socket& s) {
+                            counters.conns.fetch_add(1, std::memory_order_relaxed);
+                            ws::Message m;  // one buffer for the connection's life: receive(Message&) reuses it
+                            while (s.receive(m)) {
+                              counters.messages.fetch_add(1, std::memory_order_relaxed);
+                              if (!s.send(m)) {
+                                counters.errors.fetch_add(1, std::memory_order_relaxed);
+                                return;
+                              }
+                            }
+                          },
+                          wso));
+  router.get("/broadcast", ws::accept(
+                               [&counters, &room](ws::Socket& s) {
+                                 counters.conns.fetch_add(1, std::memory_order_relaxed);
+                                 room.join(&s);
+                                 ws::Message m;
+                                 while (s.receive(m)) {
+                                   counters.messages.fetch_add(1, std::memory_order_relaxed);
+                                   counters.broadcasts.fetch_add(1, std::memory_order_relaxed);
+                                   counters.errors.fetch_add(room.send_all(m), std::memory_order_relaxed);
+                                 }
+                                 room.leave(&s);
+                               },
+                               wso));
 
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;

@@ -163,7 +163,8 @@ double open_all(lionet::Scheduler& sched, const std::string& url, int n, int par
   auto t0 = Clock::now();
   for (int w = 0; w < workers; ++w) {
     sched.spawn_detached([&] {
-      for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed)) {
+      for (int i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+           i = next.fetch_add(1, std::memory_order_relaxed)) {
         ws::ConnectInfo info;
         auto s = ws::connect(url, o, &info);
         if (s) {
@@ -177,7 +178,8 @@ double open_all(lionet::Scheduler& sched, const std::string& url, int n, int par
     });
   }
   // Each connect is bounded by its handshake timeout; this bounds the whole.
-  if (!done.wait_for(std::chrono::seconds(30 + n / 100))) std::fprintf(stderr, "websocket_load: connecting timed out\n");
+  if (!done.wait_for(std::chrono::seconds(30 + n / 100)))
+    std::fprintf(stderr, "websocket_load: connecting timed out\n");
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -254,7 +256,8 @@ int run_echo(lionet::Scheduler& sched, const Config& cfg, const std::string& url
     std::fflush(stdout);
     prev = now_total;
   }
-  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.secs)));
+  std::this_thread::sleep_until(t0 +
+                                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.secs)));
   uint64_t messages = total();
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   double cpu = (cpu_seconds() - cpu0) / elapsed;
@@ -271,10 +274,11 @@ int run_echo(lionet::Scheduler& sched, const Config& cfg, const std::string& url
   sched.spawn([&] { close_all(sched, socks); }).join();
   sched.stop();  // here, not in main(): every fiber ends while what it uses is alive
   double rate = static_cast<double>(messages) / elapsed;
-  std::printf("RESULT mode=echo conns=%d size=%zu secs=%.2f messages=%llu msgs_per_s=%.0f p50_us=%.1f p99_us=%.1f "
-              "client_cpu=%.3f errors=%llu\n",
-              cfg.conns, cfg.size, elapsed, static_cast<unsigned long long>(messages), rate, all.quantile(0.50) / 1e3,
-              all.quantile(0.99) / 1e3, cpu, static_cast<unsigned long long>(errors));
+  std::printf(
+      "RESULT mode=echo conns=%d size=%zu secs=%.2f messages=%llu msgs_per_s=%.0f p50_us=%.1f p99_us=%.1f "
+      "client_cpu=%.3f errors=%llu\n",
+      cfg.conns, cfg.size, elapsed, static_cast<unsigned long long>(messages), rate, all.quantile(0.50) / 1e3,
+      all.quantile(0.99) / 1e3, cpu, static_cast<unsigned long long>(errors));
   return errors ? 1 : 0;
 }
 
@@ -331,38 +335,40 @@ int run_broadcast(lionet::Scheduler& sched, const Config& cfg, const std::string
   std::string msg = make_payload(std::max<size_t>(cfg.size, 4));
   std::vector<double> p50s, p99s, maxs, cpus;
   uint64_t received = 0;
-  sched.spawn([&] {
-    for (int r = 0; r < rounds; ++r) {
-      uint32_t tag = static_cast<uint32_t>(r);
-      std::memcpy(msg.data(), &tag, 4);
-      double cpu0 = cpu_seconds();
-      sent_at[static_cast<size_t>(r)] = Clock::now();
-      if (!socks[0]->send_binary(msg)) {
-        ++errors;
-        break;
-      }
-      round_done[static_cast<size_t>(r)]->wait_for(10s);
-      // The client's CPU share from the send to the last delivery (or the timeout).
-      cpus.push_back((cpu_seconds() - cpu0) /
-                     std::chrono::duration<double>(Clock::now() - sent_at[static_cast<size_t>(r)]).count());
-      std::vector<int64_t> d;
-      d.reserve(n);
-      for (int64_t v : delivery[static_cast<size_t>(r)]) {
-        if (v >= 0) d.push_back(v);
-      }
-      std::sort(d.begin(), d.end());
-      received += d.size();
-      double p50 = quantile_sorted(d, 0.50) / 1e6, p99 = quantile_sorted(d, 0.99) / 1e6,
-             mx = d.empty() ? 0 : static_cast<double>(d.back()) / 1e6;
-      p50s.push_back(p50);
-      p99s.push_back(p99);
-      maxs.push_back(mx);
-      std::printf("round %d: received %zu/%zu p50=%.2f ms p99=%.2f ms max=%.2f ms client_cpu=%.3f\n", r, d.size(), n,
-                  p50, p99, mx, cpus.back());
-      std::fflush(stdout);
-      lionet::this_fiber::sleep_for(50ms);
-    }
-  }).join();
+  sched
+      .spawn([&] {
+        for (int r = 0; r < rounds; ++r) {
+          uint32_t tag = static_cast<uint32_t>(r);
+          std::memcpy(msg.data(), &tag, 4);
+          double cpu0 = cpu_seconds();
+          sent_at[static_cast<size_t>(r)] = Clock::now();
+          if (!socks[0]->send_binary(msg)) {
+            ++errors;
+            break;
+          }
+          round_done[static_cast<size_t>(r)]->wait_for(10s);
+          // The client's CPU share from the send to the last delivery (or the timeout).
+          cpus.push_back((cpu_seconds() - cpu0) /
+                         std::chrono::duration<double>(Clock::now() - sent_at[static_cast<size_t>(r)]).count());
+          std::vector<int64_t> d;
+          d.reserve(n);
+          for (int64_t v : delivery[static_cast<size_t>(r)]) {
+            if (v >= 0) d.push_back(v);
+          }
+          std::sort(d.begin(), d.end());
+          received += d.size();
+          double p50 = quantile_sorted(d, 0.50) / 1e6, p99 = quantile_sorted(d, 0.99) / 1e6,
+                 mx = d.empty() ? 0 : static_cast<double>(d.back()) / 1e6;
+          p50s.push_back(p50);
+          p99s.push_back(p99);
+          maxs.push_back(mx);
+          std::printf("round %d: received %zu/%zu p50=%.2f ms p99=%.2f ms max=%.2f ms client_cpu=%.3f\n", r, d.size(),
+                      n, p50, p99, mx, cpus.back());
+          std::fflush(stdout);
+          lionet::this_fiber::sleep_for(50ms);
+        }
+      })
+      .join();
   uint64_t expected = static_cast<uint64_t>(rounds) * count_open(socks);
   // Receivers still waiting (a delivery never came) end when their socket is closed.
   sched.spawn([&] { close_all(sched, socks); }).join();
@@ -372,10 +378,11 @@ int run_broadcast(lionet::Scheduler& sched, const Config& cfg, const std::string
   }
   sched.stop();
   errors += (expected - std::min(expected, received)) + bad.load();
-  std::printf("RESULT mode=broadcast conns=%d rounds=%d received=%llu expected=%llu p50_ms=%.2f p99_ms=%.2f "
-              "max_ms=%.2f connect_s=%.2f client_cpu=%.3f errors=%llu\n",
-              cfg.conns, rounds, static_cast<unsigned long long>(received), static_cast<unsigned long long>(expected),
-              median(p50s), median(p99s), median(maxs), connect_s, median(cpus), static_cast<unsigned long long>(errors));
+  std::printf(
+      "RESULT mode=broadcast conns=%d rounds=%d received=%llu expected=%llu p50_ms=%.2f p99_ms=%.2f "
+      "max_ms=%.2f connect_s=%.2f client_cpu=%.3f errors=%llu\n",
+      cfg.conns, rounds, static_cast<unsigned long long>(received), static_cast<unsigned long long>(expected),
+      median(p50s), median(p99s), median(maxs), connect_s, median(cpus), static_cast<unsigned long long>(errors));
   return errors ? 1 : 0;
 }
 

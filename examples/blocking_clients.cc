@@ -43,9 +43,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kHoldSeconds = 0.2;  // how long each call is kept waiting by its server
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // ---- Setup helpers (plain code, run on the main thread before any fiber) ----
 
@@ -87,8 +85,8 @@ pid_t start_redis(uint16_t port) {
   int devnull = ::open("/dev/null", O_WRONLY);
   ::dup2(devnull, 1);  // quiet start-up banner; errors still reach stderr
   std::string p = std::to_string(port);
-  ::execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", static_cast<char*>(nullptr));
+  ::execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+           "no", "--daemonize", "no", "--loglevel", "warning", static_cast<char*>(nullptr));
   ::_exit(127);  // exec failed: not on PATH
 }
 
@@ -110,7 +108,7 @@ struct Batch {
   std::atomic<int> ok{0};
   std::atomic<int> failed{0};
   double alone_s = 0;  // one call, nothing else running
-  double wall_s = 0;   // all N calls in N fibers at once
+  double wall_s = 0;  // all N calls in N fibers at once
   double serial_s(int n) const { return alone_s * n; }
 };
 
@@ -188,8 +186,8 @@ void slow_hello(lionet::SocketStream& s) {
   const size_t sp2 = head.find(' ', sp1 + 1);
   const std::string body = "hello " + (sp2 != std::string::npos ? head.substr(sp1 + 1, sp2 - sp1 - 1) : "?");
   ::usleep(static_cast<useconds_t>(kHoldSeconds * 1e6));
-  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                               "\r\nConnection: close\r\n\r\n" + body;
+  const std::string response =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   (void)s.write(response);
 }
 
@@ -201,9 +199,11 @@ void run_batch(lionet::Scheduler& sched, int fibers, Batch& b, F client) {
   const int alone = fibers < kAlone ? fibers : kAlone;
   Batch warmup;  // its successes are not counted below; its failures are
   auto t0 = Clock::now();
-  sched.spawn([&] {
-    for (int i = 0; i < alone; ++i) client(i, warmup);
-  }).join();
+  sched
+      .spawn([&] {
+        for (int i = 0; i < alone; ++i) client(i, warmup);
+      })
+      .join();
   b.alone_s = seconds_since(t0) / alone;
   b.failed.fetch_add(warmup.failed.load());
 
@@ -289,9 +289,10 @@ int main(int argc, char** argv) {
   }
 
   const int errors = redis.failed.load() + web.failed.load();
-  std::printf("RESULT redis_ok=%d redis_failed=%d redis_alone_s=%.3f redis_serial_s=%.3f redis_wall_s=%.3f "
-              "http_ok=%d http_failed=%d http_alone_s=%.3f http_serial_s=%.3f http_wall_s=%.3f errors=%d\n",
-              redis.ok.load(), redis.failed.load(), redis.alone_s, redis.serial_s(redis_fibers), redis.wall_s,
-              web.ok.load(), web.failed.load(), web.alone_s, web.serial_s(http_fibers), web.wall_s, errors);
+  std::printf(
+      "RESULT redis_ok=%d redis_failed=%d redis_alone_s=%.3f redis_serial_s=%.3f redis_wall_s=%.3f "
+      "http_ok=%d http_failed=%d http_alone_s=%.3f http_serial_s=%.3f http_wall_s=%.3f errors=%d\n",
+      redis.ok.load(), redis.failed.load(), redis.alone_s, redis.serial_s(redis_fibers), redis.wall_s, web.ok.load(),
+      web.failed.load(), web.alone_s, web.serial_s(http_fibers), web.wall_s, errors);
   return errors == 0 ? 0 : 1;
 }

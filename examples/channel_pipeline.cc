@@ -37,9 +37,7 @@ using namespace std::chrono_literals;
 
 namespace {
 // Positional argument i as a number, or `fallback` when absent.
-long long arg(int argc, char** argv, int i, long long fallback) {
-  return argc > i ? std::atoll(argv[i]) : fallback;
-}
+long long arg(int argc, char** argv, int i, long long fallback) { return argc > i ? std::atoll(argv[i]) : fallback; }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,8 +45,7 @@ int main(int argc, char** argv) {
   const long long workers = arg(argc, argv, 2, 8);
   const long long work_us = arg(argc, argv, 3, 0);
   const long long threads = arg(argc, argv, 4, 2);
-  if (items < 0 || items > 2000000 || workers < 1 || workers > 10000 || work_us < 0 || threads < 1 ||
-      threads > 64) {
+  if (items < 0 || items > 2000000 || workers < 1 || workers > 10000 || work_us < 0 || threads < 1 || threads > 64) {
     std::fprintf(stderr, "usage: %s [items<=2000000] [workers>=1] [work_us>=0] [threads>=1]\n", argv[0]);
     return 2;
   }
@@ -65,9 +62,9 @@ int main(int argc, char** argv) {
 
   // The three channels. A buffered channel lets the sender run a little ahead of the receiver;
   // send() parks the sending fiber only while the buffer is full, recv() only while it is empty.
-  lionet::Channel<uint64_t> jobs(64);     // producer -> workers
+  lionet::Channel<uint64_t> jobs(64);  // producer -> workers
   lionet::Channel<uint64_t> results(64);  // workers -> collector
-  lionet::Channel<int> stop(0);           // never carries a value: closing it is the broadcast
+  lionet::Channel<int> stop(0);  // never carries a value: closing it is the broadcast
 
   // Signals: a plain thread (not a fiber) waits for SIGINT/SIGTERM and closes `stop`. Channels
   // work from plain threads too. At the end main wakes it with a SIGTERM of its own.
@@ -89,7 +86,7 @@ int main(int argc, char** argv) {
       std::optional<int> unused;
       bool delivered = false;
       int which = lionet::select(lionet::send_case(jobs, i, &delivered),  // case 0
-                                 lionet::recv_case(stop, unused));         // case 1
+                                 lionet::recv_case(stop, unused));  // case 1
       if (which == 1 || !delivered) break;
       ++sent;
     }

@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
     char buf[4096];
     for (;;) {
       auto n = s.read(buf, sizeof buf);  // parks this fiber until bytes arrive
-      if (!n || *n == 0) return;         // error or end of stream: returning closes it
-      if (!s.write(buf, *n)) return;     // writes everything, or fails (peer gone)
+      if (!n || *n == 0) return;  // error or end of stream: returning closes it
+      if (!s.write(buf, *n)) return;  // writes everything, or fails (peer gone)
     }
   });
 

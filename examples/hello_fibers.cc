@@ -25,8 +25,7 @@ int main() {
   // none is waiting). Two fibers that yield to each other interleave.
   auto ping = sched.spawn([] {
     for (int i = 0; i < 3; ++i) {
-      std::printf("ping %d (fiber %llu, worker %d)\n", i,
-                  static_cast<unsigned long long>(lionet::this_fiber::id()),
+      std::printf("ping %d (fiber %llu, worker %d)\n", i, static_cast<unsigned long long>(lionet::this_fiber::id()),
                   lionet::this_fiber::worker_index());
       lionet::this_fiber::yield();
     }
@@ -43,14 +42,16 @@ int main() {
   // sleep_for() parks the fiber on a timer; the worker thread runs other fibers meanwhile.
   // go() spawns a detached fiber on the scheduler running the caller (only inside a fiber).
   std::atomic<int> woke{0};
-  sched.spawn([&woke] {
-    for (int i = 0; i < 10; ++i) {
-      lionet::go([&woke, i] {
-        lionet::this_fiber::sleep_for(std::chrono::milliseconds(10 * (i % 3)));
-        woke.fetch_add(1, std::memory_order_relaxed);
-      });
-    }
-  }).join();
+  sched
+      .spawn([&woke] {
+        for (int i = 0; i < 10; ++i) {
+          lionet::go([&woke, i] {
+            lionet::this_fiber::sleep_for(std::chrono::milliseconds(10 * (i % 3)));
+            woke.fetch_add(1, std::memory_order_relaxed);
+          });
+        }
+      })
+      .join();
 
   // An exception thrown in a fiber reaches whoever joins it.
   auto thrower = sched.spawn([]() -> int { throw std::runtime_error("boom"); });

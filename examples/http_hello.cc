@@ -82,9 +82,7 @@ void slow(Request& req, Response& res) {
   res.reply(200, "waited " + std::to_string(ms) + " ms\n");
 }
 
-void stats(Request&, Response& res) {
-  res.reply(200, "handled " + std::to_string(handled.load()) + " requests\n");
-}
+void stats(Request&, Response& res) { res.reply(200, "handled " + std::to_string(handled.load()) + " requests\n"); }
 }  // namespace
 
 int main(int argc, char** argv) {

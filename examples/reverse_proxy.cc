@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
 
   lionet::http::ProxyOptions o;
   o.upstreams = {{a->addresses()[0].to_string()}, {b->addresses()[0].to_string(), /*weight=*/2}};
-  o.strip_prefix = "/app";                       // /app/whoami reaches the upstream as /whoami
-  o.read_timeout = std::chrono::seconds(1);      // no answer within 1 s: 504 ...
-  o.max_tries = 1;                               // ... without trying the other upstream too
+  o.strip_prefix = "/app";  // /app/whoami reaches the upstream as /whoami
+  o.read_timeout = std::chrono::seconds(1);  // no answer within 1 s: 504 ...
+  o.max_tries = 1;  // ... without trying the other upstream too
   auto proxy = std::make_shared<lionet::http::Proxy>(o);
 
   lionet::http::Router router;

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       o.root = root;
       o.mode = m.mode;
       o.chunk_size = 16 * 1024;
-      o.memory_max = 4 * 1024;    // AUTO thresholds, small so a few test files show all three
+      o.memory_max = 4 * 1024;  // AUTO thresholds, small so a few test files show all three
       o.sendfile_min = 64 * 1024;
       files.push_back(std::make_unique<http::StaticFiles>(o));
       // prefix(): "/chunk/a/b.txt" reaches the handler with param("**") = "a/b.txt".

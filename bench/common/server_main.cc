@@ -27,7 +27,8 @@ IoOptions io_options(const std::string& backend) {
 }  // namespace
 
 ServerMain::ServerMain(int threads, std::string name, std::string backend)
-    : signals_(block_stop_signals()), sched_({.threads = threads, .name = std::move(name), .io = io_options(backend)}) {}
+    : signals_(block_stop_signals()),
+      sched_({.threads = threads, .name = std::move(name), .io = io_options(backend)}) {}
 
 const char* ServerMain::backend() const noexcept {
   const IOManager* io = IOManager::of(sched_);

@@ -187,10 +187,11 @@ void produce(const Options& o, Figures& f) {
   const double secs = secs_since(t0, d.last);
   const double mbps = secs > 0 ? static_cast<double>(d.ok) * static_cast<double>(o.size) / secs / 1e6 : 0;
   const double rps = secs > 0 ? static_cast<double>(d.ok) / secs : 0;
-  std::printf("produce: %ld records x %zu B, acks=%s, to %s in %.3f s: %.1f MB/s, %.0f records/s; "
-              "%ld failed deliveries%s%s, %ld refused%s%s, %ld without a report\n",
-              d.ok, o.size, o.acks.c_str(), o.topic.c_str(), secs, mbps, rps, d.failed, d.failed ? ": " : "",
-              d.first_error.c_str(), refused, refused ? ": " : "", refused_why.c_str(), missing);
+  std::printf(
+      "produce: %ld records x %zu B, acks=%s, to %s in %.3f s: %.1f MB/s, %.0f records/s; "
+      "%ld failed deliveries%s%s, %ld refused%s%s, %ld without a report\n",
+      d.ok, o.size, o.acks.c_str(), o.topic.c_str(), secs, mbps, rps, d.failed, d.failed ? ": " : "",
+      d.first_error.c_str(), refused, refused ? ": " : "", refused_why.c_str(), missing);
   char buf[160];
   std::snprintf(buf, sizeof buf, " produce_mbps=%.1f produce_rps=%.0f produce_secs=%.3f", mbps, rps, secs);
   f.result += buf;
@@ -274,10 +275,11 @@ void consume(const Options& o, Figures& f) {
   const double secs = secs_since(t0, t_last);
   const double mbps = secs > 0 ? static_cast<double>(got) * static_cast<double>(o.size) / secs / 1e6 : 0;
   const double rps = secs > 0 ? static_cast<double>(got) / secs : 0;
-  std::printf("consume: %ld of %ld records x %zu B from %s offset 0 in %.3f s: %.1f MB/s, %.0f records/s; "
-              "%ld failed checks, %ld consumer errors%s%s%s\n",
-              got, o.count, o.size, o.topic.c_str(), secs, mbps, rps, bad, consumer_errors,
-              first_bad.empty() ? "" : " (first: ", first_bad.c_str(), first_bad.empty() ? "" : ")");
+  std::printf(
+      "consume: %ld of %ld records x %zu B from %s offset 0 in %.3f s: %.1f MB/s, %.0f records/s; "
+      "%ld failed checks, %ld consumer errors%s%s%s\n",
+      got, o.count, o.size, o.topic.c_str(), secs, mbps, rps, bad, consumer_errors,
+      first_bad.empty() ? "" : " (first: ", first_bad.c_str(), first_bad.empty() ? "" : ")");
   if (stalled) std::printf("consume: no record for %d s: stopped\n", o.stall_secs);
   char buf[160];
   std::snprintf(buf, sizeof buf, " consume_mbps=%.1f consume_rps=%.0f consume_secs=%.3f", mbps, rps, secs);
@@ -328,11 +330,12 @@ void latency(const Options& o, Figures& f) {
   for (double v : us) mean += v;
   if (!us.empty()) mean /= static_cast<double>(us.size());
   const double p50 = pct(0.50), p99 = pct(0.99);
-  std::printf("latency: %zu single records x %zu B (after %ld warm-up), acks=%s, linger.ms=0, produce+flush each, "
-              "to %s: median %.0f us, p99 %.0f us, mean %.0f us, max %.0f us; %ld failed deliveries%s%s, "
-              "%ld timeouts, %ld refused\n",
-              us.size(), o.size, o.warmup, o.acks.c_str(), topic.c_str(), p50, p99, mean, us.empty() ? 0.0 : us.back(),
-              d.failed, d.failed ? ": " : "", d.first_error.c_str(), timeouts, refused);
+  std::printf(
+      "latency: %zu single records x %zu B (after %ld warm-up), acks=%s, linger.ms=0, produce+flush each, "
+      "to %s: median %.0f us, p99 %.0f us, mean %.0f us, max %.0f us; %ld failed deliveries%s%s, "
+      "%ld timeouts, %ld refused\n",
+      us.size(), o.size, o.warmup, o.acks.c_str(), topic.c_str(), p50, p99, mean, us.empty() ? 0.0 : us.back(),
+      d.failed, d.failed ? ": " : "", d.first_error.c_str(), timeouts, refused);
   char buf[160];
   std::snprintf(buf, sizeof buf, " lat_p50_us=%.0f lat_p99_us=%.0f lat_mean_us=%.0f", p50, p99, mean);
   f.result += buf;

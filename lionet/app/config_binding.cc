@@ -43,18 +43,19 @@ AppConfig define_config(config::Registry& r) {
   const SchedulerOptions sd;
   const log::LogOptions ld;
   AppConfig c;
-  c.scheduler_threads = r.define<int>("scheduler.threads", sd.threads,
-                                      "Worker threads of the fiber scheduler; 0 = one per CPU.",
-                                      config::range(0, 1024));
-  c.scheduler_name = r.define<std::string>(
-      "scheduler.name", sd.name, "Scheduler name, used in thread names (<name>-w<i>) and logs.",
-      config::check([](const std::string& s) { return !s.empty() && s.size() <= 12; },
-                    "must be 1 to 12 characters (Linux thread names hold 15)"));
-  c.scheduler_local_queue_capacity = r.define<std::size_t>(
-      "scheduler.local_queue_capacity", sd.local_queue_capacity,
-      "Capacity of each worker's stealable run queue (a power of two); overflow stays with the worker and is shared when another worker idles.",
-      config::all(config::range(std::size_t{2}, std::size_t{1} << 20),
-                  config::check(power_of_two, "must be a power of two")));
+  c.scheduler_threads =
+      r.define<int>("scheduler.threads", sd.threads, "Worker threads of the fiber scheduler; 0 = one per CPU.",
+                    config::range(0, 1024));
+  c.scheduler_name =
+      r.define<std::string>("scheduler.name", sd.name, "Scheduler name, used in thread names (<name>-w<i>) and logs.",
+                            config::check([](const std::string& s) { return !s.empty() && s.size() <= 12; },
+                                          "must be 1 to 12 characters (Linux thread names hold 15)"));
+  c.scheduler_local_queue_capacity =
+      r.define<std::size_t>("scheduler.local_queue_capacity", sd.local_queue_capacity,
+                            "Capacity of each worker's stealable run queue (a power of two); overflow stays with the "
+                            "worker and is shared when another worker idles.",
+                            config::all(config::range(std::size_t{2}, std::size_t{1} << 20),
+                                        config::check(power_of_two, "must be a power of two")));
   c.scheduler_idle_poll_us = r.define<uint32_t>(
       "scheduler.idle_poll_us",
       static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(sd.idle_poll).count()),
@@ -66,10 +67,10 @@ AppConfig define_config(config::Registry& r) {
       "fiber.stack_size", sd.stack_size,
       "Usable stack bytes per fiber (rounded up to pages, plus a guard page); virtual until touched.",
       config::range(std::size_t{16} * 1024, std::size_t{64} * 1024 * 1024));
-  c.fiber_stack_cache_per_worker = r.define<std::size_t>(
-      "fiber.stack_cache_per_worker", sd.stack_cache_per_worker,
-      "Fiber stacks each worker keeps for reuse before returning them to the shared pool.",
-      config::range(std::size_t{0}, std::size_t{1} << 16));
+  c.fiber_stack_cache_per_worker =
+      r.define<std::size_t>("fiber.stack_cache_per_worker", sd.stack_cache_per_worker,
+                            "Fiber stacks each worker keeps for reuse before returning them to the shared pool.",
+                            config::range(std::size_t{0}, std::size_t{1} << 16));
   c.fiber_max_stack_memory = r.define<std::size_t>(
       "fiber.max_stack_memory", sd.max_stack_memory,
       "Address space reserved for fiber stacks at most, per pool (bytes, virtual; 0 = no limit). Past it a "
@@ -89,20 +90,18 @@ AppConfig define_config(config::Registry& r) {
   root.name = "root";
   c.log_loggers = r.define<std::vector<log::LoggerOptions>>(
       "log.loggers", {root},
-      "Loggers: name, level, pattern, async, flush_level, sinks (stdout | stderr | rotating_file).",
-      check_loggers);
-  c.log_async_queue_size = r.define<std::size_t>(
-      "log.async_queue_size", ld.async_queue_size,
-      "Messages each async logger queues (callers block when it is full).",
-      config::range(std::size_t{64}, std::size_t{1} << 22));
+      "Loggers: name, level, pattern, async, flush_level, sinks (stdout | stderr | rotating_file).", check_loggers);
+  c.log_async_queue_size = r.define<std::size_t>("log.async_queue_size", ld.async_queue_size,
+                                                 "Messages each async logger queues (callers block when it is full).",
+                                                 config::range(std::size_t{64}, std::size_t{1} << 22));
   const IOManagerOptions id;
   c.io_backend = r.define<std::string>(
       "io.backend", id.backend,
       "IO reactor of every worker pool: auto (epoll on Linux), epoll or io_uring (falls back to auto, with one "
       "log line, where io_uring is unavailable).",
       config::one_of({"auto", "epoll", "io_uring"}));
-  c.io_uring_entries = r.define<unsigned>("io.uring_entries", id.uring_entries,
-                                          "io_uring submission queue entries.", config::range(8u, 32768u));
+  c.io_uring_entries = r.define<unsigned>("io.uring_entries", id.uring_entries, "io_uring submission queue entries.",
+                                          config::range(8u, 32768u));
   c.io_uring_socket_ops = r.define<bool>(
       "io.uring_socket_ops", id.uring_socket_ops,
       "With io_uring: socket reads, blocked writes, accepts and connects are completion-based operations (the "
@@ -114,9 +113,9 @@ AppConfig define_config(config::Registry& r) {
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
                                   config::range(1, 65536));
   const OffloadOptions od;
-  c.offload_threads = r.define<int>("offload.threads", od.threads,
-                                    "Threads of the blocking-call pool (lionet::offload, hooked getaddrinfo).",
-                                    config::range(1, 1024));
+  c.offload_threads =
+      r.define<int>("offload.threads", od.threads,
+                    "Threads of the blocking-call pool (lionet::offload, hooked getaddrinfo).", config::range(1, 1024));
   const hook::RegularFileOptions hd;
   c.hook_file_nowait_max = r.define<std::size_t>(
       "hook.file_nowait_max", hd.nowait_max,
@@ -141,7 +140,8 @@ AppConfig define_config(config::Registry& r) {
                     "'main' is the scheduler.* pool; give other pools other names"));
   c.servers = r.define<std::vector<ServerConfig>>(
       "servers", {},
-      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, timeouts, tls, "
+      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, "
+      "timeouts, tls, "
       "access_log, routes (each a path and/or a name, a type and its keys: static's root, mode, try_files, ...; "
       "proxy's upstreams, timeouts, ...); syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "
@@ -163,20 +163,20 @@ AppConfig define_config(config::Registry& r) {
       "memory.trim_after_closed", 1000,
       "Connections closed since the last trim, with at most half of the peak still open, that trigger one.",
       config::range(std::size_t{1}, std::size_t{1000000000}));
-  c.memory_arena_max = r.define<int>(
-      "memory.arena_max", 0,
-      "glibc malloc arenas at most (M_ARENA_MAX; 0: glibc's default, 8 per CPU). Fewer arenas keep less "
-      "memory after bursts, at some contention between threads that allocate at once.",
-      config::range(0, 1024));
+  c.memory_arena_max =
+      r.define<int>("memory.arena_max", 0,
+                    "glibc malloc arenas at most (M_ARENA_MAX; 0: glibc's default, 8 per CPU). Fewer arenas keep less "
+                    "memory after bursts, at some contention between threads that allocate at once.",
+                    config::range(0, 1024));
   const FiberDumpOptions fd;
-  c.debug_fibers_max_per_group = r.define<std::size_t>(
-      "debug.fibers.max_per_group", fd.max_per_group,
-      "Fiber dump (SIGQUIT, debug_fibers routes): fibers listed per group; the rest are counted.",
-      config::range(std::size_t{1}, std::size_t{1000000}));
-  c.debug_fibers_max_fibers = r.define<std::size_t>(
-      "debug.fibers.max_fibers", fd.max_fibers,
-      "Fiber dump: fibers copied per scheduler at most (bounds the dump's memory and time).",
-      config::range(std::size_t{1}, std::size_t{100000000}));
+  c.debug_fibers_max_per_group =
+      r.define<std::size_t>("debug.fibers.max_per_group", fd.max_per_group,
+                            "Fiber dump (SIGQUIT, debug_fibers routes): fibers listed per group; the rest are counted.",
+                            config::range(std::size_t{1}, std::size_t{1000000}));
+  c.debug_fibers_max_fibers =
+      r.define<std::size_t>("debug.fibers.max_fibers", fd.max_fibers,
+                            "Fiber dump: fibers copied per scheduler at most (bounds the dump's memory and time).",
+                            config::range(std::size_t{1}, std::size_t{100000000}));
   c.storage = define_storage_config(r);
   return c;
 }
@@ -188,7 +188,9 @@ FiberDumpOptions fiber_dump_options(const AppConfig& c) {
   return o;
 }
 
-std::optional<std::string> check_config(const AppConfig& c) { return check_servers(c.servers->value(), c.workers->value()); }
+std::optional<std::string> check_config(const AppConfig& c) {
+  return check_servers(c.servers->value(), c.workers->value());
+}
 
 SchedulerOptions pool_scheduler_options(const AppConfig& c, const std::string& name) {
   SchedulerOptions o = scheduler_options(c);

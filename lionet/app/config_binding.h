@@ -24,10 +24,10 @@
 #include "lionet/config/registry.h"
 #include "lionet/hook/hook.h"
 #include "lionet/io/io_manager.h"
-#include "lionet/sync/offload.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/offload.h"
 
 namespace lionet::app {
 

@@ -27,7 +27,7 @@ class InheritedListeners {
  public:
   struct Fd {
     int fd = -1;
-    std::string name;     // LISTEN_FDNAMES entry ("" if none)
+    std::string name;  // LISTEN_FDNAMES entry ("" if none)
     std::string address;  // its local address, Address::to_string()
     bool claimed = false;
   };

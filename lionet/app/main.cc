@@ -31,11 +31,11 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -151,7 +151,8 @@ int upgrade_binary(lionet::app::Runtime& runtime, const lionet::app::AppConfig& 
         runtime.stop_accepting_keep_sockets();
         sv.notify.stop_heartbeat();
         const bool drained = runtime.stop(drain);
-        LIONET_LOG_INFO(lg, "upgrade: this process stopped{}", drained ? "" : " (some connections were cut at the deadline)");
+        LIONET_LOG_INFO(lg, "upgrade: this process stopped{}",
+                        drained ? "" : " (some connections were cut at the deadline)");
       },
       drain + std::chrono::seconds(30));
   if (outcome == app::BinaryUpgrade::Outcome::kFailed) return -1;
@@ -360,11 +361,14 @@ int main(int argc, char** argv) {
                     to_string(so.stack_protection), so.max_stack_memory);
     app::RuntimeHooks hooks{.inherited = &inherited};
     if (upgrade_channel.active()) {
-      hooks.before_store = [&] { upgrade_channel.release_store(cfg.shutdown_timeout->value() + std::chrono::seconds(30)); };
+      hooks.before_store = [&] {
+        upgrade_channel.release_store(cfg.shutdown_timeout->value() + std::chrono::seconds(30));
+      };
     }
     app::Runtime runtime(cfg, std::move(hooks));
     if (!inherited.empty()) {
-      LIONET_LOG_INFO(lg, "{}: {} listening socket(s) handed to this process", inherited.source(), inherited.fds().size());
+      LIONET_LOG_INFO(lg, "{}: {} listening socket(s) handed to this process", inherited.source(),
+                      inherited.fds().size());
       for (const auto& line : inherited.close_unclaimed())
         LIONET_LOG_WARN(lg, "{}: no server listens on {}: closed it", inherited.source(), line);
     }
@@ -384,15 +388,16 @@ int main(int argc, char** argv) {
     app::ServiceNotify notify;
     if (!upgrade_channel.active()) notify.ready();  // else the old process passes MAINPID on
     upgrade_channel.ready();
-    notify.start_heartbeat(main_pool, [&runtime, last = runtime.load(), at = std::chrono::steady_clock::now()]() mutable {
-      const auto now = std::chrono::steady_clock::now();
-      const auto l = runtime.load();
-      const double secs = std::chrono::duration<double>(now - at).count();
-      const double rate = secs > 0 ? static_cast<double>(l.requests - last.requests) / secs : 0.0;
-      last = l;
-      at = now;
-      return fmt::format("{} connection(s), {:.1f} requests/s", l.connections, rate);
-    });
+    notify.start_heartbeat(
+        main_pool, [&runtime, last = runtime.load(), at = std::chrono::steady_clock::now()]() mutable {
+          const auto now = std::chrono::steady_clock::now();
+          const auto l = runtime.load();
+          const double secs = std::chrono::duration<double>(now - at).count();
+          const double rate = secs > 0 ? static_cast<double>(l.requests - last.requests) / secs : 0.0;
+          last = l;
+          at = now;
+          return fmt::format("{} connection(s), {:.1f} requests/s", l.connections, rate);
+        });
     Supervision sv{notify, upgrade};
     rc = serve_signals(runtime, registry, cfg, args.conf, signals, sv);
   } catch (const app::StartupError& e) {

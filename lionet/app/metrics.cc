@@ -49,9 +49,11 @@ void render_proxy_metrics(PrometheusWriter& w, const Runtime::Impl& im) {
          [](const http::ProxyUpstreamStats& s) { return s.idle; });
   family("lionet_proxy_upstream_active", "gauge", "Exchanges with the upstream in flight.",
          [](const http::ProxyUpstreamStats& s) { return s.active; });
-  family("lionet_proxy_upstream_up", "gauge", "1 while the upstream is used, 0 while marked down (passive or active health).",
+  family("lionet_proxy_upstream_up", "gauge",
+         "1 while the upstream is used, 0 while marked down (passive or active health).",
          [](const http::ProxyUpstreamStats& s) { return s.up ? 1 : 0; });
-  w.family("lionet_proxy_upstream_response_seconds", "histogram", "Time from a try's start to the upstream's response head.");
+  w.family("lionet_proxy_upstream_response_seconds", "histogram",
+           "Time from a try's start to the upstream's response head.");
   for (const auto& r : rows)
     w.histogram("lionet_proxy_upstream_response_seconds",
                 L{{"server", *r.server}, {"route", *r.route}, {"upstream", r.s.address}}, r.s.latency);
@@ -137,19 +139,25 @@ std::string render_metrics(const Runtime::Impl& im) {
       w.sample(name, L{{"server", s->cfg.name}, {"type", s->cfg.type}}, static_cast<uint64_t>(field(*s)));
     }
   };
-  server_family("lionet_connections_open", "gauge", "Connections being served.",
-                [](const Running& s) { return s.listener().connections(); }, false);
-  server_family("lionet_connections_accepted_total", "counter", "Connections accepted.",
-                [](const Running& s) { return s.listener().accepted(); }, false);
-  server_family("lionet_connections_rejected_total", "counter", "Connections closed at once: over max_connections.",
-                [](const Running& s) { return s.listener().rejected(); }, false);
-  server_family("lionet_connections_no_fiber_total", "counter",
-                "Connections closed at once: no fiber could be spawned (fiber.max_stack_memory).",
-                [](const Running& s) { return s.listener().spawn_failures(); }, false);
-  server_family("lionet_received_bytes_total", "counter", "Bytes read from clients (TLS: decrypted).",
-                [](const Running& s) { return s.m.bytes_in.value(); }, false);
-  server_family("lionet_sent_bytes_total", "counter", "Bytes written to clients (TLS: before encryption).",
-                [](const Running& s) { return s.m.bytes_out.value(); }, false);
+  server_family(
+      "lionet_connections_open", "gauge", "Connections being served.",
+      [](const Running& s) { return s.listener().connections(); }, false);
+  server_family(
+      "lionet_connections_accepted_total", "counter", "Connections accepted.",
+      [](const Running& s) { return s.listener().accepted(); }, false);
+  server_family(
+      "lionet_connections_rejected_total", "counter", "Connections closed at once: over max_connections.",
+      [](const Running& s) { return s.listener().rejected(); }, false);
+  server_family(
+      "lionet_connections_no_fiber_total", "counter",
+      "Connections closed at once: no fiber could be spawned (fiber.max_stack_memory).",
+      [](const Running& s) { return s.listener().spawn_failures(); }, false);
+  server_family(
+      "lionet_received_bytes_total", "counter", "Bytes read from clients (TLS: decrypted).",
+      [](const Running& s) { return s.m.bytes_in.value(); }, false);
+  server_family(
+      "lionet_sent_bytes_total", "counter", "Bytes written to clients (TLS: before encryption).",
+      [](const Running& s) { return s.m.bytes_out.value(); }, false);
   auto syslog_family = [&](const char* name, const char* help, auto field) {
     bool any = false;
     for (const auto& s : im.servers) any |= s->syslog != nullptr;
@@ -177,9 +185,11 @@ std::string render_metrics(const Runtime::Impl& im) {
     if (!any) return;
     w.family(name, "counter", help);
     for (const auto& s : im.servers)
-      if (s->kafka) w.sample(name, L{{"server", s->cfg.name}}, static_cast<uint64_t>(field(s->kafka->broker().stats())));
+      if (s->kafka)
+        w.sample(name, L{{"server", s->cfg.name}}, static_cast<uint64_t>(field(s->kafka->broker().stats())));
   };
-  kafka_family("lionet_kafka_requests_total", "Kafka requests received.", [](const kafka::BrokerStats& b) { return b.requests; });
+  kafka_family("lionet_kafka_requests_total", "Kafka requests received.",
+               [](const kafka::BrokerStats& b) { return b.requests; });
   kafka_family("lionet_kafka_records_in_total", "Records appended by Kafka Produce requests.",
                [](const kafka::BrokerStats& b) { return b.records_in; });
   kafka_family("lionet_kafka_records_out_total", "Records returned by Kafka Fetch requests.",
@@ -201,21 +211,27 @@ std::string render_metrics(const Runtime::Impl& im) {
     for (int c = 0; c < 5; ++c)
       w.sample("lionet_http_requests_total", L{{"server", s->cfg.name}, {"class", kClass[c]}}, s->m.status[c].value());
   }
-  server_family("lionet_http_protocol_errors_total", "counter",
-                "Requests the server itself refused (malformed, over a limit, timed out).",
-                [](const Running& s) { return s.http->stats().errors.load(std::memory_order_relaxed); }, true);
-  server_family("lionet_http_timeouts_total", "counter", "Requests ended by a header/body timeout.",
-                [](const Running& s) { return s.http->stats().timeouts.load(std::memory_order_relaxed); }, true);
+  server_family(
+      "lionet_http_protocol_errors_total", "counter",
+      "Requests the server itself refused (malformed, over a limit, timed out).",
+      [](const Running& s) { return s.http->stats().errors.load(std::memory_order_relaxed); }, true);
+  server_family(
+      "lionet_http_timeouts_total", "counter", "Requests ended by a header/body timeout.",
+      [](const Running& s) { return s.http->stats().timeouts.load(std::memory_order_relaxed); }, true);
   auto rel = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  server_family("lionet_http2_connections_total", "counter", "Connections served as HTTP/2 (h2 or h2c).",
-                [&](const Running& s) { return rel(s.h2.connections); }, true);
-  server_family("lionet_http2_streams_total", "counter", "HTTP/2 streams (requests) opened by clients.",
-                [&](const Running& s) { return rel(s.h2.streams); }, true);
-  server_family("lionet_http2_streams_reset_by_peer_total", "counter", "RST_STREAM frames received from clients.",
-                [&](const Running& s) { return rel(s.h2.resets_by_peer); }, true);
-  server_family("lionet_http2_stalled_connections_total", "counter",
-                "HTTP/2 connections closed: a response held at a zero flow-control window past the write timeout.",
-                [&](const Running& s) { return rel(s.h2.stalled); }, true);
+  server_family(
+      "lionet_http2_connections_total", "counter", "Connections served as HTTP/2 (h2 or h2c).",
+      [&](const Running& s) { return rel(s.h2.connections); }, true);
+  server_family(
+      "lionet_http2_streams_total", "counter", "HTTP/2 streams (requests) opened by clients.",
+      [&](const Running& s) { return rel(s.h2.streams); }, true);
+  server_family(
+      "lionet_http2_streams_reset_by_peer_total", "counter", "RST_STREAM frames received from clients.",
+      [&](const Running& s) { return rel(s.h2.resets_by_peer); }, true);
+  server_family(
+      "lionet_http2_stalled_connections_total", "counter",
+      "HTTP/2 connections closed: a response held at a zero flow-control window past the write timeout.",
+      [&](const Running& s) { return rel(s.h2.stalled); }, true);
   w.family("lionet_http2_goaways_sent_total", "counter",
            "GOAWAY frames sent, by reason: no_error (stop, idle, max_requests), protocol_error, "
            "enhance_your_calm (a flood limit), other.");
@@ -231,7 +247,8 @@ std::string render_metrics(const Runtime::Impl& im) {
   }
   w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
   for (const auto& s : im.servers)
-    if (s->http) w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
+    if (s->http)
+      w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
 
   render_proxy_metrics(w, im);
 
@@ -242,7 +259,8 @@ std::string render_metrics(const Runtime::Impl& im) {
       w.family(name, "counter", help);
       for (const auto& [path, log] : im.access_logs) w.sample(name, L{{"path", path}}, log->stats().*field);
     };
-    log_family("lionet_access_log_lines_total", "Access log lines written to the file (servers naming one file share it).",
+    log_family("lionet_access_log_lines_total",
+               "Access log lines written to the file (servers naming one file share it).",
                &http::AccessLogStats::lines_written);
     log_family("lionet_access_log_dropped_total",
                "Access log lines lost: the buffer was full (the writer could not keep up) or a write failed.",

@@ -26,7 +26,8 @@ struct ConfigTraits<ProxyHealthConfig> {
   static ProxyHealthConfig from_yaml(const YAML::Node& n) {
     ProxyHealthConfig h = kHealthFields.decode(n);
     if (h.path.empty() || h.path[0] != '/') conversion_error(n["path"], "a health check path starts with '/'");
-    if (h.interval.count() < 10 || h.interval.count() > 3600000) conversion_error(n["interval"], "must be in 10ms..3600000ms");
+    if (h.interval.count() < 10 || h.interval.count() > 3600000)
+      conversion_error(n["interval"], "must be in 10ms..3600000ms");
     if (h.timeout.count() < 1 || h.timeout.count() > 600000) conversion_error(n["timeout"], "must be in 1ms..600000ms");
     if (h.expect.size() > 3 || h.expect.find_first_not_of("0123456789") != std::string::npos)
       conversion_error(n["expect"], "a status or its first digits: \"200\", \"2\" (any 2xx), \"\" (any)");
@@ -99,7 +100,8 @@ ProxyRouteConfig read_proxy_route(const YAML::Node& n) {
   if (p.fail_timeout.count() < 0) conversion_error(n["fail_timeout"], "must not be negative");
   if (p.max_tries > 64) conversion_error(n["max_tries"], "must be in 0..64");
   if (p.keepalive > 100000) conversion_error(n["keepalive"], "must be in 0..100000");
-  if (p.buffer_size < 1024 || p.buffer_size > (16u << 20)) conversion_error(n["buffer_size"], "must be in 1024..16777216");
+  if (p.buffer_size < 1024 || p.buffer_size > (16u << 20))
+    conversion_error(n["buffer_size"], "must be in 1024..16777216");
   if (p.errors != "text" && p.errors != "json") conversion_error(n["errors"], "must be text or json");
   bool https = false;
   for (const auto& u : p.upstreams) https |= u.starts_with("https://");

@@ -32,32 +32,32 @@ struct ProxyHealthConfig {
 };
 
 struct ProxyUpstreamTlsConfig {
-  bool verify = true;     // verify the upstream's certificate and name
-  std::string ca_file;    // PEM; empty: the system trust store
+  bool verify = true;  // verify the upstream's certificate and name
+  std::string ca_file;  // PEM; empty: the system trust store
   bool operator==(const ProxyUpstreamTlsConfig&) const = default;
 };
 
 struct ProxyRouteConfig {
-  std::vector<std::string> upstreams;       // "host:port[ weight=N]", http:// or https:// prefix allowed
-  std::string balance = "round_robin";      // round_robin | least_conn | hash
-  std::string hash_key = "ip";              // hash: ip, or a request header's name
-  bool strip_prefix = false;                // remove the route's path before passing the path on
-  std::string add_prefix;                   // put in front of the path passed on
-  std::string host;                         // Host sent upstream; "" passes the client's
-  bool via = false;                         // add Via both ways
+  std::vector<std::string> upstreams;  // "host:port[ weight=N]", http:// or https:// prefix allowed
+  std::string balance = "round_robin";  // round_robin | least_conn | hash
+  std::string hash_key = "ip";  // hash: ip, or a request header's name
+  bool strip_prefix = false;  // remove the route's path before passing the path on
+  std::string add_prefix;  // put in front of the path passed on
+  std::string host;  // Host sent upstream; "" passes the client's
+  bool via = false;  // add Via both ways
   std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds send_timeout{60000};   // each write upstream
-  std::chrono::milliseconds read_timeout{60000};   // each read from the upstream
-  std::chrono::milliseconds try_timeout{0};        // all tries of a request; 0: no bound
-  unsigned max_tries = 0;                          // 0: every upstream once
-  unsigned max_fails = 1;                          // 0: passive health off
+  std::chrono::milliseconds send_timeout{60000};  // each write upstream
+  std::chrono::milliseconds read_timeout{60000};  // each read from the upstream
+  std::chrono::milliseconds try_timeout{0};  // all tries of a request; 0: no bound
+  unsigned max_tries = 0;  // 0: every upstream once
+  unsigned max_fails = 1;  // 0: passive health off
   std::chrono::milliseconds fail_timeout{10000};
-  std::size_t keepalive = 64;                      // idle connections kept per upstream
+  std::size_t keepalive = 64;  // idle connections kept per upstream
   std::chrono::milliseconds keepalive_timeout{60000};
-  std::size_t keepalive_requests = 1000;           // per upstream connection; 0: no limit
+  std::size_t keepalive_requests = 1000;  // per upstream connection; 0: no limit
   std::size_t buffer_size = 16384;
   std::chrono::milliseconds tunnel_idle_timeout{600000};
-  std::string errors = "text";                     // text | json (502/504 bodies)
+  std::string errors = "text";  // text | json (502/504 bodies)
   std::optional<ProxyUpstreamTlsConfig> upstream_tls;
   std::optional<ProxyHealthConfig> health_check;
   bool operator==(const ProxyRouteConfig&) const = default;

@@ -12,9 +12,9 @@
 #include "lionet/app/detail/running.h"
 #include "lionet/hook/hook.h"
 #include "lionet/http/static_files.h"
-#include "lionet/websocket/server.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/ssl/ssl_context.h"
+#include "lionet/websocket/server.h"
 
 namespace lionet::app {
 namespace {
@@ -91,17 +91,16 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
     wo.max_frame_size = r.max_message_size;
     wo.send_queue_bytes = r.send_queue_bytes;
     wo.deflate.enabled = r.deflate;
-    if (r.ping_interval.count() > 0)
-      wo.ping_interval = r.ping_interval;
-    else
-      wo.ping_interval.reset();
-    return {"GET", false, websocket::accept(
-                              [](websocket::Socket& ws) {
-                                websocket::Message m;
-                                while (ws.receive(m))
-                                  if (!ws.send(m)) break;
-                              },
-                              wo)};
+    if (r.ping_interval.count() > 0) wo.ping_interval = r.ping_interval;
+    else wo.ping_interval.reset();
+    return {"GET", false,
+            websocket::accept(
+                [](websocket::Socket& ws) {
+                  websocket::Message m;
+                  while (ws.receive(m))
+                    if (!ws.send(m)) break;
+                },
+                wo)};
   } else if (r.type == "proxy") {
     auto proxy = std::make_shared<http::Proxy>(proxy_options(r.proxy, r.path));  // throws: caught by add_route
     srv.proxies.emplace_back(r.path.empty() ? "@" + r.name : r.path, proxy);
@@ -126,8 +125,7 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
 }
 
 void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r, NamedRoutes& named) {
-  const std::string where =
-      "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
+  const std::string where = "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
   if (r.type == "storage") {  // never named (checked at load)
     add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
     return;
@@ -140,10 +138,8 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
   }
   if (!r.name.empty()) *named.at(r.name) = h;
   if (r.path.empty()) return;  // a named route: reached only as a fallback
-  if (h.prefix)
-    router.prefix(h.methods, r.path, std::move(h.handler));
-  else
-    router.route(h.methods, r.path, std::move(h.handler));
+  if (h.prefix) router.prefix(h.methods, r.path, std::move(h.handler));
+  else router.route(h.methods, r.path, std::move(h.handler));
 }
 
 }  // namespace

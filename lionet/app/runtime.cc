@@ -32,7 +32,8 @@ namespace {
 Address resolve_listen(const std::string& server, const std::string& text) {
   if (auto a = Address::parse(text)) return a.value();
   auto r = Address::lookup(text);
-  if (!r || r.value().empty()) fail("server '" + server + "': listen '" + text + "': not an address (host:port, [v6]:port or unix:/path)");
+  if (!r || r.value().empty())
+    fail("server '" + server + "': listen '" + text + "': not an address (host:port, [v6]:port or unix:/path)");
   return r.value().front();
 }
 
@@ -86,7 +87,8 @@ std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
   namespace fs = std::filesystem;
   if (t.generate_self_signed && !fs::exists(t.cert) && !fs::exists(t.key)) {
     if (std::string err = ensure_self_signed(t.cert, t.key); !err.empty()) fail("server '" + c.name + "': " + err);
-    LIONET_LOG_INFO(log::get("app"), "server '{}': generated a self-signed certificate {} (key {})", c.name, t.cert, t.key);
+    LIONET_LOG_INFO(log::get("app"), "server '{}': generated a self-signed certificate {} (key {})", c.name, t.cert,
+                    t.key);
   }
   try {
     return SslContext::server(tls_options(c));
@@ -157,12 +159,9 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
           const auto split = split_syslog_listen(l);  // checked at load
           if (!split) fail("server '" + sc.name + "': listen '" + l + "': needs udp:// or tcp://");
           const Address a = resolve_listen(sc.name, std::string(split->second));
-          if (split->first == "udp")
-            run->syslog->listen_udp(a);
-          else if (const int fd = inherited(sc.name, a); fd >= 0)
-            run->syslog->adopt_tcp(fd);
-          else
-            run->syslog->listen_tcp(a);
+          if (split->first == "udp") run->syslog->listen_udp(a);
+          else if (const int fd = inherited(sc.name, a); fd >= 0) run->syslog->adopt_tcp(fd);
+          else run->syslog->listen_tcp(a);
         }
       } catch (const StartupError&) {
         throw;
@@ -209,10 +208,8 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
     for (const auto& l : sc.listen) {
       Address a = resolve_listen(sc.name, l);
       try {
-        if (const int fd = inherited(sc.name, a); fd >= 0)
-          run->listener().adopt(fd);
-        else
-          run->listener().listen(a);
+        if (const int fd = inherited(sc.name, a); fd >= 0) run->listener().adopt(fd);
+        else run->listener().listen(a);
       } catch (const std::exception& e) {
         fail("server '" + sc.name + "': " + e.what());
       }
@@ -310,7 +307,8 @@ std::size_t Runtime::reload_tls(const std::vector<std::string>& changed) {
       LIONET_LOG_INFO(lg, "server '{}': certificate {} (key {}) reloaded: new connections use it", s->cfg.name, t.cert,
                       t.key);
     } catch (const std::exception& e) {
-      LIONET_LOG_ERROR(lg, "server '{}': the changed certificate {} (key {}) was not loaded, keeping the running one: {}",
+      LIONET_LOG_ERROR(lg,
+                       "server '{}': the changed certificate {} (key {}) was not loaded, keeping the running one: {}",
                        s->cfg.name, t.cert, t.key, e.what());
     }
   }
@@ -409,7 +407,8 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
     });
   }
   for (auto& t : stoppers) t.join();
-  if (!all_drained.load()) LIONET_LOG_WARN(lg, "shutdown: connections still open after {} ms were closed", drain.count());
+  if (!all_drained.load())
+    LIONET_LOG_WARN(lg, "shutdown: connections still open after {} ms were closed", drain.count());
   servers.clear();
   // 3: nothing appends any more.
   if (store) {
@@ -464,7 +463,8 @@ void Runtime::Impl::open_store() {
   const storage::StoreOptions o = store_options(config.storage);
   auto r = storage::Store::open(o);
   if (!r && r.error() == std::error_code(EBUSY, std::system_category()))
-    fail("storage: data_dir '" + o.data_dir + "' is in use by another process (its lock is held); "
+    fail("storage: data_dir '" + o.data_dir +
+         "' is in use by another process (its lock is held); "
          "give each lionet process its own data_dir");
   if (!r) fail("storage: cannot open data_dir '" + o.data_dir + "': " + r.error().message());
   store = std::move(r.value());

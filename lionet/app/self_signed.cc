@@ -39,8 +39,8 @@ bool write_pem(const std::string& path, mode_t mode, bool key, EVP_PKEY* pkey, X
   FILE* f = std::fopen(path.c_str(), "wx");  // x: never overwrite
   if (!f) return false;
   ::fchmod(::fileno(f), mode);
-  bool ok = key ? PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1
-                : PEM_write_X509(f, cert) == 1;
+  bool ok =
+      key ? PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1 : PEM_write_X509(f, cert) == 1;
   return std::fclose(f) == 0 && ok;
 }
 }  // namespace

@@ -2,8 +2,8 @@
 // several entries. Defaults come from the structs, so docs and code cannot drift apart.
 #include "lionet/app/server_config.h"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -15,7 +15,7 @@
 namespace lionet::app {
 namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog", "kafka"};
-const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",
+const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics",   "health",
                                            "debug_fibers", "hello",   "websocket", "proxy"};
 
 std::string join(const std::set<std::string>& s) {
@@ -83,7 +83,8 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
     if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
     if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
     if (s.access_log) {
-      if (s.type == "echo" || s.type == "syslog" || s.type == "kafka") return key + ".access_log: only http and https servers write an access log";
+      if (s.type == "echo" || s.type == "syslog" || s.type == "kafka")
+        return key + ".access_log: only http and https servers write an access log";
       auto [it, fresh] = access_logs.emplace(access_log_key(s.access_log->path), i);
       const AccessLogConfig& first = *servers[it->second].access_log;  // the path may be spelt otherwise
       if (!fresh && (first.format != s.access_log->format || first.buffer_bytes != s.access_log->buffer_bytes ||
@@ -424,7 +425,8 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   for (const auto* fields : {&kServerFields, &kSyslogServerFields, &kKafkaServerFields, &kServerSectionFields})
     fields->read(n, s);
   if (!app::kServerTypes.contains(s.type)) {
-    field_error(n, "type", "unknown server type '" + s.type + "' (expected one of " + app::join(app::kServerTypes) + ")");
+    field_error(n, "type",
+                "unknown server type '" + s.type + "' (expected one of " + app::join(app::kServerTypes) + ")");
   }
   if (s.listen.empty()) field_error(n, "listen", "needs at least one host:port");
   // kafka and syslog write to this process's store: two processes behind one port would each
@@ -472,7 +474,8 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "http2_max_frame_size", "must be in 16384..16777215 (RFC 9113 6.5.2)");
   }
   if (s.http2_max_header_list_size < 256) field_error(n, "http2_max_header_list_size", "must be at least 256");
-  for (const char* k : {"http2_max_requests", "http2_reset_burst", "http2_max_continuations", "http2_max_outbound_ack"}) {
+  for (const char* k :
+       {"http2_max_requests", "http2_reset_burst", "http2_max_continuations", "http2_max_outbound_ack"}) {
     if (n[k] && decode<uint32_t>(n[k]) < 1) field_error(n, k, "must be at least 1");
   }
   return s;

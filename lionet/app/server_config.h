@@ -34,37 +34,37 @@
 #include <string>
 #include <vector>
 
-#include "lionet/config/traits.h"
 #include "lionet/app/proxy_route.h"
+#include "lionet/config/traits.h"
 #include "lionet/http/access_log.h"
 
 namespace lionet::app {
 
 // A named scheduler (with its IOManager). Unset fields take the scheduler.*/fiber.*/io.* values.
 struct WorkerPoolConfig {
-  std::optional<int> threads;              // worker threads; 0 = one per CPU
-  std::optional<std::size_t> stack_size;   // usable stack bytes per fiber
+  std::optional<int> threads;  // worker threads; 0 = one per CPU
+  std::optional<std::size_t> stack_size;  // usable stack bytes per fiber
   std::optional<std::size_t> max_stack_memory;  // stack address space at most (0 = no limit)
-  std::optional<std::string> io_backend;   // epoll | io_uring
+  std::optional<std::string> io_backend;  // epoll | io_uring
   bool operator==(const WorkerPoolConfig&) const = default;
 };
 
 // One route of an http(s) server. type decides which other fields apply.
 struct RouteConfig {
-  std::string path;          // "/static" (prefix for static/storage), exact for the others;
-                             // empty: a named route, reachable only as a try_files fallback
-  std::string name;          // unique within the server; "" = unnamed (then path is required)
-  std::string type;          // static | storage | metrics | health | debug_fibers | hello | websocket | proxy
+  std::string path;  // "/static" (prefix for static/storage), exact for the others;
+      // empty: a named route, reachable only as a try_files fallback
+  std::string name;  // unique within the server; "" = unnamed (then path is required)
+  std::string type;  // static | storage | metrics | health | debug_fibers | hello | websocket | proxy
   // static:
-  std::string root;          // directory served
-  std::string mode = "auto"; // memory | chunk | sendfile | auto
-  std::size_t memory_max = 256 * 1024;       // AUTO: files below this from memory
-  std::size_t sendfile_min = 256 * 1024;     // AUTO: files from this size by sendfile
-  std::size_t chunk_size = 64 * 1024;        // CHUNK: bytes per chunk
+  std::string root;  // directory served
+  std::string mode = "auto";  // memory | chunk | sendfile | auto
+  std::size_t memory_max = 256 * 1024;  // AUTO: files below this from memory
+  std::size_t sendfile_min = 256 * 1024;  // AUTO: files from this size by sendfile
+  std::size_t chunk_size = 64 * 1024;  // CHUNK: bytes per chunk
   std::size_t cache_bytes = 64 * 1024 * 1024;  // MEMORY: total bytes cached per route
-  std::size_t open_file_cache = 1000;          // resolved files kept open (0 = none)
+  std::size_t open_file_cache = 1000;  // resolved files kept open (0 = none)
   std::chrono::milliseconds open_file_cache_valid{0};  // 0 = check with a stat per request
-  std::vector<std::string> precompressed;      // br | gzip | zstd siblings, in preference order
+  std::vector<std::string> precompressed;  // br | gzip | zstd siblings, in preference order
   bool follow_symlinks_outside_root = false;
   std::string index = "index.html";
   // nginx's try_files: file candidates ("$uri", "$uri/", "$uri.html", "/index.html"), the last
@@ -73,19 +73,19 @@ struct RouteConfig {
   // debug_fibers:
   bool allow_remote = false;  // serve the fiber dump to non-loopback peers too
   // websocket (lionet/websocket): what the route does with each connection, and its limits.
-  std::string handler = "echo";                 // echo: every message back as it came
-  std::size_t max_message_size = 16 << 20;      // a larger message: closed with 1009
+  std::string handler = "echo";  // echo: every message back as it came
+  std::size_t max_message_size = 16 << 20;  // a larger message: closed with 1009
   std::chrono::milliseconds ping_interval{30000};  // keepalive ping after this long silent (0: none)
-  std::size_t send_queue_bytes = 1 << 20;       // messages queued by try_send/broadcast at most
-  bool deflate = false;                         // accept permessage-deflate (~256 KiB per connection)
+  std::size_t send_queue_bytes = 1 << 20;  // messages queued by try_send/broadcast at most
+  bool deflate = false;  // accept permessage-deflate (~256 KiB per connection)
   // proxy (lionet/http/proxy.h): upstreams, balancing, timeouts, pool, health (proxy_route.h).
   ProxyRouteConfig proxy;
   bool operator==(const RouteConfig&) const = default;
 };
 
 struct TlsConfig {
-  std::string cert;          // PEM certificate chain
-  std::string key;           // PEM private key
+  std::string cert;  // PEM certificate chain
+  std::string key;  // PEM private key
   // Generate a self-signed certificate at cert/key on start-up when both are missing (for
   // `make run`); never overwrites existing files.
   bool generate_self_signed = false;
@@ -98,26 +98,26 @@ struct TlsConfig {
 // servers[].access_log (http, https): lionet::http::AccessLogOptions. Servers naming the same
 // path share one log (and must give it the same settings).
 struct AccessLogConfig {
-  std::string path;                  // "stdout" or a file (parent directories are created)
-  std::string format = "combined";   // combined | json
+  std::string path;  // "stdout" or a file (parent directories are created)
+  std::string format = "combined";  // combined | json
   std::size_t buffer_bytes = http::AccessLogOptions{}.buffer_bytes;  // 4096..1073741824
-  std::chrono::milliseconds flush_interval =                          // 1ms..3600000ms
+  std::chrono::milliseconds flush_interval =  // 1ms..3600000ms
       std::chrono::duration_cast<std::chrono::milliseconds>(http::AccessLogOptions{}.flush_interval);
   bool operator==(const AccessLogConfig&) const = default;
 };
 
 struct ServerConfig {
   std::string name;
-  std::string type;                     // http | https | echo | syslog | kafka
-  std::vector<std::string> listen;      // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
-  std::string workers = "main";         // worker pool (see `workers:`)
+  std::string type;  // http | https | echo | syslog | kafka
+  std::vector<std::string> listen;  // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
+  std::string workers = "main";  // worker pool (see `workers:`)
   std::size_t max_connections = 10000;  // beyond it new connections are closed at once
   bool reuse_port = false;  // SO_REUSEPORT on its TCP listeners: several processes share a port
-  std::chrono::milliseconds idle_timeout{60000};    // keep-alive / echo idle
+  std::chrono::milliseconds idle_timeout{60000};  // keep-alive / echo idle
   std::chrono::milliseconds header_timeout{10000};  // whole request head
-  std::chrono::milliseconds body_timeout{30000};    // whole request body
-  std::chrono::milliseconds write_timeout{60000};   // each response write (http)
-  std::size_t max_keepalive_requests = 0;           // requests per connection (http); 0 = no limit
+  std::chrono::milliseconds body_timeout{30000};  // whole request body
+  std::chrono::milliseconds write_timeout{60000};  // each response write (http)
+  std::size_t max_keepalive_requests = 0;  // requests per connection (http); 0 = no limit
   std::size_t max_request_line = 8192;
   std::size_t max_header_bytes = 65536;
   std::size_t max_headers = 100;
@@ -129,31 +129,31 @@ struct ServerConfig {
   uint32_t http2_initial_window_size = 65536;
   uint32_t http2_max_frame_size = 16384;
   uint32_t http2_max_header_list_size = 32768;
-  uint32_t http2_max_requests = 100000;      // streams per connection over its life
-  uint32_t http2_reset_burst = 1000;         // rapid reset: RST_STREAM token bucket
+  uint32_t http2_max_requests = 100000;  // streams per connection over its life
+  uint32_t http2_reset_burst = 1000;  // rapid reset: RST_STREAM token bucket
   uint32_t http2_resets_per_second = 33;
-  uint32_t http2_max_continuations = 8;      // CONTINUATION frames after one HEADERS
-  uint32_t http2_max_empty_frames = 1000;    // empty DATA frames per connection
-  uint32_t http2_max_outbound_ack = 1000;    // SETTINGS/PING ACKs queued unsent
+  uint32_t http2_max_continuations = 8;  // CONTINUATION frames after one HEADERS
+  uint32_t http2_max_empty_frames = 1000;  // empty DATA frames per connection
+  uint32_t http2_max_outbound_ack = 1000;  // SETTINGS/PING ACKs queued unsent
   // syslog (lionet/syslog/server.h): listen entries are "udp://host:port" / "tcp://host:port".
-  std::string topic = "syslog";             // storage topic the messages go to
-  std::string key = "host";                 // record key: host | app
-  std::size_t batch_max = 256;              // records per append at most (1..65536)
-  std::chrono::milliseconds linger{5};      // UDP: wait this long for a batch to fill (0..1000ms)
-  std::size_t max_message_size = 8192;      // bytes of one message kept (480..1048576)
-  std::size_t recv_buffer = 4 << 20;        // UDP SO_RCVBUF (4096..268435456)
+  std::string topic = "syslog";  // storage topic the messages go to
+  std::string key = "host";  // record key: host | app
+  std::size_t batch_max = 256;  // records per append at most (1..65536)
+  std::chrono::milliseconds linger{5};  // UDP: wait this long for a batch to fill (0..1000ms)
+  std::size_t max_message_size = 8192;  // bytes of one message kept (480..1048576)
+  std::size_t recv_buffer = 4 << 20;  // UDP SO_RCVBUF (4096..268435456)
   // kafka (lionet/kafka/server.h); its idle_timeout defaults to 600000ms (Kafka's).
-  std::string advertised_host;              // told to clients by Metadata; "" = the first listen host
-  uint32_t advertised_port = 0;             // 0 = the first listen address's port
+  std::string advertised_host;  // told to clients by Metadata; "" = the first listen host
+  uint32_t advertised_port = 0;  // 0 = the first listen address's port
   std::size_t max_request_size = 100 << 20;  // one request frame at most (1024..1073741824)
   // Consumer groups (lionet/kafka/group_coordinator.h GroupOptions): the session timeouts a
   // JoinGroup may ask for, and the longest metadata string of a committed offset.
-  std::chrono::milliseconds group_min_session_timeout{6000};      // 1ms..3600000ms
-  std::chrono::milliseconds group_max_session_timeout{1800000};   // 1ms..86400000ms, >= the min
-  std::size_t offset_metadata_max_bytes = 4096;                   // 0..32767
-  std::optional<TlsConfig> tls;         // required for https
+  std::chrono::milliseconds group_min_session_timeout{6000};  // 1ms..3600000ms
+  std::chrono::milliseconds group_max_session_timeout{1800000};  // 1ms..86400000ms, >= the min
+  std::size_t offset_metadata_max_bytes = 4096;  // 0..32767
+  std::optional<TlsConfig> tls;  // required for https
   std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
-  std::vector<RouteConfig> routes;      // http(s) only
+  std::vector<RouteConfig> routes;  // http(s) only
   bool operator==(const ServerConfig&) const = default;
 };
 

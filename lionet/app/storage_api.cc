@@ -3,10 +3,10 @@
 
 #include <openssl/evp.h>
 
-#include <cctype>
-#include <cerrno>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -161,7 +161,9 @@ int status_of(const std::error_code& ec) {
   if (ec == Errc::kNotFound) return 404;
   if (ec == Errc::kLogFailed) return 503;
   // Out of space (disk full, quota, RLIMIT_FSIZE): nothing of the batch was published.
-  if (ec == std::errc::no_space_on_device || ec == std::errc::file_too_large || ec == std::error_code(EDQUOT, std::generic_category())) return 507;
+  if (ec == std::errc::no_space_on_device || ec == std::errc::file_too_large ||
+      ec == std::error_code(EDQUOT, std::generic_category()))
+    return 507;
   // The data directory became read-only (remount, immutable files, permissions): the store
   // cannot take appends for now, reads go on.
   if (ec == std::errc::read_only_file_system || ec == std::errc::permission_denied ||
@@ -318,9 +320,8 @@ void live_tail(websocket::Socket& ws, const http::Request& req, storage::Store& 
       st.read_bytes.add(rec.key.size() + rec.value.size());
     }
     if (full) {
-      (void)ws.close(websocket::close_code::kPolicyViolation,
-                     "too slow: over " + std::to_string(opt.tail_queue_bytes) +
-                         " bytes queued (storage.api.tail_queue_bytes)");
+      (void)ws.close(websocket::close_code::kPolicyViolation, "too slow: over " + std::to_string(opt.tail_queue_bytes) +
+                                                                  " bytes queued (storage.api.tail_queue_bytes)");
       break;
     }
     if (!sent) break;
@@ -341,7 +342,8 @@ void post_records(http::Request& req, http::Response& res, storage::Store& store
   const std::string_view key_view = key ? std::string_view(*key) : std::string_view{};
   std::string body;
   if (auto r = req.read_body(body); !r) {
-    if (r.error() == std::errc::message_size) return fail(res, st, 413, "request body over the server's max_body_bytes");
+    if (r.error() == std::errc::message_size)
+      return fail(res, st, 413, "request body over the server's max_body_bytes");
     st.errors.add();
     return;  // the server answers 400/408 or the connection is gone
   }
@@ -425,7 +427,8 @@ void get_records(http::Request& req, http::Response& res, storage::Store& store,
   if (auto r = log->read(offset, max_bytes, rr); !r) {
     std::string msg = "read at offset " + std::to_string(offset) + ": " + r.error().message();
     if (r.error() == storage::Errc::kOffsetOutOfRange) {
-      msg += " (valid offsets: " + std::to_string(log->start_offset()) + " to " + std::to_string(log->end_offset()) + ")";
+      msg +=
+          " (valid offsets: " + std::to_string(log->start_offset()) + " to " + std::to_string(log->end_offset()) + ")";
     }
     return fail(res, st, status_of(r.error()), msg);
   }
@@ -500,9 +503,10 @@ void add_storage_routes(http::Router& router, std::string_view prefix, storage::
   websocket::Options wo;
   wo.max_message_size = 64 * 1024;  // a tail's client sends nothing but control frames
   wo.send_queue_bytes = options.tail_queue_bytes;
-  const http::Handler upgrade = websocket::accept(
-      [&store, &stats, options](websocket::Socket& ws, const http::Request& q) { live_tail(ws, q, store, stats, options); },
-      wo);
+  const http::Handler upgrade =
+      websocket::accept([&store, &stats, options](websocket::Socket& ws,
+                                                  const http::Request& q) { live_tail(ws, q, store, stats, options); },
+                        wo);
   router.get(
       base + "/{topic}/partitions/{p}/ws",
       [&store, &stats, upgrade](http::Request& q, http::Response& s) {

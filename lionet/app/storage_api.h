@@ -66,24 +66,24 @@
 namespace lionet::app {
 
 struct StorageApiOptions {
-  std::size_t max_read_bytes = 1 << 20;       // YAML: storage.api.max_read_bytes
+  std::size_t max_read_bytes = 1 << 20;  // YAML: storage.api.max_read_bytes
   std::size_t default_read_bytes = 64 << 10;  // YAML: storage.api.default_read_bytes
-  std::size_t max_records_per_post = 10000;   // YAML: storage.api.max_records_per_post
+  std::size_t max_records_per_post = 10000;  // YAML: storage.api.max_records_per_post
   // A live tail (GET .../ws) that has caught up and then falls this many records behind the
   // end, or whose send queue would pass tail_queue_bytes, is closed with 1008.
-  std::size_t tail_max_lag = 10000;           // YAML: storage.api.tail_max_lag
-  std::size_t tail_queue_bytes = 1 << 20;     // YAML: storage.api.tail_queue_bytes
+  std::size_t tail_max_lag = 10000;  // YAML: storage.api.tail_max_lag
+  std::size_t tail_queue_bytes = 1 << 20;  // YAML: storage.api.tail_queue_bytes
 };
 
 // Relaxed counters for /metrics (base/metrics.h).
 struct StorageApiStats {
-  Counter appends;         // POSTs acknowledged
+  Counter appends;  // POSTs acknowledged
   Counter append_records;  // records in them
-  Counter append_bytes;    // key + value bytes in them
-  Counter reads;           // GETs of records answered 200
+  Counter append_bytes;  // key + value bytes in them
+  Counter reads;  // GETs of records answered 200
   Counter read_records;
-  Counter read_bytes;      // key + value bytes returned
-  Counter errors;          // requests answered with an error
+  Counter read_bytes;  // key + value bytes returned
+  Counter errors;  // requests answered with an error
 };
 
 // Registers the routes above on `router`, each with its JSON answer to requests the server

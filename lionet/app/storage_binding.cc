@@ -35,9 +35,10 @@ StorageConfig define_storage_config(config::Registry& r) {
   const storage::LogOptions& lo = so.log;
   const StorageApiOptions ao;
   StorageConfig c;
-  c.data_dir = r.define<std::string>(
-      "storage.data_dir", so.data_dir, "Directory of the log store (<data_dir>/<topic>-<partition>/); created if missing.",
-      config::check([](const std::string& s) { return !s.empty(); }, "must not be empty"));
+  c.data_dir =
+      r.define<std::string>("storage.data_dir", so.data_dir,
+                            "Directory of the log store (<data_dir>/<topic>-<partition>/); created if missing.",
+                            config::check([](const std::string& s) { return !s.empty(); }, "must not be empty"));
   c.segment_bytes = r.define<uint64_t>("storage.segment_bytes", lo.segment_bytes,
                                        "A segment rolls when the next batch would take it past this many bytes.",
                                        config::range(limits::kSegmentBytesMin, limits::kSegmentBytesMax));
@@ -47,19 +48,20 @@ StorageConfig define_storage_config(config::Registry& r) {
   c.index_interval_bytes = r.define<uint32_t>("storage.index_interval_bytes", lo.index_interval_bytes,
                                               "One sparse index entry per this many bytes of batches.",
                                               config::range(limits::kIndexIntervalMin, limits::kIndexIntervalMax));
-  c.flush_policy = r.define<std::string>(
-      "storage.flush.policy", storage::to_string(lo.flush_policy),
-      "When appends are fdatasync'ed before they are acknowledged: every_batch (survives power loss), messages, ms, none.",
-      config::one_of({"every_batch", "messages", "ms", "none"}));
+  c.flush_policy = r.define<std::string>("storage.flush.policy", storage::to_string(lo.flush_policy),
+                                         "When appends are fdatasync'ed before they are acknowledged: every_batch "
+                                         "(survives power loss), messages, ms, none.",
+                                         config::one_of({"every_batch", "messages", "ms", "none"}));
   c.flush_messages = r.define<uint64_t>("storage.flush.messages", lo.flush_messages,
                                         "Policy messages: fdatasync once this many records were appended.",
                                         config::range(uint64_t{1}, limits::kFlushMessagesMax));
   c.flush_ms = r.define<int64_t>("storage.flush.ms", lo.flush_ms,
                                  "Policy ms: fdatasync at the first append this long (ms) after the last one.",
                                  config::range(int64_t{1}, limits::kFlushMsMax));
-  c.retention_bytes = r.define<int64_t>("storage.retention.bytes", lo.retention_bytes,
-                                        "Delete oldest segments while a partition stays this big without them; -1 = no limit.",
-                                        config::range(int64_t{-1}, limits::kRetentionMax));
+  c.retention_bytes =
+      r.define<int64_t>("storage.retention.bytes", lo.retention_bytes,
+                        "Delete oldest segments while a partition stays this big without them; -1 = no limit.",
+                        config::range(int64_t{-1}, limits::kRetentionMax));
   c.retention_ms = r.define<int64_t>("storage.retention.ms", lo.retention_ms,
                                      "Delete segments whose newest record is older than this (ms); -1 = forever.",
                                      config::range(int64_t{-1}, limits::kRetentionMax));
@@ -72,11 +74,12 @@ StorageConfig define_storage_config(config::Registry& r) {
       "need not commit a size change (faster); costs up to this much disk per partition until the segment rolls or "
       "closes. 0 = off.",
       config::range(uint64_t{0}, uint64_t{1} << 30));
-  c.auto_create_topics = r.define<bool>(
-      "storage.auto_create_topics", so.auto_create_topics,
-      "Create a topic on its first append, with default_partitions partitions (reads never create).");
-  c.default_partitions = r.define<uint32_t>("storage.default_partitions", so.default_partitions,
-                                            "Partitions of an auto-created topic.", config::range(1u, limits::kPartitionsMax));
+  c.auto_create_topics =
+      r.define<bool>("storage.auto_create_topics", so.auto_create_topics,
+                     "Create a topic on its first append, with default_partitions partitions (reads never create).");
+  c.default_partitions =
+      r.define<uint32_t>("storage.default_partitions", so.default_partitions, "Partitions of an auto-created topic.",
+                         config::range(1u, limits::kPartitionsMax));
   c.topics = r.define<std::vector<storage::TopicOptions>>(
       "storage.topics", {},
       "Topics created at start: name, partitions, and per-topic segment_bytes, segment_ms, index_interval_bytes, "
@@ -95,11 +98,11 @@ StorageConfig define_storage_config(config::Registry& r) {
       "storage.api.tail_max_lag", ao.tail_max_lag,
       "WebSocket live tail (GET .../partitions/{p}/ws): a client this many records behind the end is closed with 1008.",
       config::range(std::size_t{1}, std::size_t{1} << 30));
-  c.api_tail_queue_bytes = r.define<std::size_t>(
-      "storage.api.tail_queue_bytes", ao.tail_queue_bytes,
-      "WebSocket live tail: bytes of records queued for a client at most; a caught-up tail whose queue would pass it is "
-      "closed with 1008.",
-      config::range(std::size_t{1024}, std::size_t{1} << 30));
+  c.api_tail_queue_bytes = r.define<std::size_t>("storage.api.tail_queue_bytes", ao.tail_queue_bytes,
+                                                 "WebSocket live tail: bytes of records queued for a client at most; a "
+                                                 "caught-up tail whose queue would pass it is "
+                                                 "closed with 1008.",
+                                                 config::range(std::size_t{1024}, std::size_t{1} << 30));
   return c;
 }
 

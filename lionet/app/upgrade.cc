@@ -75,8 +75,8 @@ BinaryUpgrade::BinaryUpgrade(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) argv_.emplace_back(argv[i]);
 }
 
-BinaryUpgrade::Outcome BinaryUpgrade::run(const std::vector<Listener>& listeners, const std::function<void()>& hand_over,
-                                          std::chrono::milliseconds timeout) {
+BinaryUpgrade::Outcome BinaryUpgrade::run(const std::vector<Listener>& listeners,
+                                          const std::function<void()>& hand_over, std::chrono::milliseconds timeout) {
   auto lg = log::get("app");
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {

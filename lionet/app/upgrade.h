@@ -46,11 +46,11 @@ class BinaryUpgrade {
 
   struct Listener {
     std::string name;  // the server's name: LIONET_LISTEN_FDNAMES
-    int fd = -1;       // stays owned by the caller
+    int fd = -1;  // stays owned by the caller
   };
   enum class Outcome {
-    kFailed,            // the new process did not take over; this one serves on
-    kHandedOver,        // the new process serves; hand_over ran: exit 0
+    kFailed,  // the new process did not take over; this one serves on
+    kHandedOver,  // the new process serves; hand_over ran: exit 0
     kFailedAfterRelease,  // hand_over ran, then the new process failed: exit 1
   };
   // Steps 1-5. hand_over: stop accepting (keeping the sockets), drain, close the store; runs

@@ -15,7 +15,7 @@ namespace lionet::app {
 namespace {
 struct Option {
   const char* flags;  // as shown: "-c, --config PATH"
-  const char* help;   // one paragraph; '\n' starts a new line in --help
+  const char* help;  // one paragraph; '\n' starts a new line in --help
 };
 
 constexpr Option kOptions[] = {
@@ -68,12 +68,9 @@ std::string roff(const std::string& s) {
   bool line_start = true;
   for (char c : s) {
     if (line_start && (c == '.' || c == '\'')) out += "\\&";
-    if (c == '\\')
-      out += "\\e";
-    else if (c == '-')
-      out += "\\-";
-    else
-      out += c;
+    if (c == '\\') out += "\\e";
+    else if (c == '-') out += "\\-";
+    else out += c;
     line_start = c == '\n';
   }
   return out;
@@ -98,10 +95,8 @@ std::string usage_text() {
     std::string help = o.help;
     std::string line = flags;
     for (char c : help) {
-      if (c == '\n')
-        line += "\n" + std::string(22, ' ');
-      else
-        line += c;
+      if (c == '\n') line += "\n" + std::string(22, ' ');
+      else line += c;
     }
     out += line + "\n";
   }

@@ -46,7 +46,7 @@ struct Watch::State {
     std::string dir;  // as configured, trailing slashes trimmed
     std::shared_ptr<http::StaticFiles> files;
     std::size_t dirs = 0;  // directories watched under it
-    bool capped = false;   // kMaxDirsPerRoot reached (logged once)
+    bool capped = false;  // kMaxDirsPerRoot reached (logged once)
   };
   std::vector<Root> roots;
   std::shared_ptr<spdlog::logger> lg = log::get("app");
@@ -57,8 +57,9 @@ struct Watch::State {
       if (r.dirs >= kMaxDirsPerRoot) {
         if (!r.capped) {
           r.capped = true;
-          LIONET_LOG_WARN(lg, "watch: static root '{}' has more than {} directories: files deeper in are seen at their "
-                              "next revalidation only (open_file_cache_valid)",
+          LIONET_LOG_WARN(lg,
+                          "watch: static root '{}' has more than {} directories: files deeper in are seen at their "
+                          "next revalidation only (open_file_cache_valid)",
                           r.dir, kMaxDirsPerRoot);
         }
         return false;

@@ -22,8 +22,8 @@ namespace detail {
 }  // namespace lionet
 
 // Always-on invariant check: prints file:line, the expression and a message, then aborts.
-#define LIONET_CHECK(cond, msg)                                                   \
-  do {                                                                            \
+#define LIONET_CHECK(cond, msg)                                                                   \
+  do {                                                                                            \
     if (LIONET_UNLIKELY(!(cond))) ::lionet::detail::check_failed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 

@@ -33,9 +33,18 @@ class [[nodiscard]] Result {
   explicit operator bool() const noexcept { return ok(); }
   const std::error_code& error() const noexcept { return error_; }
 
-  T& value() & { check(); return value_; }
-  const T& value() const& { check(); return value_; }
-  T&& value() && { check(); return std::move(value_); }
+  T& value() & {
+    check();
+    return value_;
+  }
+  const T& value() const& {
+    check();
+    return value_;
+  }
+  T&& value() && {
+    check();
+    return std::move(value_);
+  }
   T& operator*() & noexcept { return value_; }
   const T& operator*() const& noexcept { return value_; }
   T* operator->() noexcept { return &value_; }

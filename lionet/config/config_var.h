@@ -49,7 +49,7 @@ class ConfigVarBase {
   // The environment variable that overrides it, e.g. "LIONET_FIBER_STACK_SIZE".
   const std::string& env_name() const noexcept { return env_name_; }
 
-  virtual YAML::Node to_yaml() const = 0;          // current value
+  virtual YAML::Node to_yaml() const = 0;  // current value
   virtual YAML::Node default_to_yaml() const = 0;  // default value
 
   // Converts and validates n without touching the var. Throws ConversionError.
@@ -78,7 +78,7 @@ class ConfigVarBase {
   std::string name_;
   std::string description_;
   std::string env_name_;
-  std::mutex write_mutex_;      // serialises writers and notifications
+  std::mutex write_mutex_;  // serialises writers and notifications
   std::mutex listeners_mutex_;  // protects listeners_ and next_id_
   std::vector<std::pair<uint64_t, std::shared_ptr<ErasedListener>>> listeners_;
   uint64_t next_id_ = 1;
@@ -91,8 +91,7 @@ class ConfigVar final : public ConfigVarBase {
  public:
   using Listener = std::function<void(const T& old_value, const T& new_value)>;
 
-  ConfigVar(std::string name, T default_value, std::string description, std::string env_name,
-            Validator<T> validator)
+  ConfigVar(std::string name, T default_value, std::string description, std::string env_name, Validator<T> validator)
       : ConfigVarBase(std::move(name), std::move(description), std::move(env_name)),
         default_(std::make_shared<const T>(std::move(default_value))),
         value_(default_),

@@ -46,8 +46,8 @@
 namespace lionet::config {
 
 // A field's options, or'ed together (kRequired | kOmitEmpty is allowed).
-inline constexpr unsigned kOptional = 0;   // absent: the member keeps its default
-inline constexpr unsigned kRequired = 1;   // absent: "missing required field '<key>'"
+inline constexpr unsigned kOptional = 0;  // absent: the member keeps its default
+inline constexpr unsigned kRequired = 1;  // absent: "missing required field '<key>'"
 inline constexpr unsigned kOmitEmpty = 2;  // written only when !empty() (strings, containers)
 
 template <class S>

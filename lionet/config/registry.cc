@@ -62,7 +62,7 @@ struct Registry::Document {
 Registry::Registry(std::string env_prefix) : env_prefix_(std::move(env_prefix)) {}
 
 Registry& Registry::global() {
-  static Registry& registry = [] () -> Registry& {
+  static Registry& registry = []() -> Registry& {
     static Registry r;  // never destroyed before main() returns; vars outlive users
     // Not configuration: CMake's -Werror switch (.ci/run exports it), the tests' peer paths
     // and the listening sockets a binary upgrade hands over.
@@ -107,7 +107,8 @@ void Registry::check_new_name(const std::string& name) const {
     }
   }
   for (const auto& p : env_ignored_) {
-    if (env.starts_with(p)) throw std::logic_error("config var '" + name + "': its environment variable " + env + " is ignored (" + p + ")");
+    if (env.starts_with(p))
+      throw std::logic_error("config var '" + name + "': its environment variable " + env + " is ignored (" + p + ")");
   }
 }
 
@@ -235,8 +236,7 @@ LoadReport Registry::load_documents(std::vector<Document> docs, LoadOptions opts
                             "expected a mapping (this section holds config keys)");
         }
       } else {
-        report.unknown_keys.push_back(
-            UnknownKey{name, source, line_of(kv.first.Mark()), column_of(kv.first.Mark())});
+        report.unknown_keys.push_back(UnknownKey{name, source, line_of(kv.first.Mark()), column_of(kv.first.Mark())});
       }
     }
   };
@@ -263,7 +263,8 @@ LoadReport Registry::load_documents(std::vector<Document> docs, LoadOptions opts
     for (char** e = environ; e && *e; ++e) {
       std::string_view kv = *e;
       if (!kv.starts_with(env_prefix_)) continue;
-      if (std::any_of(ignored.begin(), ignored.end(), [&](const std::string& p) { return kv.starts_with(p); })) continue;
+      if (std::any_of(ignored.begin(), ignored.end(), [&](const std::string& p) { return kv.starts_with(p); }))
+        continue;
       auto eq = kv.find('=');
       if (eq == std::string_view::npos) continue;
       env.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
@@ -280,7 +281,8 @@ LoadReport Registry::load_documents(std::vector<Document> docs, LoadOptions opts
       try {
         node = YAML::Load(value);
       } catch (const YAML::Exception& e) {
-        throw ConfigError(source, line_of(e.mark), column_of(e.mark), it->second->name(), "YAML syntax error: " + e.msg);
+        throw ConfigError(source, line_of(e.mark), column_of(e.mark), it->second->name(),
+                          "YAML syntax error: " + e.msg);
       }
       pending[it->second->name()] = Pending{it->second, node, source, nullptr};
     }

@@ -65,21 +65,21 @@ class ConfigError : public std::runtime_error {
 };
 
 struct UnknownKey {
-  std::string key;     // dotted, e.g. "fiber.stak_size"
+  std::string key;  // dotted, e.g. "fiber.stak_size"
   std::string source;  // file path or "environment"
-  int line = 0;        // 1-based, 0 for the environment
+  int line = 0;  // 1-based, 0 for the environment
   int column = 0;
 };
 
 struct LoadReport {
-  std::vector<std::string> sources;        // files read, in order
-  std::vector<std::string> changed;        // vars whose value changed, sorted
-  std::vector<UnknownKey> unknown_keys;    // in order of appearance
+  std::vector<std::string> sources;  // files read, in order
+  std::vector<std::string> changed;  // vars whose value changed, sorted
+  std::vector<UnknownKey> unknown_keys;  // in order of appearance
 };
 
 struct LoadOptions {
   bool apply_environment = true;  // apply LIONET_* overrides after the files
-  bool warn_unknown = true;       // log the one warning about unknown keys
+  bool warn_unknown = true;  // log the one warning about unknown keys
 };
 
 class Registry {
@@ -101,8 +101,8 @@ class Registry {
     Validator<T> check;
     if constexpr (!std::is_same_v<V, std::nullptr_t>) check = std::move(validator);
     check_new_name(name);
-    auto var = std::make_shared<ConfigVar<T>>(name, std::move(default_value), std::move(description),
-                                              env_name_of(name), std::move(check));
+    auto var = std::make_shared<ConfigVar<T>>(name, std::move(default_value), std::move(description), env_name_of(name),
+                                              std::move(check));
     add(var, typeid(T));
     return var;
   }
@@ -156,10 +156,10 @@ class Registry {
     const std::type_info* type;
   };
   const std::string env_prefix_;
-  mutable std::mutex mutex_;                      // protects vars_ and env_ignored_
+  mutable std::mutex mutex_;  // protects vars_ and env_ignored_
   std::vector<std::string> env_ignored_;
   std::map<std::string, Entry, std::less<>> vars_;
-  std::mutex load_mutex_;                         // serialises loads
+  std::mutex load_mutex_;  // serialises loads
 };
 
 // Shorthands on Registry::global().

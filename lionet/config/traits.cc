@@ -116,10 +116,11 @@ std::string parse_string(const YAML::Node& n) {
 
 int64_t parse_duration_ns(const YAML::Node& n, int64_t unit_ns, const char* unit_name) {
   const std::string& s = scalar_or_throw(n, "a duration");
-  std::string expected = std::string("a duration (a whole number of ") + unit_name +
-                         ", or a number with a unit: ns, us, ms, s, m, h)";
+  std::string expected =
+      std::string("a duration (a whole number of ") + unit_name + ", or a number with a unit: ns, us, ms, s, m, h)";
   std::size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '+')) ++i;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '+'))
+    ++i;
   std::string number = s.substr(0, i);
   std::string suffix = s.substr(i);
   while (!suffix.empty() && suffix.front() == ' ') suffix.erase(0, 1);

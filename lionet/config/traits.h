@@ -124,8 +124,7 @@ template <class T>
 struct ConfigTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static T from_yaml(const YAML::Node& n) {
     if constexpr (std::is_signed_v<T>) {
-      return static_cast<T>(
-          detail::parse_signed(n, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+      return static_cast<T>(detail::parse_signed(n, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
     } else {
       return static_cast<T>(detail::parse_unsigned(n, std::numeric_limits<T>::max()));
     }
@@ -152,8 +151,7 @@ struct ConfigTraits<std::string> {
 template <class Rep, class Period>
 struct ConfigTraits<std::chrono::duration<Rep, Period>> {
   using D = std::chrono::duration<Rep, Period>;
-  static constexpr int64_t kUnitNs =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(D(1)).count();
+  static constexpr int64_t kUnitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(D(1)).count();
   static_assert(kUnitNs >= 1, "durations finer than a nanosecond are not supported");
   static D from_yaml(const YAML::Node& n) {
     return D(static_cast<Rep>(detail::parse_duration_ns(n, kUnitNs, unit_name()) / kUnitNs));
@@ -180,9 +178,7 @@ struct ConfigTraits<std::optional<T>> {
     if (!n.IsDefined() || n.IsNull()) return std::nullopt;
     return decode<T>(n);
   }
-  static YAML::Node to_yaml(const std::optional<T>& v) {
-    return v ? encode(*v) : YAML::Node(YAML::NodeType::Null);
-  }
+  static YAML::Node to_yaml(const std::optional<T>& v) { return v ? encode(*v) : YAML::Node(YAML::NodeType::Null); }
 };
 
 // ---- containers ----

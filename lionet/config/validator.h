@@ -14,8 +14,8 @@
 #include <functional>
 #include <optional>
 #include <sstream>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,7 +27,7 @@ using Validator = std::function<std::optional<std::string>(const T&)>;
 namespace detail {
 template <class T>
 std::string to_text(const T& v) {
-  if constexpr (requires(std::ostream& os) { os << v; }) {
+  if constexpr (requires(std::ostream & os) { os << v; }) {
     std::ostringstream os;
     os << v;
     return os.str();

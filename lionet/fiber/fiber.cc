@@ -14,7 +14,6 @@ namespace {
 // Ids are never reused; relaxed: uniqueness needs only atomicity, not ordering.
 std::atomic<uint64_t> g_next_id{1};
 
-
 uint64_t fiber_id_for_log() noexcept {
   Fiber* f = current_fiber();
   return f ? f->id() : 0;

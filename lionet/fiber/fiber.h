@@ -32,11 +32,11 @@ class FiberRegistryShard;
 // The state word: low bits are the FiberState, kNotifiedBit marks an unpark that arrived
 // while the fiber was still running (it has not finished switching out yet).
 enum class FiberState : uint32_t {
-  kCreated = 0,   // spawned, never run, no stack yet
+  kCreated = 0,  // spawned, never run, no stack yet
   kRunnable = 1,  // in a run queue
-  kRunning = 2,   // on a worker
-  kParked = 3,    // switched out, waiting for unpark()
-  kDone = 4,      // body returned or threw; stack released
+  kRunning = 2,  // on a worker
+  kParked = 3,  // switched out, waiting for unpark()
+  kDone = 4,  // body returned or threw; stack released
 };
 const char* to_string(FiberState s) noexcept;
 
@@ -98,8 +98,8 @@ class Fiber {
   // state_ and its NOTIFIED bit: see sched/park.cc for every transition.
   std::atomic<uint32_t> state_{static_cast<uint32_t>(FiberState::kCreated)};
   detail::ExecutionContext ctx_;  // written only by the thread that switches this fiber out
-  Stack stack_;                   // acquired on first run, released when done
-  Fiber* next_ = nullptr;         // intrusive link for the inject queue; owned by its holder
+  Stack stack_;  // acquired on first run, released when done
+  Fiber* next_ = nullptr;  // intrusive link for the inject queue; owned by its holder
   // Worker it last ran on (sched/ private). Written by that worker when the fiber starts
   // running; relaxed: unparkers read it after the acquire on state_ that orders it, dumps
   // read it for display only.

@@ -18,16 +18,16 @@ namespace lionet {
 
 // How a stack's overflow is caught. Set once per stack, by StackPool::protect().
 enum class StackGuard : uint8_t {
-  kNone = 0,   // not protected yet (a stack carved but never run)
-  kRegion,     // a guard page installed with madvise(MADV_GUARD_INSTALL): no mapping of its own
-  kPage,       // a guard page made with mprotect(PROT_NONE): splits the slab (+2 kernel mappings)
-  kCanary,     // a canary word at the bottom, checked whenever its fiber switches out
+  kNone = 0,  // not protected yet (a stack carved but never run)
+  kRegion,  // a guard page installed with madvise(MADV_GUARD_INSTALL): no mapping of its own
+  kPage,  // a guard page made with mprotect(PROT_NONE): splits the slab (+2 kernel mappings)
+  kCanary,  // a canary word at the bottom, checked whenever its fiber switches out
 };
 const char* to_string(StackGuard g) noexcept;
 
 struct Stack {
   void* bottom = nullptr;  // lowest usable address (just above the guard/slack page)
-  std::size_t size = 0;    // usable bytes
+  std::size_t size = 0;  // usable bytes
   StackGuard guard = StackGuard::kNone;
   explicit operator bool() const noexcept { return bottom != nullptr; }
 };
@@ -38,8 +38,8 @@ enum class StackProtection : uint8_t {
   // the first guard_page_budget stacks and canaries beyond. Overflow is always detected.
   kAuto,
   kGuardRegion,  // guard regions only; on an older kernel, as kAuto (they cannot be had)
-  kGuardPage,    // mprotect'ed guard pages within guard_page_budget, canaries beyond
-  kCanary,       // canaries only (e.g. to keep kernel mappings to a minimum on old kernels)
+  kGuardPage,  // mprotect'ed guard pages within guard_page_budget, canaries beyond
+  kCanary,  // canaries only (e.g. to keep kernel mappings to a minimum on old kernels)
 };
 const char* to_string(StackProtection p) noexcept;
 
@@ -63,12 +63,12 @@ struct StackPoolOptions {
 // Figures for /metrics and fiber dumps. Each is read separately (relaxed): approximate while
 // the pool is in use.
 struct StackPoolStats {
-  std::size_t mapped = 0;          // stacks carved from slabs: in use or cached
-  std::size_t cached = 0;          // of those, unused (shared pool and worker caches)
+  std::size_t mapped = 0;  // stacks carved from slabs: in use or cached
+  std::size_t cached = 0;  // of those, unused (shared pool and worker caches)
   std::size_t reserved_bytes = 0;  // address space of every slab (virtual, not resident)
-  std::size_t slabs = 0;           // slab mappings (before guard pages split any)
-  std::size_t guard_pages = 0;     // stacks protected with an mprotect'ed page (kPage)
-  std::size_t canaries = 0;        // stacks protected with a canary (kCanary) right now
+  std::size_t slabs = 0;  // slab mappings (before guard pages split any)
+  std::size_t guard_pages = 0;  // stacks protected with an mprotect'ed page (kPage)
+  std::size_t canaries = 0;  // stacks protected with a canary (kCanary) right now
 };
 
 class StackPool {
@@ -156,7 +156,7 @@ class StackCache {
 
  private:
   std::size_t refill() noexcept;  // returns the new count
-  std::size_t spill() noexcept;   // returns the new count
+  std::size_t spill() noexcept;  // returns the new count
   StackPool& pool_;
   std::size_t capacity_;
   // Written only by the owner (plain loads and stores, no locked RMW); atomic so that
@@ -171,12 +171,14 @@ inline uint64_t stack_canary_value(const void* bottom) noexcept {
   return 0x4c696f4e65745354ull ^ reinterpret_cast<uintptr_t>(bottom);
 }
 inline bool stack_canary_intact(const Stack& s) noexcept {
-  return s.guard != StackGuard::kCanary || *static_cast<const volatile uint64_t*>(s.bottom) == stack_canary_value(s.bottom);
+  return s.guard != StackGuard::kCanary ||
+         *static_cast<const volatile uint64_t*>(s.bottom) == stack_canary_value(s.bottom);
 }
 
 // Prints `lionet: fiber stack overflow: fiber id N name "x" overflowed its S-byte stack ...` and
 // aborts. Async-signal-safe (the SIGSEGV handler calls it). how: what caught it.
-[[noreturn]] void die_of_stack_overflow(uint64_t fiber_id, const char* name, std::size_t size, const char* how) noexcept;
+[[noreturn]] void die_of_stack_overflow(uint64_t fiber_id, const char* name, std::size_t size,
+                                        const char* how) noexcept;
 
 // Installs (once per process) the SIGSEGV handler that reports guard-page hits, and gives the
 // calling thread an alternate signal stack (each worker thread calls this at start). The handler

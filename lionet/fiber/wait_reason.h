@@ -20,23 +20,23 @@
 namespace lionet {
 
 enum class WaitKind : uint8_t {
-  kNone = 0,            // nothing recorded (a plain park() by code that records no reason)
-  kFdRead,              // io/ IOManager::wait_readable (fd)
-  kFdWrite,             // io/ IOManager::wait_writable (fd)
-  kSleep,               // this_fiber::sleep_* (deadline)
-  kChannelRecv,         // sync/ Channel recv (object: the channel)
-  kChannelSend,         // sync/ Channel send (object: the channel)
-  kSelect,              // sync/ select over `arg` cases
-  kMutex,               // sync/ Mutex
-  kSharedMutex,         // sync/ SharedMutex::lock (exclusive)
-  kSharedMutexShared,   // sync/ SharedMutex::lock_shared
-  kCondVar,             // sync/ CondVar
-  kSemaphore,           // sync/ Semaphore
-  kWaitGroup,           // sync/ WaitGroup
-  kEvent,               // sync/ Event
-  kJoin,                // JoinHandle::join (arg: the joined fiber's id)
-  kOffload,             // sync/ offload (object: the pool)
-  kFileIo,              // file/ async file IO
+  kNone = 0,  // nothing recorded (a plain park() by code that records no reason)
+  kFdRead,  // io/ IOManager::wait_readable (fd)
+  kFdWrite,  // io/ IOManager::wait_writable (fd)
+  kSleep,  // this_fiber::sleep_* (deadline)
+  kChannelRecv,  // sync/ Channel recv (object: the channel)
+  kChannelSend,  // sync/ Channel send (object: the channel)
+  kSelect,  // sync/ select over `arg` cases
+  kMutex,  // sync/ Mutex
+  kSharedMutex,  // sync/ SharedMutex::lock (exclusive)
+  kSharedMutexShared,  // sync/ SharedMutex::lock_shared
+  kCondVar,  // sync/ CondVar
+  kSemaphore,  // sync/ Semaphore
+  kWaitGroup,  // sync/ WaitGroup
+  kEvent,  // sync/ Event
+  kJoin,  // JoinHandle::join (arg: the joined fiber's id)
+  kOffload,  // sync/ offload (object: the pool)
+  kFileIo,  // file/ async file IO
   kCount_,
 };
 // Short lowercase words for dumps: "fd read", "channel recv", "mutex", ...
@@ -47,8 +47,8 @@ struct FiberWaitRecord {
   // kind (bits 0-7) | arg (bits 32-63: fd, select case count, or 0). Written last by
   // note_wait*() so a reader that sees a kind mostly sees its object too (see the top).
   std::atomic<uint64_t> word{0};
-  std::atomic<uint64_t> object{0};       // address of the primitive, or a joined fiber's id
-  std::atomic<int64_t> deadline_ns{0};   // steady-clock ns of a timed wait's deadline, 0: none
+  std::atomic<uint64_t> object{0};  // address of the primitive, or a joined fiber's id
+  std::atomic<int64_t> deadline_ns{0};  // steady-clock ns of a timed wait's deadline, 0: none
 
   static uint64_t pack(WaitKind k, uint32_t arg) noexcept {
     return static_cast<uint64_t>(k) | (static_cast<uint64_t>(arg) << 32);

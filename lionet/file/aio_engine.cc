@@ -17,9 +17,9 @@
 #include <libaio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -134,8 +134,8 @@ class AioEngine final : public ReapedEngineBase {
     io_context_t ctx{};
     int r = io_setup(static_cast<int>(options_.queue_depth ? options_.queue_depth : 128), &ctx);
     if (r < 0) {
-      LIONET_LOG_WARN(lg, "libaio: io_setup({}) failed: errno {} (see /proc/sys/fs/aio-max-nr)",
-                      options_.queue_depth, -r);
+      LIONET_LOG_WARN(lg, "libaio: io_setup({}) failed: errno {} (see /proc/sys/fs/aio-max-nr)", options_.queue_depth,
+                      -r);
       return nullptr;
     }
     int efd = make_nonblocking_eventfd();
@@ -187,12 +187,8 @@ class AioEngine final : public ReapedEngineBase {
         if (r.iov) io_prep_pwritev(&cb, r.fd, r.iov, r.iovcnt, r.offset);
         else io_prep_pwrite(&cb, r.fd, r.buf, r.len, r.offset);
         break;
-      case FileOp::kFsync:
-        io_prep_fsync(&cb, r.fd);
-        break;
-      case FileOp::kFdatasync:
-        io_prep_fdsync(&cb, r.fd);
-        break;
+      case FileOp::kFsync: io_prep_fsync(&cb, r.fd); break;
+      case FileOp::kFdatasync: io_prep_fdsync(&cb, r.fd); break;
     }
     cb.data = &r;  // io_set_eventfd() comes at submit time, when the context is known
   }

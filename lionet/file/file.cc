@@ -41,7 +41,7 @@ void dio_alignment(int fd, std::size_t* mem, std::size_t* off) noexcept {
   *mem = 512;
   *off = 512;
 #if defined(STATX_DIOALIGN)
-  struct statx sx{};
+  struct statx sx {};
   if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
       sx.stx_dio_offset_align != 0) {
     *mem = sx.stx_dio_mem_align ? sx.stx_dio_mem_align : 1;
@@ -53,7 +53,8 @@ void dio_alignment(int fd, std::size_t* mem, std::size_t* off) noexcept {
 FileEngine* choose_engine(const FileOptions& o, bool direct, int* err) noexcept {
   const std::string& e = o.engine;
   if (e == "auto") {
-    if (FileEngine* u = file_engine_compiled("io_uring") ? file_engine("io_uring", o.engine_options) : nullptr) return u;
+    if (FileEngine* u = file_engine_compiled("io_uring") ? file_engine("io_uring", o.engine_options) : nullptr)
+      return u;
     if (direct && file_engine_compiled("libaio")) {
       if (FileEngine* a = file_engine("libaio", o.engine_options)) return a;
     }

@@ -41,9 +41,9 @@
 #include <span>
 #include <string>
 
+#include "lionet/base/result.h"
 #include "lionet/file/aligned_buffer.h"
 #include "lionet/file/file_engine.h"
-#include "lionet/base/result.h"
 
 namespace lionet {
 
@@ -122,7 +122,7 @@ class File {
   bool warned_misaligned_ = false;
   std::size_t mem_align_ = 512;
   std::size_t off_align_ = 512;
-  FileEngine* engine_ = nullptr;    // the chosen engine (process-wide, never destroyed)
+  FileEngine* engine_ = nullptr;  // the chosen engine (process-wide, never destroyed)
   FileEngine* fallback_ = nullptr;  // threadpool: buffered/fsync on libaio, no IOManager
 };
 }  // namespace lionet

@@ -32,8 +32,8 @@ void FileEngine::Counters::note_reaped(uint64_t n) noexcept {
 FileEngineStats FileEngine::stats() const noexcept {
   const auto& c = counters_;
   auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {ld(c.requests),      ld(c.submit_calls), ld(c.queue_full), ld(c.eventfd_waits),
-          ld(c.reap_passes),   ld(c.completions),  ld(c.max_reaped), ld(c.contexts)};
+  return {ld(c.requests),    ld(c.submit_calls), ld(c.queue_full), ld(c.eventfd_waits),
+          ld(c.reap_passes), ld(c.completions),  ld(c.max_reaped), ld(c.contexts)};
 }
 
 bool file_engine_compiled(std::string_view kind) noexcept {
@@ -88,12 +88,8 @@ int64_t run_blocking(FileRequest& r) noexcept {
       case FileOp::kWrite:
         n = r.iov ? ::pwritev(r.fd, r.iov, r.iovcnt, r.offset) : ::pwrite(r.fd, r.buf, r.len, r.offset);
         break;
-      case FileOp::kFsync:
-        n = ::fsync(r.fd);
-        break;
-      case FileOp::kFdatasync:
-        n = ::fdatasync(r.fd);
-        break;
+      case FileOp::kFsync: n = ::fsync(r.fd); break;
+      case FileOp::kFdatasync: n = ::fdatasync(r.fd); break;
     }
     if (n >= 0) return n;
     if (errno != EINTR) return -errno;

@@ -60,14 +60,14 @@ struct FileRequest {
 
 // Counters of one engine (all its per-worker contexts), relaxed: exact once quiescent.
 struct FileEngineStats {
-  uint64_t requests = 0;        // requests started
-  uint64_t submit_calls = 0;    // io_submit / io_uring_submit system calls (or offloads)
-  uint64_t queue_full = 0;      // submissions refused for a full queue (EAGAIN/EBUSY), retried
-  uint64_t eventfd_waits = 0;   // times a reaper parked in IOManager::wait_readable(eventfd)
-  uint64_t reap_passes = 0;     // io_getevents / CQ sweeps that returned >= 1 completion
-  uint64_t completions = 0;     // completions delivered
-  uint64_t max_reaped = 0;      // most completions taken in one pass
-  uint64_t contexts = 0;        // per-worker contexts (io_setup / rings) created so far
+  uint64_t requests = 0;  // requests started
+  uint64_t submit_calls = 0;  // io_submit / io_uring_submit system calls (or offloads)
+  uint64_t queue_full = 0;  // submissions refused for a full queue (EAGAIN/EBUSY), retried
+  uint64_t eventfd_waits = 0;  // times a reaper parked in IOManager::wait_readable(eventfd)
+  uint64_t reap_passes = 0;  // io_getevents / CQ sweeps that returned >= 1 completion
+  uint64_t completions = 0;  // completions delivered
+  uint64_t max_reaped = 0;  // most completions taken in one pass
+  uint64_t contexts = 0;  // per-worker contexts (io_setup / rings) created so far
 };
 
 struct FileEngineOptions {
@@ -97,8 +97,8 @@ class FileEngine {
  protected:
   // Written by the engines (relaxed adds), read by stats().
   struct Counters {
-    std::atomic<uint64_t> requests{0}, submit_calls{0}, queue_full{0}, eventfd_waits{0}, reap_passes{0},
-        completions{0}, max_reaped{0}, contexts{0};
+    std::atomic<uint64_t> requests{0}, submit_calls{0}, queue_full{0}, eventfd_waits{0}, reap_passes{0}, completions{0},
+        max_reaped{0}, contexts{0};
     void note_reaped(uint64_t n) noexcept;
   };
   Counters counters_;

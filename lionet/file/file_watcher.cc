@@ -109,10 +109,8 @@ Result<void> FileWatcher::add(const std::string& path_in) noexcept {
       d.path = dir;
       by_dir_path_[dir] = wd;
     }
-    if (is_dir)
-      d.whole = true;
-    else
-      ++d.names[name];
+    if (is_dir) d.whole = true;
+    else ++d.names[name];
     return {};
   } catch (...) {
     return fail<void>(ENOMEM);
@@ -206,12 +204,9 @@ bool FileWatcher::drain(int& err, std::size_t& seen) noexcept {
         const char* name = ev->name;
         if (!d.whole && d.names.find(name) == d.names.end()) continue;
         ++seen;
-        if (ev->mask & (IN_CREATE | IN_MOVED_TO))
-          record(join(d.path, name), kFileCreated, true);
-        else if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE))
-          record(join(d.path, name), kFileModified, true);
-        else if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
-          record(join(d.path, name), kFileDeleted, false);
+        if (ev->mask & (IN_CREATE | IN_MOVED_TO)) record(join(d.path, name), kFileCreated, true);
+        else if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) record(join(d.path, name), kFileModified, true);
+        else if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) record(join(d.path, name), kFileDeleted, false);
       }
     } catch (...) {
       err = ENOMEM;

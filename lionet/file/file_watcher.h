@@ -71,7 +71,7 @@ enum FileChangeKind : uint32_t {
 
 struct FileChange {
   std::string path;
-  uint32_t kinds = 0;   // FileChangeKind bits, every kind seen since the last next()
+  uint32_t kinds = 0;  // FileChangeKind bits, every kind seen since the last next()
   bool exists = false;  // after the last change seen: created or modified (true), deleted (false)
   bool created() const noexcept { return kinds & kFileCreated; }
   bool modified() const noexcept { return kinds & kFileModified; }
@@ -104,9 +104,9 @@ class FileWatcher {
 
  private:
   struct Dir {
-    std::string path;                                   // as added, "" for "."
-    bool whole = false;                                 // the directory itself was added
-    std::unordered_map<std::string, int> names;         // files added in it (name -> count)
+    std::string path;  // as added, "" for "."
+    bool whole = false;  // the directory itself was added
+    std::unordered_map<std::string, int> names;  // files added in it (name -> count)
   };
   FileWatcher(int fd, int wake_fd, int ep_fd, FileWatcherOptions options) noexcept;
   // Reads every queued kernel event into pending_, counting in seen those it kept; false with
@@ -116,15 +116,15 @@ class FileWatcher {
   // Waits until the descriptor is readable or the deadline: 0, ETIMEDOUT or ECANCELED.
   int wait(std::optional<TimePoint> deadline) noexcept;
 
-  const int fd_;       // inotify
+  const int fd_;  // inotify
   const int wake_fd_;  // eventfd close() writes to
-  const int ep_fd_;    // epoll over both: what next() waits on (close() cannot be missed)
+  const int ep_fd_;  // epoll over both: what next() waits on (close() cannot be missed)
   const FileWatcherOptions options_;
   std::atomic<bool> closed_{false};
   std::atomic<IOManager*> io_{nullptr};  // the IOManager next() last waited through
 
   std::mutex mu_;  // guards dirs_, by_dir_path_ (add/remove against next's event decoding)
-  std::unordered_map<int, Dir> dirs_;                 // watch descriptor -> directory
+  std::unordered_map<int, Dir> dirs_;  // watch descriptor -> directory
   std::unordered_map<std::string, int> by_dir_path_;  // directory path -> watch descriptor
 
   // next()'s caller only.

@@ -137,12 +137,8 @@ class UringEngine final : public ReapedEngineBase {
         if (r.iov) io_uring_prep_writev(sqe, r.fd, r.iov, static_cast<unsigned>(r.iovcnt), r.offset);
         else io_uring_prep_write(sqe, r.fd, r.buf, static_cast<unsigned>(r.len), r.offset);
         break;
-      case FileOp::kFsync:
-        io_uring_prep_fsync(sqe, r.fd, 0);
-        break;
-      case FileOp::kFdatasync:
-        io_uring_prep_fsync(sqe, r.fd, IORING_FSYNC_DATASYNC);
-        break;
+      case FileOp::kFsync: io_uring_prep_fsync(sqe, r.fd, 0); break;
+      case FileOp::kFdatasync: io_uring_prep_fsync(sqe, r.fd, IORING_FSYNC_DATASYNC); break;
     }
     io_uring_sqe_set_data(sqe, &r);
   }

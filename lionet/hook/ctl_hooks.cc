@@ -68,8 +68,7 @@ int fcntl_impl(int fd, int cmd, void* arg) noexcept {
       }
       return nfd;
     }
-    default:
-      return LIONET_REAL(fcntl)(fd, cmd, arg);
+    default: return LIONET_REAL(fcntl)(fd, cmd, arg);
   }
 }
 

@@ -18,10 +18,10 @@
 
 #include "lionet/fiber/fiber.h"
 #include "lionet/hook/detail/common.h"
-#include "lionet/sched/scheduler.h"
 #include "lionet/hook/detail/real.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/scheduler.h"
 
 // Anchors defined by the other hook files: referencing them here makes ensure_linked() pull
 // every hook object out of the static library.
@@ -33,9 +33,8 @@ extern "C" const int lionet_hook_anchor_dns;
 
 extern "C" __attribute__((visibility("default"), noinline)) void lionet_hook_ensure_linked() noexcept {
   // volatile: the loads (and so the references to every hook object) must stay.
-  const volatile int* anchors[] = {&lionet_hook_anchor_io, &lionet_hook_anchor_ctl,
-                                   &lionet_hook_anchor_poll, &lionet_hook_anchor_sleep,
-                                   &lionet_hook_anchor_dns};
+  const volatile int* anchors[] = {&lionet_hook_anchor_io, &lionet_hook_anchor_ctl, &lionet_hook_anchor_poll,
+                                   &lionet_hook_anchor_sleep, &lionet_hook_anchor_dns};
   int sum = 0;
   for (const volatile int* a : anchors) sum += *a;
   (void)sum;

@@ -112,9 +112,9 @@ bool is_io_active() noexcept;
 // Regular-file hooks (see REGULAR FILE above): calls served on the worker by the RWF_NOWAIT
 // try, and calls that went to the offload pool. Process-wide, relaxed counters.
 struct RegularFileStats {
-  unsigned long long fast_path = 0;     // served on the worker by the RWF_NOWAIT try
-  unsigned long long offloaded = 0;     // ran on the offload pool
-  unsigned long long inline_writes = 0; // small buffered writes done in place (no NOWAIT writes)
+  unsigned long long fast_path = 0;  // served on the worker by the RWF_NOWAIT try
+  unsigned long long offloaded = 0;  // ran on the offload pool
+  unsigned long long inline_writes = 0;  // small buffered writes done in place (no NOWAIT writes)
 };
 RegularFileStats regular_file_stats() noexcept;
 

@@ -6,8 +6,8 @@
 // The one rule every function here follows: errno is read with get_errno() and written with
 // set_errno(), and only after the last call that may switch fibers (wait_fd).
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -131,9 +131,9 @@ std::atomic<size_t> g_nowait_max{256 * 1024};
 std::atomic<size_t> g_inline_write_max{256 * 1024};
 std::atomic<bool> g_offload_sync{true};
 
-std::atomic<uint64_t> g_file_fast{0};     // served by the RWF_NOWAIT try
+std::atomic<uint64_t> g_file_fast{0};  // served by the RWF_NOWAIT try
 std::atomic<uint64_t> g_file_offload{0};  // ran on the offload pool
-std::atomic<uint64_t> g_file_inline{0};   // small buffered writes done in place (no NOWAIT support)
+std::atomic<uint64_t> g_file_inline{0};  // small buffered writes done in place (no NOWAIT support)
 
 // The fd's entry if the call must take the regular-file path: an active fiber (no IOManager
 // needed: the offload pool parks the fiber itself) and a regular file.
@@ -210,16 +210,16 @@ ssize_t file_io(FdEntry* e, int fd, bool write, const iovec* iov, int cnt, off_t
   if (first > 0) {
     iovec rest{static_cast<char*>(iov[0].iov_base) + first, iov[0].iov_len - static_cast<size_t>(first)};
     const off_t roff = off < 0 ? -1 : off + first;
-    ssize_t r = offload_call([&] {
-      return roff < 0 ? LIONET_REAL(readv)(fd, &rest, 1) : LIONET_REAL(preadv)(fd, &rest, 1, roff);
-    });
+    ssize_t r = offload_call(
+        [&] { return roff < 0 ? LIONET_REAL(readv)(fd, &rest, 1) : LIONET_REAL(preadv)(fd, &rest, 1, roff); });
     if (roff < 0 && r < 0) return first;  // position already advanced: report what we have
     return r < 0 ? first : first + r;
   }
   if (off < 0) {
     return offload_call([&] { return write ? LIONET_REAL(writev)(fd, iov, cnt) : LIONET_REAL(readv)(fd, iov, cnt); });
   }
-  return offload_call([&] { return write ? LIONET_REAL(pwritev)(fd, iov, cnt, off) : LIONET_REAL(preadv)(fd, iov, cnt, off); });
+  return offload_call(
+      [&] { return write ? LIONET_REAL(pwritev)(fd, iov, cnt, off) : LIONET_REAL(preadv)(fd, iov, cnt, off); });
 }
 
 // Records a freshly created socket or pipe end.
@@ -254,9 +254,11 @@ int accept_impl(int fd, sockaddr* addr, socklen_t* len, int flags, bool is_accep
   const int kflags = force ? (flags | SOCK_NONBLOCK) : flags;
   auto call = [&]() -> ssize_t {
     return (is_accept4 || kflags != 0) ? LIONET_REAL(accept4)(fd, addr, len, kflags)
-                                        : LIONET_REAL(accept)(fd, addr, len);
+                                       : LIONET_REAL(accept)(fd, addr, len);
   };
-  auto kernel = [&](IOManager* io, const std::optional<TimePoint>& dl) { return io->accept(fd, addr, len, kflags, dl); };
+  auto kernel = [&](IOManager* io, const std::optional<TimePoint>& dl) {
+    return io->accept(fd, addr, len, kflags, dl);
+  };
   int n = static_cast<int>(do_io(is_accept4 ? "accept4" : "accept", fd, Dir::kRead, 0, call, kernel));
   if (n >= 0) {
     if (FdEntry* e = fd_table().get(n)) {
@@ -356,17 +358,13 @@ LIONET_HOOK_API int pipe2(int fds[2], int flags) {
 
 LIONET_HOOK_API int pipe(int fds[2]) { return pipe2(fds, 0); }
 
-LIONET_HOOK_API int accept(int fd, sockaddr* addr, socklen_t* len) {
-  return accept_impl(fd, addr, len, 0, false);
-}
+LIONET_HOOK_API int accept(int fd, sockaddr* addr, socklen_t* len) { return accept_impl(fd, addr, len, 0, false); }
 
 LIONET_HOOK_API int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   return accept_impl(fd, addr, len, flags, true);
 }
 
-LIONET_HOOK_API int connect(int fd, const sockaddr* addr, socklen_t len) {
-  return connect_impl(fd, addr, len);
-}
+LIONET_HOOK_API int connect(int fd, const sockaddr* addr, socklen_t len) { return connect_impl(fd, addr, len); }
 
 // ---- opening files ----
 // open/openat are hooked only to forget a stale fd-table entry: the number may have belonged to
@@ -433,29 +431,34 @@ LIONET_HOOK_API ssize_t read(int fd, void* buf, size_t n) {
     iovec v{buf, n};
     return file_io(e, fd, false, &v, 1, -1);
   }
-  return do_io("read", fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); }, kernel_recv(fd, buf, n, 0));
+  return do_io(
+      "read", fd, Dir::kRead, 0, [&] { return LIONET_REAL(read)(fd, buf, n); }, kernel_recv(fd, buf, n, 0));
 }
 
 LIONET_HOOK_API ssize_t readv(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, false, iov, cnt, -1);
-  return do_io("readv", fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); },
-               kernel_msg(fd, false, iov, cnt, 0, nullptr, nullptr));
+  return do_io(
+      "readv", fd, Dir::kRead, 0, [&] { return LIONET_REAL(readv)(fd, iov, cnt); },
+      kernel_msg(fd, false, iov, cnt, 0, nullptr, nullptr));
 }
 
 LIONET_HOOK_API ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return do_io("recv", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); },
-               kernel_recv(fd, buf, n, flags));
+  return do_io(
+      "recv", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recv)(fd, buf, n, flags); },
+      kernel_recv(fd, buf, n, flags));
 }
 
 LIONET_HOOK_API ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
   iovec v{buf, n};
-  return do_io("recvfrom", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); },
-               kernel_msg(fd, false, &v, 1, flags, addr, addr ? len : nullptr));
+  return do_io(
+      "recvfrom", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvfrom)(fd, buf, n, flags, addr, len); },
+      kernel_msg(fd, false, &v, 1, flags, addr, addr ? len : nullptr));
 }
 
 LIONET_HOOK_API ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  return do_io("recvmsg", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); },
-               kernel_recvmsg(fd, msg, flags));
+  return do_io(
+      "recvmsg", fd, Dir::kRead, flags, [&] { return LIONET_REAL(recvmsg)(fd, msg, flags); },
+      kernel_recvmsg(fd, msg, flags));
 }
 
 LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
@@ -463,13 +466,15 @@ LIONET_HOOK_API ssize_t write(int fd, const void* buf, size_t n) {
     iovec v{const_cast<void*>(buf), n};
     return file_io(e, fd, true, &v, 1, -1);
   }
-  return do_io("write", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); }, kernel_send(fd, buf, n, 0));
+  return do_io(
+      "write", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(write)(fd, buf, n); }, kernel_send(fd, buf, n, 0));
 }
 
 LIONET_HOOK_API ssize_t writev(int fd, const iovec* iov, int cnt) {
   if (FdEntry* e = regular_entry(fd)) return file_io(e, fd, true, iov, cnt, -1);
-  return do_io("writev", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); },
-               kernel_msg(fd, true, iov, cnt, 0, nullptr, nullptr));
+  return do_io(
+      "writev", fd, Dir::kWrite, 0, [&] { return LIONET_REAL(writev)(fd, iov, cnt); },
+      kernel_msg(fd, true, iov, cnt, 0, nullptr, nullptr));
 }
 
 // Positional transfers: only regular files change behaviour (sockets and pipes cannot seek).
@@ -523,20 +528,23 @@ LIONET_HOOK_API ssize_t preadv64(int fd, const iovec* iov, int cnt, off64_t off)
 LIONET_HOOK_API ssize_t pwritev64(int fd, const iovec* iov, int cnt, off64_t off) { return pwritev(fd, iov, cnt, off); }
 
 LIONET_HOOK_API ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  return do_io("send", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); },
-               kernel_send(fd, buf, n, flags));
+  return do_io(
+      "send", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(send)(fd, buf, n, flags); },
+      kernel_send(fd, buf, n, flags));
 }
 
 LIONET_HOOK_API ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
   iovec v{const_cast<void*>(buf), n};
   socklen_t alen = len;
-  return do_io("sendto", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); },
-               kernel_msg(fd, true, &v, 1, flags, const_cast<sockaddr*>(addr), addr ? &alen : nullptr));
+  return do_io(
+      "sendto", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendto)(fd, buf, n, flags, addr, len); },
+      kernel_msg(fd, true, &v, 1, flags, const_cast<sockaddr*>(addr), addr ? &alen : nullptr));
 }
 
 LIONET_HOOK_API ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  return do_io("sendmsg", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); },
-               kernel_sendmsg(fd, msg, flags));
+  return do_io(
+      "sendmsg", fd, Dir::kWrite, flags, [&] { return LIONET_REAL(sendmsg)(fd, msg, flags); },
+      kernel_sendmsg(fd, msg, flags));
 }
 
 LIONET_HOOK_API ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
@@ -615,7 +623,8 @@ void configure_regular_files(const RegularFileOptions& o) noexcept {
 }
 
 RegularFileOptions regular_file_options() noexcept {
-  return {detail::g_nowait_max.load(std::memory_order_relaxed), detail::g_inline_write_max.load(std::memory_order_relaxed),
+  return {detail::g_nowait_max.load(std::memory_order_relaxed),
+          detail::g_inline_write_max.load(std::memory_order_relaxed),
           detail::g_offload_sync.load(std::memory_order_relaxed)};
 }
 }  // namespace lionet::hook

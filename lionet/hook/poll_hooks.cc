@@ -35,8 +35,8 @@ namespace {
 constexpr short kInEvents = POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP;
 constexpr short kOutEvents = POLLOUT | POLLWRNORM | POLLWRBAND;
 // poll and epoll share these bit values on Linux.
-constexpr uint32_t kEpollMask = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDNORM | EPOLLRDBAND |
-                                EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP;
+constexpr uint32_t kEpollMask =
+    EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDNORM | EPOLLRDBAND | EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP;
 
 // Sleeps until deadline (forever if none); returns ETIMEDOUT.
 int sleep_until_deadline(std::optional<TimePoint> deadline) noexcept {

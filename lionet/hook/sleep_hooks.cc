@@ -50,8 +50,8 @@ LIONET_HOOK_API int nanosleep(const timespec* req, timespec* rem) {
 
 // Returns an error number (not errno), like the original.
 LIONET_HOOK_API int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
-  const bool known = clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC || clock == CLOCK_BOOTTIME ||
-                     clock == CLOCK_TAI;
+  const bool known =
+      clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC || clock == CLOCK_BOOTTIME || clock == CLOCK_TAI;
   if (!sleep_active() || !known || req == nullptr) return LIONET_REAL(clock_nanosleep)(clock, flags, req, rem);
   if (!valid(req)) return EINVAL;
   lionet::Duration d = to_duration(*req);

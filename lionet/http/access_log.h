@@ -95,7 +95,7 @@ struct AccessLogOptions {
 struct AccessLogStats {
   uint64_t lines_written = 0;  // lines write(2) accepted
   uint64_t lines_dropped = 0;  // lines lost: the buffer was full, or their write failed
-  uint64_t write_errors = 0;   // write(2) calls that failed (each loses the rest of its batch)
+  uint64_t write_errors = 0;  // write(2) calls that failed (each loses the rest of its batch)
 };
 
 // One exchange as the server saw it. Views are read during log() only. An empty view is an
@@ -105,14 +105,14 @@ struct AccessLogEntry {
   // The request line's parts; method empty when the request line was not parsed (a refused
   // request): then request_line is written instead.
   std::string_view method;
-  std::string_view target;    // the request target as sent (path and query, not decoded)
+  std::string_view target;  // the request target as sent (path and query, not decoded)
   std::string_view protocol;  // "HTTP/1.1", "HTTP/1.0", "HTTP/2.0"
   // With method empty: the raw first line of a refused request, or empty if none ended. JSON
   // splits it at its first two spaces into method, uri and protocol.
   std::string_view request_line;
   int status = 0;
   uint64_t body_bytes_sent = 0;  // body payload bytes written (not the head, not chunk framing)
-  Duration request_time{};       // first byte of the request head to the end of the response
+  Duration request_time{};  // first byte of the request head to the end of the response
   std::string_view referer;
   std::string_view user_agent;
   std::string_view server;  // the server's name (JSON key "server"), empty when it has none

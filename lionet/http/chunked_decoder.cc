@@ -136,8 +136,7 @@ bool ChunkedDecoder::framing_byte(char c) noexcept {
       return true;
     case State::kData:
     case State::kDone:
-    case State::kError:
-      return false;  // not framing states; next() never passes bytes here
+    case State::kError: return false;  // not framing states; next() never passes bytes here
   }
   if (state_ >= State::kTrailerStart) {
     if (++trailer_bytes_ > limits_.max_trailer_bytes) return fail(400, "trailer section too large"), false;

@@ -26,14 +26,14 @@ namespace lionet::http {
 class ChunkedDecoder {
  public:
   struct Limits {
-    uint64_t max_body = UINT64_MAX;    // sum of chunk sizes
-    size_t max_line = 4096;            // one chunk-size line with its extensions
+    uint64_t max_body = UINT64_MAX;  // sum of chunk sizes
+    size_t max_line = 4096;  // one chunk-size line with its extensions
     size_t max_trailer_bytes = 16384;  // the whole trailer section
   };
   enum class Status : uint8_t { kNeedMore, kDone, kError };
   struct Step {
-    size_t consumed = 0;          // input bytes used (framing and data)
-    const char* data = nullptr;   // body bytes, in place inside the input (may be none)
+    size_t consumed = 0;  // input bytes used (framing and data)
+    const char* data = nullptr;  // body bytes, in place inside the input (may be none)
     size_t data_size = 0;
   };
 
@@ -65,9 +65,23 @@ class ChunkedDecoder {
 
  private:
   enum class State : uint8_t {
-    kSizeStart, kSize, kExtBws, kExt, kExtQuoted, kExtQuotedEscape, kSizeLf,
-    kData, kDataCr, kDataLf,
-    kTrailerStart, kTrailerName, kTrailerValue, kTrailerLf, kFinalLf, kDone, kError,
+    kSizeStart,
+    kSize,
+    kExtBws,
+    kExt,
+    kExtQuoted,
+    kExtQuotedEscape,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kTrailerStart,
+    kTrailerName,
+    kTrailerValue,
+    kTrailerLf,
+    kFinalLf,
+    kDone,
+    kError,
   };
   void fail(int status, const char* reason) noexcept;
   // One framing byte; false on error.
@@ -80,7 +94,7 @@ class ChunkedDecoder {
   const char* error_reason_ = "";
   uint64_t chunk_left_ = 0;  // data bytes left in the current chunk (also the size being read)
   uint64_t total_ = 0;
-  size_t line_bytes_ = 0;     // bytes of the current size line
+  size_t line_bytes_ = 0;  // bytes of the current size line
   size_t trailer_bytes_ = 0;  // bytes of the trailer section so far
   int size_digits_ = 0;
 };

@@ -39,10 +39,10 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/result.h"
 #include "lionet/http/idle_pool.h"
 #include "lionet/http/response.h"
 #include "lionet/http/url.h"
-#include "lionet/base/result.h"
 #include "lionet/net/stream.h"
 
 namespace lionet {
@@ -111,7 +111,7 @@ struct ClientResponse {
   std::string body;
   // Trailer fields after the body (HTTP/2; the HTTP/1.1 client reads and drops them).
   std::vector<std::pair<std::string, std::string>> trailers;
-  bool chunked = false;        // the body came chunked
+  bool chunked = false;  // the body came chunked
   bool reused_connection = false;
   // First value of a header (case-insensitive) or "".
   std::string_view header(std::string_view name) const noexcept;

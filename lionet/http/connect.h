@@ -25,18 +25,18 @@ namespace lionet::http {
 
 // What a TLS client offers in ALPN.
 enum class Alpn : unsigned char {
-  kContext,   // the context's own list (SslOptions::alpn), none if it has none
-  kH2First,   // "h2" then "http/1.1", unless the context has a list of its own
-  kHttp11,    // "http/1.1" only, whatever the context says (a handshake that must stay HTTP/1)
+  kContext,  // the context's own list (SslOptions::alpn), none if it has none
+  kH2First,  // "h2" then "http/1.1", unless the context has a list of its own
+  kHttp11,  // "http/1.1" only, whatever the context says (a handshake that must stay HTTP/1)
 };
 
 struct ConnectOptions {
-  bool tls = false;                        // wrap in TLS (an https:// or wss:// URL)
+  bool tls = false;  // wrap in TLS (an https:// or wss:// URL)
   std::shared_ptr<SslContext> tls_context{};  // required when tls: EPROTONOSUPPORT without
-  std::string host{};                      // SNI and certificate host check
+  std::string host{};  // SNI and certificate host check
   Alpn alpn = Alpn::kContext;
-  TimePoint connect_deadline{};            // bounds each address's TCP connect
-  TimePoint deadline{};                    // bounds the TLS handshake (and the whole call)
+  TimePoint connect_deadline{};  // bounds each address's TCP connect
+  TimePoint deadline{};  // bounds the TLS handshake (and the whole call)
 };
 
 // Tries addrs in order: a refused, unreachable or timed-out connect, or a failed TLS handshake,

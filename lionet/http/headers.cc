@@ -5,18 +5,12 @@ namespace lionet::http {
 
 bool is_hop_by_hop(std::string_view n) noexcept {
   switch (n.size()) {  // one comparison at most for the fields every message carries
-    case 2:
-      return iequals(n, "te");
-    case 7:
-      return iequals(n, "upgrade");
-    case 10:
-      return iequals(n, "connection") || iequals(n, "keep-alive");
-    case 16:
-      return iequals(n, "proxy-connection");
-    case 17:
-      return iequals(n, "transfer-encoding");
-    default:
-      return false;
+    case 2: return iequals(n, "te");
+    case 7: return iequals(n, "upgrade");
+    case 10: return iequals(n, "connection") || iequals(n, "keep-alive");
+    case 16: return iequals(n, "proxy-connection");
+    case 17: return iequals(n, "transfer-encoding");
+    default: return false;
   }
 }
 

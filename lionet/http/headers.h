@@ -48,7 +48,7 @@ bool for_each_element(std::string_view list, F&& f) {
 bool is_hop_by_hop(std::string_view name) noexcept;
 
 struct HeaderField {
-  std::string_view name;   // as sent (case preserved)
+  std::string_view name;  // as sent (case preserved)
   std::string_view value;  // leading/trailing whitespace removed
 };
 

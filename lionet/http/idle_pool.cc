@@ -46,8 +46,7 @@ Duration IdlePool::sweep_period() const noexcept {
 
 void IdlePool::sweep_if_due(TimePoint t, std::vector<std::unique_ptr<PooledConnection>>& expired) {
   int64_t due = next_sweep_.load(std::memory_order_relaxed);
-  if (ticks(t) < due ||
-      !next_sweep_.compare_exchange_strong(due, ticks(t + sweep_period()), std::memory_order_relaxed))
+  if (ticks(t) < due || !next_sweep_.compare_exchange_strong(due, ticks(t + sweep_period()), std::memory_order_relaxed))
     return;
   for (std::size_t i = 0; i < kShards; ++i) {
     Shard& sh = shards_[i];

@@ -27,9 +27,9 @@ namespace lionet::http {
 struct PooledConnection {
   virtual ~PooledConnection() = default;
   std::unique_ptr<Stream> stream;
-  int fd = -1;           // the socket under stream, for the idle peek; -1: never peeked
-  TimePoint since{};     // when it was last put back
-  bool reused = false;   // it has come out of the pool at least once
+  int fd = -1;  // the socket under stream, for the idle peek; -1: never peeked
+  TimePoint since{};  // when it was last put back
+  bool reused = false;  // it has come out of the pool at least once
 };
 
 struct IdlePoolOptions {

@@ -85,13 +85,13 @@ namespace {
 
 // What one try ended with.
 enum class TryEnd : uint8_t {
-  kDone,           // the response is set (or handed to a writer / takeover)
+  kDone,  // the response is set (or handed to a writer / takeover)
   kConnectFailed,  // nothing was sent
-  kNoResponse,     // sent (at least partly), then reset / end of stream / error before any response byte
-  kTimeout,        // read_timeout before the response head
-  kBadResponse,    // not HTTP, or a head over the buffer
-  kClientGone,     // reading the client's body failed: the server answers for it
-  kBodyCut,        // the upstream stopped taking the body (closed, reset): it may have answered
+  kNoResponse,  // sent (at least partly), then reset / end of stream / error before any response byte
+  kTimeout,  // read_timeout before the response head
+  kBadResponse,  // not HTTP, or a head over the buffer
+  kClientGone,  // reading the client's body failed: the server answers for it
+  kBodyCut,  // the upstream stopped taking the body (closed, reset): it may have answered
 };
 
 }  // namespace
@@ -104,8 +104,8 @@ struct Proxy::Exchange {
   Upstream* up = nullptr;
   std::unique_ptr<UpConn> conn;
   std::size_t off = 0, end = 0;  // unconsumed bytes of conn->buf
-  bool keep = false;             // the upstream lets the connection be reused
-  bool cut = false;              // the request body was not sent whole: never reused
+  bool keep = false;  // the upstream lets the connection be reused
+  bool cut = false;  // the request body was not sent whole: never reused
 
   Exchange(Proxy* p, Upstream* u) : proxy(p), up(u) { u->active.fetch_add(1, std::memory_order_relaxed); }
   ~Exchange() {
@@ -116,7 +116,8 @@ struct Proxy::Exchange {
   void release() {
     if (!conn) return;
     const ProxyOptions& o = proxy->options_;
-    if (!keep || cut || off != end || (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
+    if (!keep || cut || off != end ||
+        (o.max_requests_per_connection && conn->requests >= o.max_requests_per_connection)) {
       conn->stream->close();
       conn.reset();
       return;
@@ -221,8 +222,8 @@ void build_request_head(std::string& h, const Request& req, const ProxyOptions& 
   }
   if (req.chunked()) {
     h.append("Transfer-Encoding: chunked\r\n");
-  } else if (req.has_body() || req.headers().has("content-length") ||
-             req.method() == "POST" || req.method() == "PUT" || req.method() == "PATCH") {
+  } else if (req.has_body() || req.headers().has("content-length") || req.method() == "POST" || req.method() == "PUT" ||
+             req.method() == "PATCH") {
     h.append("Content-Length: ");
     char d[24];
     auto [p, ec] = std::to_chars(d, d + sizeof d, req.content_length().value_or(0));
@@ -284,8 +285,8 @@ void pump(Stream& from, Stream& to, char* buf, size_t cap, std::atomic<int64_t>&
   for (;;) {
     auto r = from.read(buf, cap);
     if (!r) {
-      if (r.error() == std::errc::timed_out && ticks(now()) - last.load(std::memory_order_relaxed) <
-                                                    std::chrono::duration_cast<Duration>(idle).count())
+      if (r.error() == std::errc::timed_out &&
+          ticks(now()) - last.load(std::memory_order_relaxed) < std::chrono::duration_cast<Duration>(idle).count())
         continue;  // the other direction is busy
       break;
     }
@@ -347,8 +348,8 @@ void Proxy::handle(Request& req, Response& res) {
         if (!c) {
           mark_failure(*u, o, upstreams_.size());
           if (uint64_t held = 0; u->log_limit.admit(held))
-            LIONET_LOG_WARN(proxy_log(), "connect to {} failed: {} ({} more failures since the last line)",
-                            u->address, c.error().message(), held);
+            LIONET_LOG_WARN(proxy_log(), "connect to {} failed: {} ({} more failures since the last line)", u->address,
+                            c.error().message(), held);
           why = "connecting to the upstream failed";
           goto next_upstream;  // nothing was sent: any method may go elsewhere
         }
@@ -406,8 +407,8 @@ void Proxy::handle(Request& req, Response& res) {
           }
         }
         if (end == TryEnd::kDone) {
-          u->latency.observe_ns(static_cast<uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(now() - t0).count()));
+          u->latency.observe_ns(
+              static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now() - t0).count()));
           if (relay(req, res, ex, rh, upgrade)) return;
           end = TryEnd::kBadResponse;
         }
@@ -445,8 +446,8 @@ void Proxy::handle(Request& req, Response& res) {
   error_reply(res, o, status, why);
 }
 
-bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex,
-                  const ResponseHead& rh, bool upgrade) {
+bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const ResponseHead& rh,
+                  bool upgrade) {
   const ProxyOptions& o = options_;
   UpConn& c = *ex->conn;
   res.reset();
@@ -608,6 +609,5 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   });
   return true;
 }
-
 
 }  // namespace lionet::http

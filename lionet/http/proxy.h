@@ -93,13 +93,13 @@ struct ProxyUpstream {
 };
 
 struct ProxyHealthCheck {
-  std::string path = "/";          // GET target
+  std::string path = "/";  // GET target
   Duration interval = std::chrono::seconds(5);
   Duration timeout = std::chrono::seconds(2);  // connect + whole answer
   // The answer's status is healthy if it starts with this ("200", "2" = any 2xx, "" = any).
   std::string expect = "2";
   unsigned fails = 1;  // consecutive bad checks to mark down
-  unsigned passes = 1; // consecutive good checks to mark up again
+  unsigned passes = 1;  // consecutive good checks to mark up again
 };
 
 enum class ProxyBalance : uint8_t { kRoundRobin, kLeastConn, kHash };
@@ -115,25 +115,25 @@ struct ProxyOptions {
   std::string add_prefix{};
   // Host sent upstream; nullopt passes the client's (the upstream's address without one).
   std::optional<std::string> host{};
-  bool via = false;              // add "Via: 1.1 <via_name>" both ways
+  bool via = false;  // add "Via: 1.1 <via_name>" both ways
   std::string via_name = "lionet";
   Duration connect_timeout = std::chrono::seconds(5);
-  Duration send_timeout = std::chrono::seconds(60);   // each write upstream
-  Duration read_timeout = std::chrono::seconds(60);   // each read from the upstream
+  Duration send_timeout = std::chrono::seconds(60);  // each write upstream
+  Duration read_timeout = std::chrono::seconds(60);  // each read from the upstream
   // All tries of one request; 0 = no bound. Also caps each read and write of a try to what is
   // left of it when the try starts.
   Duration try_timeout = Duration::zero();
-  unsigned max_tries = 0;                             // 0 = each upstream once
-  unsigned max_fails = 1;                             // 0 = passive health off
+  unsigned max_tries = 0;  // 0 = each upstream once
+  unsigned max_fails = 1;  // 0 = passive health off
   Duration fail_timeout = std::chrono::seconds(10);
-  std::size_t max_idle = 64;                          // idle connections kept per upstream
+  std::size_t max_idle = 64;  // idle connections kept per upstream
   // An idle connection older than this is closed at the next request to its upstream (there is
   // no timer: an upstream without traffic keeps its pooled connections until then).
   Duration idle_timeout = std::chrono::seconds(60);
-  std::size_t max_requests_per_connection = 1000;     // 0 = no limit
-  std::size_t buffer_size = 16384;                    // per exchange, each direction's copy buffer
+  std::size_t max_requests_per_connection = 1000;  // 0 = no limit
+  std::size_t buffer_size = 16384;  // per exchange, each direction's copy buffer
   Duration tunnel_idle_timeout = std::chrono::seconds(600);
-  std::shared_ptr<SslContext> tls{};                  // client context for https:// upstreams
+  std::shared_ptr<SslContext> tls{};  // client context for https:// upstreams
   std::optional<ProxyHealthCheck> health_check{};
   bool json_errors = false;  // 502/504 bodies as {"error": "..."} instead of plain text
 };
@@ -141,11 +141,11 @@ struct ProxyOptions {
 // One upstream's figures (relaxed: statistics only).
 struct ProxyUpstreamStats {
   std::string address;
-  uint64_t requests = 0;     // tries sent to it
-  uint64_t failures = 0;     // tries that failed (connect, reset, timeout, bad answer)
-  uint64_t connects = 0;     // connections opened to it
-  std::size_t idle = 0;      // pooled now
-  std::size_t active = 0;    // exchanges in flight now
+  uint64_t requests = 0;  // tries sent to it
+  uint64_t failures = 0;  // tries that failed (connect, reset, timeout, bad answer)
+  uint64_t connects = 0;  // connections opened to it
+  std::size_t idle = 0;  // pooled now
+  std::size_t active = 0;  // exchanges in flight now
   bool up = true;
   Histogram::Snapshot latency;  // try start -> response head
 };
@@ -194,8 +194,7 @@ class Proxy {
   Upstream* pick(const Request& req, uint64_t tried_mask);
   // Sets res from the upstream's head and arranges its body; false if the head cannot be
   // relayed (a bad length, an invalid field).
-  bool relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const ResponseHead& rh,
-             bool upgrade);
+  bool relay(Request& req, Response& res, const std::shared_ptr<Exchange>& ex, const ResponseHead& rh, bool upgrade);
   void health_loop(Upstream& u);
   void reap_loop();
 

@@ -68,7 +68,8 @@ const std::shared_ptr<spdlog::logger>& proxy_log() {
 void append_ip(std::string& out, const Address& a, bool bracket_v6) {
   char text[INET6_ADDRSTRLEN] = "";
   if (a.family() == AF_INET) {  // by hand: glibc's inet_ntop formats IPv4 with sprintf
-    const auto* b = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr);
+    const auto* b =
+        reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr);
     for (int i = 0; i < 4; ++i) {
       char d[4];
       auto [p, ec] = std::to_chars(d, d + sizeof d, static_cast<unsigned>(b[i]));
@@ -87,7 +88,8 @@ void append_ip(std::string& out, const Address& a, bool bracket_v6) {
 Proxy::Proxy(ProxyOptions options) : options_(std::move(options)), health_(std::make_unique<Health>()) {
   if (std::string why = proxy_options_problem(options_); !why.empty()) throw std::invalid_argument("proxy: " + why);
   for (const auto& cfg : options_.upstreams) {
-    auto u = std::make_unique<Upstream>(IdlePoolOptions{.max_idle = options_.max_idle, .idle_timeout = options_.idle_timeout});
+    auto u = std::make_unique<Upstream>(
+        IdlePoolOptions{.max_idle = options_.max_idle, .idle_timeout = options_.idle_timeout});
     u->address = cfg.address;
     u->index = upstreams_.size();
     u->weight = cfg.weight;
@@ -96,8 +98,8 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)), health_(std::
       throw std::invalid_argument("proxy: upstream " + cfg.address + " is https but no TLS client context is set");
     auto addrs = Address::lookup(a);
     if (!addrs || addrs->empty())
-      throw std::invalid_argument("proxy: upstream '" + cfg.address + "': " +
-                                  (addrs ? std::string("no address") : addrs.error().message()));
+      throw std::invalid_argument("proxy: upstream '" + cfg.address +
+                                  "': " + (addrs ? std::string("no address") : addrs.error().message()));
     u->addrs = std::move(*addrs);
     size_t colon = a.rfind(':');
     u->host = std::string(a.substr(0, colon));

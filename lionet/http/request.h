@@ -24,9 +24,9 @@
 #include <string>
 #include <string_view>
 
+#include "lionet/base/result.h"
 #include "lionet/http/request_parser.h"
 #include "lionet/net/address.h"
-#include "lionet/base/result.h"
 #include "lionet/net/socket.h"
 
 namespace lionet::http {
@@ -54,7 +54,7 @@ struct ConnectionInfo {
   ConnectionInfo& operator=(const ConnectionInfo&) = delete;
 
   Socket* socket = nullptr;  // the TCP/Unix socket under the stream (addresses are read lazily)
-  bool tls = false;          // the stream is TLS
+  bool tls = false;  // the stream is TLS
 
   // The peer's address: getpeername once per connection, then the copy (a proxy asks on every
   // request). Any fiber of the connection (HTTP/2 streams run at once): whoever first gets
@@ -85,8 +85,7 @@ class Request {
 
   Request() = default;
   // For servers, tests and tools: a request over a parsed head and an optional body source.
-  explicit Request(const RequestHead* head, detail::BodySource* body = nullptr) noexcept
-      : head_(head), body_(body) {}
+  explicit Request(const RequestHead* head, detail::BodySource* body = nullptr) noexcept : head_(head), body_(body) {}
   void reset(const RequestHead* head, detail::BodySource* body) noexcept {
     head_ = head;
     body_ = body;

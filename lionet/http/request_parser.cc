@@ -83,7 +83,8 @@ RequestParser::State RequestParser::parse(const char* d, size_t size) noexcept {
     // Limits before grammar, so that the answer does not depend on how the bytes arrived.
     if (!in_headers_ && next - line_start_ > limits_.max_request_line) return fail(414, "request line too long");
     if (in_headers_ && next - headers_start_ > limits_.max_header_bytes) return fail(431, "header section too large");
-    if (lf == line_start_ || d[lf - 1] != '\r') return fail(400, "line not ended by CRLF (a bare LF; send CRLF line endings, e.g. nc -C)");
+    if (lf == line_start_ || d[lf - 1] != '\r')
+      return fail(400, "line not ended by CRLF (a bare LF; send CRLF line endings, e.g. nc -C)");
     size_t end = lf - 1;
     if (!in_headers_) {
       if (end == line_start_) {  // an empty line before the request (RFC 9112 2.2)
@@ -251,8 +252,7 @@ bool RequestParser::finish(const char* d) noexcept {
           if (te_error) return fail(400, te_error), false;
         }
         break;
-      default:
-        break;
+      default: break;
     }
   }
   if (has_te) {

@@ -50,10 +50,10 @@
 namespace lionet::http {
 
 struct ParserLimits {
-  std::size_t max_request_line = 8192;   // bytes incl. CRLF; 414 beyond. YAML: http.max_request_line
+  std::size_t max_request_line = 8192;  // bytes incl. CRLF; 414 beyond. YAML: http.max_request_line
   std::size_t max_header_bytes = 65536;  // header section incl. final CRLF; 431. YAML: http.max_header_bytes
-  std::size_t max_headers = 100;         // fields; 431 beyond. YAML: http.max_headers
-  uint64_t max_body_bytes = 8u << 20;    // Content-Length / chunked total; 413. YAML: http.max_body_bytes
+  std::size_t max_headers = 100;  // fields; 431 beyond. YAML: http.max_headers
+  uint64_t max_body_bytes = 8u << 20;  // Content-Length / chunked total; 413. YAML: http.max_body_bytes
 };
 
 enum class BodyKind : uint8_t { kNone, kContentLength, kChunked };
@@ -61,10 +61,10 @@ enum class BodyKind : uint8_t { kNone, kContentLength, kChunked };
 struct RequestHead {
   std::string_view method;  // "GET" (case-sensitive, as RFC 9110 9.1 says)
   std::string_view target;  // the request-target as sent
-  std::string_view path;    // path part of the target ("*" for asterisk-form, "" for CONNECT)
-  std::string_view query;   // after '?', without it ("" if none)
-  std::string_view host;    // authority of an absolute-form target, else the Host field
-  int version_minor = 1;    // HTTP/1.<minor> (0 or 1; higher minors are stored as 1)
+  std::string_view path;  // path part of the target ("*" for asterisk-form, "" for CONNECT)
+  std::string_view query;  // after '?', without it ("" if none)
+  std::string_view host;  // authority of an absolute-form target, else the Host field
+  int version_minor = 1;  // HTTP/1.<minor> (0 or 1; higher minors are stored as 1)
   HeaderList headers;
   BodyKind body_kind = BodyKind::kNone;
   uint64_t content_length = 0;  // for kContentLength
@@ -121,8 +121,8 @@ class RequestParser {
   State state_ = State::kNeedMore;
   bool in_headers_ = false;
   int empty_lines_ = 0;
-  size_t line_start_ = 0;     // offset of the current (incomplete) line
-  size_t scanned_ = 0;        // bytes already searched for '\n'
+  size_t line_start_ = 0;  // offset of the current (incomplete) line
+  size_t scanned_ = 0;  // bytes already searched for '\n'
   size_t headers_start_ = 0;  // offset just after the request line
   size_t head_size_ = 0;
   int error_status_ = 0;

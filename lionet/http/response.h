@@ -30,8 +30,8 @@
 #include <string>
 #include <string_view>
 
-#include "lionet/http/takeover.h"
 #include "lionet/base/result.h"
+#include "lionet/http/takeover.h"
 
 namespace lionet {
 class Stream;

@@ -8,7 +8,7 @@
 
 namespace lionet::http {
 namespace {
-constexpr std::string_view kMethodNames[] = {"GET", "HEAD", "POST", "PUT", "DELETE",
+constexpr std::string_view kMethodNames[] = {"GET",   "HEAD",    "POST",  "PUT",    "DELETE",
                                              "PATCH", "OPTIONS", "TRACE", "CONNECT"};
 constexpr uint32_t kGetBit = 1u << 0, kHeadBit = 1u << 1;
 
@@ -171,8 +171,7 @@ bool Router::match(const Route& r, std::string_view path, Request* req) {
         if (seg.empty()) return false;
         if (req) req->add_param(s.text, seg);
         break;
-      case SegKind::kRest:
-        break;
+      case SegKind::kRest: break;
     }
     // pos is at the '/' after seg or at the end; step over the '/'.
     if (pos < path.size()) {

@@ -106,7 +106,7 @@ class Router {
   struct Route {
     std::string pattern;
     std::vector<Segment> segments;
-    uint32_t methods = 0;           // bit per known method
+    uint32_t methods = 0;  // bit per known method
     bool any_method = false;
     std::vector<std::string> extra;  // unknown method names listed
     Handler handler;

@@ -22,11 +22,13 @@ Server::Server(IOManager& io, Handler handler, ServerOptions options)
 Server::Server(Scheduler& sched, Handler handler, ServerOptions options)
     : options_(std::move(options)),
       handler_(std::move(handler)),
-      tcp_(sched, [this](SocketStream& s) { serve(s); }, [this] {
-        TcpServerOptions t = options_.tcp;
-        if (t.name == "tcp") t.name = "http";
-        return t;
-      }()) {}
+      tcp_(
+          sched, [this](SocketStream& s) { serve(s); },
+          [this] {
+            TcpServerOptions t = options_.tcp;
+            if (t.name == "tcp") t.name = "http";
+            return t;
+          }()) {}
 
 void overrule_for_body_error(Response& res, int status, std::string_view why) {
   if (res.status() == status && res.body_type() == Response::BodyType::kMemory) return;

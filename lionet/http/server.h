@@ -95,8 +95,8 @@ struct ProtocolHandoff {
   const Handler& handler;
   const ServerOptions& options;
   const std::atomic<bool>* stopping;  // may be null; true once the server is stopping
-  ServerStats* stats;                 // may be null
-  const ConnectionInfo* info;         // may be null
+  ServerStats* stats;  // may be null
+  const ConnectionInfo* info;  // may be null
 };
 using ProtocolServer = std::function<void(const ProtocolHandoff&)>;
 

@@ -81,8 +81,8 @@ bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
     if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
   }
   struct stat st;
-  bool ok = ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st)
-                                                            : e.missing && errno == ENOENT;
+  bool ok =
+      ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st) : e.missing && errno == ENOENT;
   if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
   return ok;
 }
@@ -184,8 +184,8 @@ std::size_t StaticFiles::invalidate(std::string_view rel_path) {
   std::lock_guard lk(im.mu);
   for (auto it = im.map.begin(); it != im.map.end();) {
     const std::string& p = it->second.entry->path;
-    const bool hit = p == rel_path || (p.size() > rel_path.size() && p.starts_with(rel_path) &&
-                                       p[rel_path.size()] == '/');
+    const bool hit =
+        p == rel_path || (p.size() > rel_path.size() && p.starts_with(rel_path) && p[rel_path.size()] == '/');
     auto next = std::next(it);
     if (hit) {
       im.erase_locked(it);

@@ -11,8 +11,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "lionet/http/date.h"
@@ -158,8 +158,8 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
         }
         case RangeResult::kOk: {
           status = 206;
-          std::string cr = "bytes " + std::to_string(off) + "-" + std::to_string(off + len - 1) + "/" +
-                           std::to_string(size);
+          std::string cr =
+              "bytes " + std::to_string(off) + "-" + std::to_string(off + len - 1) + "/" + std::to_string(size);
           res.set_header("Content-Range", cr);
           break;
         }
@@ -173,7 +173,9 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
 
   FileMode mode = opt.mode;
   if (mode == FileMode::kAuto)
-    mode = size < opt.memory_max ? FileMode::kMemory : size >= opt.sendfile_min ? FileMode::kSendfile : FileMode::kChunk;
+    mode = size < opt.memory_max      ? FileMode::kMemory
+           : size >= opt.sendfile_min ? FileMode::kSendfile
+                                      : FileMode::kChunk;
   if (!file->fd) mode = FileMode::kMemory;  // its bytes are cached: no fd kept
 
   switch (mode) {
@@ -226,10 +228,11 @@ StaticFiles::StaticFiles(StaticOptions o) : impl_(std::make_shared<Impl>()) {
   impl_->use_openat2.store(!impl_->opt.force_realpath_check);
   if (impl_->opt.index.empty() || impl_->opt.index.find('/') != std::string::npos) fail("bad index name");
   for (const std::string& name : impl_->opt.precompressed) {
-    auto it = std::find_if(std::begin(kEncodings), std::end(kEncodings), [&](const Encoding& e) { return e.name == name; });
+    auto it =
+        std::find_if(std::begin(kEncodings), std::end(kEncodings), [&](const Encoding& e) { return e.name == name; });
     if (it == std::end(kEncodings)) fail("unknown precompressed encoding '" + name + "' (expected br, gzip or zstd)");
-    if (std::find_if(impl_->encodings.begin(), impl_->encodings.end(), [&](const Encoding& e) { return e.name == name; }) !=
-        impl_->encodings.end())
+    if (std::find_if(impl_->encodings.begin(), impl_->encodings.end(),
+                     [&](const Encoding& e) { return e.name == name; }) != impl_->encodings.end())
       fail("precompressed encoding '" + name + "' listed twice");
     impl_->encodings.push_back(*it);
   }
@@ -250,10 +253,11 @@ Handler StaticFiles::handler() {
 }
 
 StaticFiles::Stats StaticFiles::stats() const {
-  return {impl_->memory_hits.load(std::memory_order_relaxed), impl_->memory_misses.load(std::memory_order_relaxed),
-          impl_->files_served.load(std::memory_order_relaxed), impl_->bytes_sent.load(std::memory_order_relaxed),
-          impl_->open_hits.load(std::memory_order_relaxed), impl_->open_misses.load(std::memory_order_relaxed),
-          impl_->precompressed_served.load(std::memory_order_relaxed)};
+  return {
+      impl_->memory_hits.load(std::memory_order_relaxed),         impl_->memory_misses.load(std::memory_order_relaxed),
+      impl_->files_served.load(std::memory_order_relaxed),        impl_->bytes_sent.load(std::memory_order_relaxed),
+      impl_->open_hits.load(std::memory_order_relaxed),           impl_->open_misses.load(std::memory_order_relaxed),
+      impl_->precompressed_served.load(std::memory_order_relaxed)};
 }
 
 const StaticOptions& StaticFiles::options() const noexcept { return impl_->opt; }

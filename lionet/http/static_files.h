@@ -58,19 +58,19 @@ std::optional<FileMode> parse_file_mode(std::string_view s);
 std::string_view file_mode_name(FileMode m) noexcept;
 
 struct StaticOptions {
-  std::string root{};                            // directory served          YAML: <route>.root
-  FileMode mode = FileMode::kAuto;               //                           YAML: <route>.mode
+  std::string root{};  // directory served          YAML: <route>.root
+  FileMode mode = FileMode::kAuto;  //                           YAML: <route>.mode
   // AUTO's thresholds, from measurements (README-static.md): MEMORY below 256 KiB, SENDFILE
   // from it; CHUNK only between the two when they are set apart.
-  std::size_t memory_max = 256 * 1024;           // AUTO: below -> MEMORY     YAML: <route>.memory_max
-  std::size_t sendfile_min = 256 * 1024;         // AUTO: at/above -> SENDFILE, between -> CHUNK
-                                                 //                           YAML: <route>.sendfile_min
-  std::size_t chunk_size = 64 * 1024;            // CHUNK bytes per read/chunk YAML: <route>.chunk_size
+  std::size_t memory_max = 256 * 1024;  // AUTO: below -> MEMORY     YAML: <route>.memory_max
+  std::size_t sendfile_min = 256 * 1024;  // AUTO: at/above -> SENDFILE, between -> CHUNK
+      //                           YAML: <route>.sendfile_min
+  std::size_t chunk_size = 64 * 1024;  // CHUNK bytes per read/chunk YAML: <route>.chunk_size
   // MEMORY cache bound in bytes of file data: LRU eviction; a single file larger than the
   // bound is served from a fresh read per request and not cached.   YAML: <route>.cache_bytes
   std::size_t cache_bytes = 64 * 1024 * 1024;
-  std::string index = "index.html";              // served for "dir/"          YAML: <route>.index
-  bool follow_symlinks_outside_root = false;     //                YAML: <route>.follow_symlinks_outside_root
+  std::string index = "index.html";  // served for "dir/"          YAML: <route>.index
+  bool follow_symlinks_outside_root = false;  //                YAML: <route>.follow_symlinks_outside_root
   // Resolved files kept open (fd + stat + ETag) for later requests, LRU; 0 = none kept (every
   // SENDFILE/CHUNK request opens its file). Files held in the MEMORY cache hold no fd.
   //                                                                 YAML: <route>.open_file_cache
@@ -140,7 +140,7 @@ class StaticFiles {
 
   struct Stats {
     uint64_t memory_hits, memory_misses, files_served, bytes_sent_hint;
-    uint64_t open_cache_hits;    // requests answered from a cached resolution (fd or memory)
+    uint64_t open_cache_hits;  // requests answered from a cached resolution (fd or memory)
     uint64_t open_cache_misses;  // requests that resolved the path (openat2 + fstat)
     uint64_t precompressed_served;  // answers from a precompressed sibling
   };

@@ -17,7 +17,5 @@ std::string_view status_line(int status) noexcept;
 // ("Content Too Large: request body larger than max_body_bytes\n"), over HTTP/1 and HTTP/2.
 std::string error_text(int status, std::string_view why);
 // 1xx, 204 and 304 responses never carry a body (RFC 9110 sections 6.4.1, 15.3.5, 15.4.5).
-inline bool status_has_body(int status) noexcept {
-  return status >= 200 && status != 204 && status != 304;
-}
+inline bool status_has_body(int status) noexcept { return status >= 200 && status != 204 && status != 304; }
 }  // namespace lionet::http

@@ -17,10 +17,10 @@ namespace lionet::http {
 std::optional<std::string> percent_decode(std::string_view s, bool plus_as_space = false);
 
 struct Url {
-  std::string scheme;     // "http" or "https" (lower case)
-  std::string host;       // without brackets for IPv6
-  uint16_t port = 0;      // explicit or the scheme's default
-  std::string target;     // path and query ("/" if the URL had none)
+  std::string scheme;  // "http" or "https" (lower case)
+  std::string host;  // without brackets for IPv6
+  uint16_t port = 0;  // explicit or the scheme's default
+  std::string target;  // path and query ("/" if the URL had none)
   std::string authority;  // host[:port] as the Host header wants it
 };
 // nullopt for other schemes, a missing host, a bad port or userinfo.

@@ -32,9 +32,9 @@ namespace lionet::http2 {
 namespace {
 
 constexpr size_t kReadBuffer = 16 * 1024;
-constexpr int32_t kStreamWindow = 1 << 20;       // per response, before a WINDOW_UPDATE is needed
+constexpr int32_t kStreamWindow = 1 << 20;  // per response, before a WINDOW_UPDATE is needed
 constexpr int32_t kConnectionWindow = 16 << 20;  // all responses of the connection together
-constexpr uint32_t kMaxHeaderList = 64 * 1024;   // the response header list we accept
+constexpr uint32_t kMaxHeaderList = 64 * 1024;  // the response header list we accept
 
 struct Exchange {
   int32_t id = 0;
@@ -45,7 +45,7 @@ struct Exchange {
   bool final_head = false;  // a final (non-1xx) status arrived
   bool done = false;
   bool unprocessed = false;  // refused (REFUSED_STREAM, or above the GOAWAY's last stream)
-  int err = 0;               // errno of a failed exchange
+  int err = 0;  // errno of a failed exchange
 };
 
 // A Stream that gathers a request body writer's output (http::BodyWriter needs a Stream).
@@ -73,10 +73,13 @@ bool not_forwarded(std::string_view lower) {
 class Connection final : public http::MultiplexedConnection {
  public:
   Connection(std::unique_ptr<Stream> stream, const http::ClientOptions& o)
-      : stream_(std::move(stream)), max_body_(o.max_body_bytes), user_agent_(o.user_agent), buf_(new uint8_t[kReadBuffer]) {
+      : stream_(std::move(stream)),
+        max_body_(o.max_body_bytes),
+        user_agent_(o.user_agent),
+        buf_(new uint8_t[kReadBuffer]) {
     // Reads wake at least every `tick` so the reader notices its own deadline.
-    Duration tick = std::clamp<Duration>(o.request_timeout / 4, std::chrono::milliseconds(10),
-                                         std::chrono::milliseconds(250));
+    Duration tick =
+        std::clamp<Duration>(o.request_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(250));
     stream_->set_timeouts(tick, o.request_timeout);
   }
   ~Connection() override {
@@ -94,9 +97,9 @@ class Connection final : public http::MultiplexedConnection {
   }
 
  private:
-  bool flush();         // mu_ held: writes what the session has to send; false once dead
-  void fail(int err);   // mu_ held: the connection is dead, every exchange fails with err
-  void read_once();     // mu_ held on entry and exit (released while reading)
+  bool flush();  // mu_ held: writes what the session has to send; false once dead
+  void fail(int err);  // mu_ held: the connection is dead, every exchange fails with err
+  void read_once();  // mu_ held on entry and exit (released while reading)
   void forget(Exchange& ex) { ex_.erase(ex.id); }
   Exchange* find(int32_t id) {
     auto it = ex_.find(id);
@@ -147,8 +150,8 @@ bool Connection::setup() {
   return nghttp2_session_set_local_window_size(s_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) == 0;
 }
 
-Result<http::ClientResponse> Connection::exchange(const http::Url& url, const http::ClientRequest& req, TimePoint deadline,
-                                                  bool* unprocessed) {
+Result<http::ClientResponse> Connection::exchange(const http::Url& url, const http::ClientRequest& req,
+                                                  TimePoint deadline, bool* unprocessed) {
   *unprocessed = false;
   std::string gathered;  // a body writer's output
   std::string_view body = req.body;

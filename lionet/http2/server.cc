@@ -27,8 +27,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -43,7 +43,7 @@ namespace lionet::http2::detail {
 namespace {
 
 constexpr size_t kReadBuffer = 16 * 1024;  // while data flows
-constexpr size_t kIdleReadBuffer = 512;    // until a read fills it (see Session::run)
+constexpr size_t kIdleReadBuffer = 512;  // until a read fills it (see Session::run)
 
 std::atomic<uint64_t> g_connections{0};
 
@@ -324,8 +324,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
       self->reset_tokens_ -= 1;
       return 0;
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -355,7 +354,8 @@ int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
       }
       return 0;
     case NGHTTP2_DATA:
-      if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM) && ++self->empty_frames_ > self->o_.max_empty_frames) {
+      if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM) &&
+          ++self->empty_frames_ > self->o_.max_empty_frames) {
         return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // empty-frame flood
       }
       return 0;
@@ -364,8 +364,7 @@ int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
       self->block_bytes_ = hd->length;
       if (self->block_bytes_ > block_cap) return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);
       break;
-    default:
-      return 0;
+    default: return 0;
   }
   if (hd->stream_id <= 0 || (hd->stream_id & 1) == 0) return 0;
   if (hd->stream_id > self->max_peer_stream_) {
@@ -391,7 +390,7 @@ void Session::fail(ssize_t rv) {
   LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection {}: {}", conn_id_, nghttp2_strerror(static_cast<int>(rv)));
   if (!terminated_) {
     uint32_t code = rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS ? NGHTTP2_ENHANCE_YOUR_CALM
-                                                                                           : NGHTTP2_PROTOCOL_ERROR;
+                                                                                          : NGHTTP2_PROTOCOL_ERROR;
     nghttp2_session_terminate_session(s_, code);
     terminated_ = true;
   }

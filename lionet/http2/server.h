@@ -36,14 +36,14 @@ namespace lionet::http2 {
 
 // Counters of the HTTP/2 connections of one server (relaxed atomics: statistics only).
 struct Stats {
-  std::atomic<uint64_t> connections{0};      // connections served as HTTP/2
-  std::atomic<uint64_t> streams{0};          // requests (streams) opened by clients
-  std::atomic<uint64_t> resets_by_peer{0};   // RST_STREAM frames received
+  std::atomic<uint64_t> connections{0};  // connections served as HTTP/2
+  std::atomic<uint64_t> streams{0};  // requests (streams) opened by clients
+  std::atomic<uint64_t> resets_by_peer{0};  // RST_STREAM frames received
   std::atomic<uint64_t> goaway_no_error{0};  // GOAWAYs sent: stop, idle, max_requests
   std::atomic<uint64_t> goaway_protocol_error{0};  // ... a peer that broke the protocol
   std::atomic<uint64_t> goaway_enhance_your_calm{0};  // ... a peer over a flood limit
-  std::atomic<uint64_t> goaway_other{0};     // ... any other error code
-  std::atomic<uint64_t> stalled{0};          // connections closed: a response stuck at a zero window
+  std::atomic<uint64_t> goaway_other{0};  // ... any other error code
+  std::atomic<uint64_t> stalled{0};  // connections closed: a response stuck at a zero window
 };
 
 struct Options {

@@ -126,8 +126,7 @@ ssize_t Session::read_body_source(H2Stream* st, uint8_t* buf, size_t length, uin
       st->cv.notify_all();  // room for the writer
       return static_cast<ssize_t>(n);
     }
-    case H2Stream::Src::kNone:
-      break;
+    case H2Stream::Src::kNone: break;
   }
   *flags |= NGHTTP2_DATA_FLAG_EOF;
   return 0;
@@ -177,9 +176,8 @@ Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {
   size_t done = 0;
   while (done < n) {
     TimePoint deadline = now() + c_.options.write_timeout;
-    if (!st.cv.wait_until(lk, deadline, [&] {
-          return dead_ || st.reset || st.pipe.size() - st.pipe_read < o_.writer_buffer;
-        })) {
+    if (!st.cv.wait_until(lk, deadline,
+                          [&] { return dead_ || st.reset || st.pipe.size() - st.pipe_read < o_.writer_buffer; })) {
       return errno_error(ETIMEDOUT);
     }
     if (dead_ || st.reset) return errno_error(ECONNRESET);

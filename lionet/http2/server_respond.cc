@@ -39,8 +39,9 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
     // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
     // 8441's extended CONNECT (WebSocket over a stream) is not supported.
     res.reset();
-    res.reply(501, "Not Implemented: this resource switches protocols (101), which needs HTTP/1.1; "
-                   "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
+    res.reply(501,
+              "Not Implemented: this resource switches protocols (101), which needs HTTP/1.1; "
+              "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
   }
   submit(st);
   bool writer = st.src == H2Stream::Src::kWriter;
@@ -141,9 +142,7 @@ void Session::log_stream(H2Stream& st) {
   if (!alog_ || st.logged) return;
   st.logged = true;
   if (!st.head_built && !st.refused) return;  // no request: refused after GOAWAY, over a header limit
-  auto field = [&](int i) {
-    return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]);
-  };
+  auto field = [&](int i) { return i < 0 ? std::string_view() : st.field_value(st.fields[static_cast<size_t>(i)]); };
   http::AccessLogEntry e;
   e.remote_addr = peer_.of(c_.info);
   e.method = field(st.method);

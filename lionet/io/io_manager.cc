@@ -64,9 +64,9 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
@@ -127,10 +127,8 @@ struct WaitList {
       w->prev = w->next = nullptr;
       w->linked = false;
       // Last touch: the waiter may run (and return) from here on.
-      if (claim->notify(value))
-        any = true;
-      else
-        ++stragglers;  // its timer won: its fiber comes back for the lock
+      if (claim->notify(value)) any = true;
+      else ++stragglers;  // its timer won: its fiber comes back for the lock
       w = next;
     }
     tail = nullptr;
@@ -141,14 +139,14 @@ struct WaitList {
 struct FdEntry {
   std::mutex mu;
   WaitList waiters[2];  // [0] readers, [1] writers
-  uint32_t armed = 0;   // directions armed in the reactor (the reactor's view may be wider)
-  uint32_t ready = 0;   // readiness nobody took (protocol 3)
+  uint32_t armed = 0;  // directions armed in the reactor (the reactor's view may be wider)
+  uint32_t ready = 0;  // readiness nobody took (protocol 3)
   uint32_t handed = 0;  // readiness handed to a waiter, not known consumed since (protocol 7)
-  uint32_t gen = 0;     // bumped by cancel(); tags every arm (protocol 5)
-  bool known = false;   // reactor arm() succeeded since the last disarm()
+  uint32_t gen = 0;  // bumped by cancel(); tags every arm (protocol 5)
+  bool known = false;  // reactor arm() succeeded since the last disarm()
   bool hangup = false;  // an event said kIoHangup since the last cancel() (protocol 8)
-  uint32_t ops = 0;     // completion-based operations submitted and not yet dispatched (9)
-  WaitList closers;     // cancel(fd) callers waiting for ops to reach 0 (protocol 9)
+  uint32_t ops = 0;  // completion-based operations submitted and not yet dispatched (9)
+  WaitList closers;  // cancel(fd) callers waiting for ops to reach 0 (protocol 9)
 
   uint32_t waiting_dirs() const noexcept {
     return (waiters[0].empty() ? 0 : kIoReadable) | (waiters[1].empty() ? 0 : kIoWritable);
@@ -278,8 +276,9 @@ struct IOManager::Impl {
     events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
     if (opts.uring_socket_ops && std::string_view(reactor->name()) == "io_uring" && !reactor->supports_ops()) {
       static const auto lg = log::get("io");
-      LIONET_LOG_INFO(lg, "this kernel's io_uring lacks an operation of the completion-based socket calls (probe); "
-                          "sockets wait for readiness instead");
+      LIONET_LOG_INFO(lg,
+                      "this kernel's io_uring lacks an operation of the completion-based socket calls (probe); "
+                      "sockets wait for readiness instead");
     }
   }
   const bool completion_io;  // IOManager::completion_io()
@@ -354,10 +353,8 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
   const uint32_t v = claim.wait(deadline);
   if (v == WaitClaim::kTimedOut) {
     std::lock_guard<std::mutex> lk(e->mu);
-    if (w.linked)
-      list.remove(&w);
-    else
-      --list.stragglers;  // the last touch of this IOManager (await_stragglers)
+    if (w.linked) list.remove(&w);
+    else --list.stragglers;  // the last touch of this IOManager (await_stragglers)
     return ETIMEDOUT;
   }
   return v == kCancelled ? ECANCELED : 0;
@@ -408,8 +405,7 @@ void IOManager::Impl::complete(ReactorOp* op) noexcept {
     std::lock_guard<std::mutex> lk(e->mu);
     // A cancelled op timed out if neither cancel(fd) nor cancel_all() ended it and its
     // deadline has passed; else (those, or ~IOManager) it reports ECANCELED.
-    if (w->result == -ECANCELED && !closed.load(std::memory_order_seq_cst) && e->gen == w->gen &&
-        w->deadline_ns != 0 &&
+    if (w->result == -ECANCELED && !closed.load(std::memory_order_seq_cst) && e->gen == w->gen && w->deadline_ns != 0 &&
         now().time_since_epoch() >= std::chrono::nanoseconds(w->deadline_ns))
       w->result = -ETIMEDOUT;
     if (--e->ops == 0) e->closers.notify_all(kReady);
@@ -467,10 +463,8 @@ void IOManager::Impl::cancel(int fd, bool wait_ops) noexcept {
   lk.unlock();
   if (claim.wait(now() + std::chrono::seconds(5)) == WaitClaim::kTimedOut) {
     lk.lock();
-    if (w.linked)
-      e->closers.remove(&w);
-    else
-      --e->closers.stragglers;
+    if (w.linked) e->closers.remove(&w);
+    else --e->closers.stragglers;
   }
 }
 
@@ -494,10 +488,8 @@ void IOManager::Impl::drain_ops(bool attached) noexcept {
   if (ops_in_flight.load(std::memory_order_relaxed) == 0) return;
   const TimePoint give_up = now() + std::chrono::seconds(10);
   while (ops_in_flight.load(std::memory_order_relaxed) > 0 && now() < give_up) {
-    if (attached || reactor->single_issuer())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    else
-      run(now() + std::chrono::milliseconds(10));
+    if (attached || reactor->single_issuer()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    else run(now() + std::chrono::milliseconds(10));
   }
 }
 
@@ -631,7 +623,8 @@ int64_t IOManager::sendmsg(int fd, const msghdr* msg, int flags, std::optional<T
   return impl_->perform(w, true, deadline);
 }
 
-int64_t IOManager::accept(int fd, sockaddr* addr, socklen_t* len, int flags, std::optional<TimePoint> deadline) noexcept {
+int64_t IOManager::accept(int fd, sockaddr* addr, socklen_t* len, int flags,
+                          std::optional<TimePoint> deadline) noexcept {
   OpWait w(ReactorOp::kAccept, fd, flags);
   w.addr = addr;
   w.addrlen = len;
@@ -664,7 +657,8 @@ Scheduler& IOManager::scheduler() const noexcept { return impl_->sched; }
 #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
 __attribute__((no_sanitize("vptr")))
 #endif
-IOManager* IOManager::current() noexcept {
+IOManager*
+IOManager::current() noexcept {
   Scheduler* s = Scheduler::current();
   return s ? dynamic_cast<IOManager*>(s->driver()) : nullptr;
 }

@@ -68,9 +68,11 @@ int KqueueReactor::arm(const ArmRequest& req, uint32_t* armed) noexcept {
   struct kevent changes[2];
   int n = 0;
   if (req.want & kIoReadable)
-    EV_SET(&changes[n++], static_cast<uintptr_t>(req.fd), EVFILT_READ, EV_ADD | EV_ONESHOT, 0, 0, pack(req.fd, req.tag));
+    EV_SET(&changes[n++], static_cast<uintptr_t>(req.fd), EVFILT_READ, EV_ADD | EV_ONESHOT, 0, 0,
+           pack(req.fd, req.tag));
   if (req.want & kIoWritable)
-    EV_SET(&changes[n++], static_cast<uintptr_t>(req.fd), EVFILT_WRITE, EV_ADD | EV_ONESHOT, 0, 0, pack(req.fd, req.tag));
+    EV_SET(&changes[n++], static_cast<uintptr_t>(req.fd), EVFILT_WRITE, EV_ADD | EV_ONESHOT, 0, 0,
+           pack(req.fd, req.tag));
   if (::kevent(kq_, changes, n, nullptr, 0, nullptr) != 0) return errno;
   *armed = req.armed | req.want;
   return 0;

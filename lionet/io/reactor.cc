@@ -50,6 +50,7 @@ std::unique_ptr<Reactor> make_reactor(const std::string& name, const ReactorOpti
     throw std::invalid_argument("lionet: unknown IO backend '" + name + "' (epoll | io_uring | kqueue)");
   }
   (void)options;
-  throw std::system_error(ENOTSUP, std::generic_category(), "IO backend '" + name + "' is not compiled into this build");
+  throw std::system_error(ENOTSUP, std::generic_category(),
+                          "IO backend '" + name + "' is not compiled into this build");
 }
 }  // namespace lionet

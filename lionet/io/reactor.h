@@ -52,9 +52,9 @@ struct ReactorOp;
 
 struct ReactorEvent {
   int fd;
-  uint32_t ready;     // kIoReadable | kIoWritable that are (probably) ready, | kIoHangup
+  uint32_t ready;  // kIoReadable | kIoWritable that are (probably) ready, | kIoHangup
   uint32_t disarmed;  // directions no longer armed after this event (re-arm to keep waiting)
-  uint32_t tag;       // ArmRequest::tag of the arming that produced the event (low 23 bits)
+  uint32_t tag;  // ArmRequest::tag of the arming that produced the event (low 23 bits)
   // Non-null: this is the completion of a submitted operation (Reactor::submit), not a
   // readiness event; op->result holds its result and only `fd` of the fields above is set.
   ReactorOp* op = nullptr;
@@ -68,26 +68,26 @@ struct ReactorOp {
   enum Kind : uint8_t { kRecv, kSend, kRecvmsg, kSendmsg, kAccept, kConnect };
   Kind kind = kRecv;
   int fd = -1;
-  int flags = 0;                   // recv/send/recvmsg/sendmsg: MSG_*; accept: SOCK_NONBLOCK | SOCK_CLOEXEC
-  void* buf = nullptr;             // recv/send
-  std::size_t len = 0;             // recv/send
-  msghdr* msg = nullptr;           // recvmsg/sendmsg
-  sockaddr* addr = nullptr;        // accept: out (may be null); connect: the peer
-  socklen_t* addrlen = nullptr;    // accept: in/out (null if addr is)
-  socklen_t connect_len = 0;       // connect: the peer's length
+  int flags = 0;  // recv/send/recvmsg/sendmsg: MSG_*; accept: SOCK_NONBLOCK | SOCK_CLOEXEC
+  void* buf = nullptr;  // recv/send
+  std::size_t len = 0;  // recv/send
+  msghdr* msg = nullptr;  // recvmsg/sendmsg
+  sockaddr* addr = nullptr;  // accept: out (may be null); connect: the peer
+  socklen_t* addrlen = nullptr;  // accept: in/out (null if addr is)
+  socklen_t connect_len = 0;  // connect: the peer's length
   // The operation is cancelled when CLOCK_MONOTONIC (steady_clock) passes this, in ns since its
   // epoch; 0 = no deadline. A cancelled op completes with -ECANCELED.
   int64_t deadline_ns = 0;
-  int64_t result = 0;              // set before the completion event: >= 0 or -errno
-  int64_t scratch[2] = {};         // the backend's (the timeout it hands the kernel)
+  int64_t result = 0;  // set before the completion event: >= 0 or -errno
+  int64_t scratch[2] = {};  // the backend's (the timeout it hands the kernel)
 };
 
 struct ArmRequest {
   int fd;
-  uint32_t want;   // directions to watch (non-empty); the backend may keep others armed too
+  uint32_t want;  // directions to watch (non-empty); the backend may keep others armed too
   uint32_t armed;  // directions the caller's record says are still armed for fd
-  bool known;      // arm() succeeded for fd since its last disarm(): epoll uses MOD, not ADD
-  uint32_t tag;    // returned in events of this arming (low 23 bits are kept)
+  bool known;  // arm() succeeded for fd since its last disarm(): epoll uses MOD, not ADD
+  uint32_t tag;  // returned in events of this arming (low 23 bits are kept)
 };
 
 class Reactor {

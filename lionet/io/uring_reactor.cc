@@ -61,7 +61,7 @@
 
 namespace lionet {
 namespace {
-constexpr uint64_t kWakeData = 1;    // mask 0: internal
+constexpr uint64_t kWakeData = 1;  // mask 0: internal
 constexpr uint64_t kCancelData = 2;  // mask 0: internal
 constexpr uint64_t kLinkTimeoutData = 3;  // mask 0: internal
 constexpr uint64_t kOpBit = uint64_t{1} << 63;
@@ -92,8 +92,8 @@ UringReactor::UringReactor(unsigned entries, bool single_issuer)
   // thread that calls wait() (R_DISABLED until then); completions wait as local task work
   // until that thread enters the kernel to wait for them (DEFER_TASKRUN), and TASKRUN_FLAG
   // tells it without a system call when there is some.
-  constexpr unsigned kSingle = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-                               IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
+  constexpr unsigned kSingle =
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
   // Multishot reads can post several completions per fd between two waits: a large CQ keeps
   // them off the (slower) overflow list.
   p.cq_entries = std::max(4096u, entries * 8);
@@ -204,29 +204,16 @@ int UringReactor::prep_locked(const Pending& w) noexcept {
       io_uring_prep_cancel_fd(sqe, w.fd, IORING_ASYNC_CANCEL_ALL);
       io_uring_sqe_set_data64(sqe, kCancelData);
       return 0;
-    case Pending::kOp:
-      break;
+    case Pending::kOp: break;
   }
   ReactorOp& op = *w.op;
   switch (op.kind) {
-    case ReactorOp::kRecv:
-      io_uring_prep_recv(sqe, op.fd, op.buf, op.len, op.flags);
-      break;
-    case ReactorOp::kSend:
-      io_uring_prep_send(sqe, op.fd, op.buf, op.len, op.flags);
-      break;
-    case ReactorOp::kRecvmsg:
-      io_uring_prep_recvmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags));
-      break;
-    case ReactorOp::kSendmsg:
-      io_uring_prep_sendmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags));
-      break;
-    case ReactorOp::kAccept:
-      io_uring_prep_accept(sqe, op.fd, op.addr, op.addrlen, op.flags);
-      break;
-    case ReactorOp::kConnect:
-      io_uring_prep_connect(sqe, op.fd, op.addr, op.connect_len);
-      break;
+    case ReactorOp::kRecv: io_uring_prep_recv(sqe, op.fd, op.buf, op.len, op.flags); break;
+    case ReactorOp::kSend: io_uring_prep_send(sqe, op.fd, op.buf, op.len, op.flags); break;
+    case ReactorOp::kRecvmsg: io_uring_prep_recvmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags)); break;
+    case ReactorOp::kSendmsg: io_uring_prep_sendmsg(sqe, op.fd, op.msg, static_cast<unsigned>(op.flags)); break;
+    case ReactorOp::kAccept: io_uring_prep_accept(sqe, op.fd, op.addr, op.addrlen, op.flags); break;
+    case ReactorOp::kConnect: io_uring_prep_connect(sqe, op.fd, op.addr, op.connect_len); break;
   }
   io_uring_sqe_set_data64(sqe, kOpBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&op)));
   if (op.deadline_ns > 0) {
@@ -353,8 +340,7 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
     // -ETIME / -EINTR / -EBUSY (CQ overflow: reap first): fall through. SQEs the kernel did
     // not take stay queued and go with the next submission.
     (void)io_uring_enter2(static_cast<unsigned>(ring->ring_fd), to_submit, 1,
-                          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, reinterpret_cast<sigset_t*>(&arg),
-                          sizeof arg);
+                          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, reinterpret_cast<sigset_t*>(&arg), sizeof arg);
     poller_blocked_.store(false, std::memory_order_relaxed);
   }
   constexpr unsigned kBatch = 256;

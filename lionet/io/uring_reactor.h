@@ -49,26 +49,26 @@ class UringReactor final : public Reactor {
     uint32_t tag;
     ReactorOp* op;
   };
-  void probe_ops() noexcept;                       // sets ops_supported_
-  bool owns_ring() const noexcept;                 // may this thread enter the ring?
-  io_uring_sqe* next_sqe() noexcept;               // caller holds sq_mu_
-  int prep_locked(const Pending& w) noexcept;      // caller holds sq_mu_ and owns_ring()
-  int queue_locked(const Pending& w) noexcept;     // caller holds sq_mu_
+  void probe_ops() noexcept;  // sets ops_supported_
+  bool owns_ring() const noexcept;  // may this thread enter the ring?
+  io_uring_sqe* next_sqe() noexcept;  // caller holds sq_mu_
+  int prep_locked(const Pending& w) noexcept;  // caller holds sq_mu_ and owns_ring()
+  int queue_locked(const Pending& w) noexcept;  // caller holds sq_mu_
   void arm_wake_poll() noexcept;  // caller holds sq_mu_
-  int submit_locked() noexcept;   // caller holds sq_mu_; returns 0 or an errno
+  int submit_locked() noexcept;  // caller holds sq_mu_; returns 0 or an errno
   unsigned flush_locked() noexcept;  // caller holds sq_mu_; publishes queued SQEs
 
   std::unique_ptr<io_uring> ring_;
-  bool single_issuer_;                   // set at construction (false if the kernel refused)
-  bool ops_supported_ = false;           // probe_ops(): the kernel has every opcode ops use
-  std::atomic<pid_t> owner_{0};          // single issuer: the thread that enabled the ring
-  std::vector<Pending> foreign_;         // single issuer: other threads' requests; under sq_mu_
+  bool single_issuer_;  // set at construction (false if the kernel refused)
+  bool ops_supported_ = false;  // probe_ops(): the kernel has every opcode ops use
+  std::atomic<pid_t> owner_{0};  // single issuer: the thread that enabled the ring
+  std::vector<Pending> foreign_;  // single issuer: other threads' requests; under sq_mu_
   // Guards the submission queue: arm()/disarm() come from any thread. The completion queue
   // has one reader at a time (the poller), so it needs no lock.
   std::mutex sq_mu_;
   int wakefd_ = -1;
   std::atomic<bool> wake_pending_{false};  // as in EpollReactor
-  bool wake_armed_ = false;              // the wake poll was queued (first wait()); under sq_mu_
+  bool wake_armed_ = false;  // the wake poll was queued (first wait()); under sq_mu_
   // True while the poller is blocked in io_uring_enter: arm() then submits its SQEs itself
   // instead of leaving them for the poller's next wait/poll. Written under sq_mu_ (true) and
   // by the poller after its wait (false; a stale true only costs arm() one submit).

@@ -22,7 +22,8 @@ namespace lionet::kafka {
 namespace {
 
 ErrorCode from_storage(const std::error_code& ec) {
-  if (ec == storage::Errc::kNotFound || ec == storage::Errc::kInvalidArgument) return ErrorCode::kUnknownTopicOrPartition;
+  if (ec == storage::Errc::kNotFound || ec == storage::Errc::kInvalidArgument)
+    return ErrorCode::kUnknownTopicOrPartition;
   if (ec == storage::Errc::kOffsetOutOfRange) return ErrorCode::kOffsetOutOfRange;
   if (ec == storage::Errc::kRecordTooLarge) return ErrorCode::kMessageTooLarge;
   return ErrorCode::kKafkaStorageError;  // kCorrupt, kLogFailed, IO errors
@@ -73,7 +74,7 @@ struct Broker::Impl {
   void metadata(const RequestHeader& h, const MetadataRequest& m, Writer& w) {
     const int16_t v = h.api_version;
     if (v >= 3) w.i32(0);  // throttle_time_ms
-    w.array_count(1);      // brokers: this one
+    w.array_count(1);  // brokers: this one
     w.i32(opt.node_id);
     w.string(opt.advertised_host);
     w.i32(opt.advertised_port);
@@ -113,7 +114,7 @@ struct Broker::Impl {
         w.i32(static_cast<int32_t>(p));
         w.i32(opt.node_id);  // leader
         if (v >= 7) w.i32(0);  // leader_epoch
-        w.array_count(1);      // replicas
+        w.array_count(1);  // replicas
         w.i32(opt.node_id);
         w.array_count(1);  // isr
         w.i32(opt.node_id);
@@ -197,7 +198,8 @@ struct Broker::Impl {
           if (!r) return {append_error(r.error())};
           base = *r;
           records_in.fetch_add(recs.size(), std::memory_order_relaxed);
-          if (auto s = producers->record(topic, p.index, b.producer_id, b.producer_epoch, b.base_sequence, last, base); !s)
+          if (auto s = producers->record(topic, p.index, b.producer_id, b.producer_epoch, b.base_sequence, last, base);
+              !s)
             return {ErrorCode::kKafkaStorageError};
         }
       } else {
@@ -244,7 +246,7 @@ struct Broker::Impl {
   struct FetchPart {
     storage::Log* log = nullptr;
     ErrorCode error = ErrorCode::kNone;
-    storage::ReadResult rr;             // records of a BatchFormat::kLionet segment, re-encoded
+    storage::ReadResult rr;  // records of a BatchFormat::kLionet segment, re-encoded
     storage::Log::StoredBatches stored;  // or stored Kafka batches, sent as they are
     bool read = false;
     bool from_store = false;  // read: `stored` holds the answer, not rr
@@ -370,9 +372,9 @@ struct Broker::Impl {
         const int64_t hw = fp.log ? fp.log->end_offset() : -1;
         const int64_t ls = fp.log ? fp.log->start_offset() : -1;
         w.i64(hw);
-        w.i64(hw);           // last_stable_offset: no transactions
+        w.i64(hw);  // last_stable_offset: no transactions
         if (v >= 5) w.i64(ls);
-        w.array_count(0);    // aborted_transactions
+        w.array_count(0);  // aborted_transactions
         if (v >= 11) w.i32(-1);  // preferred_read_replica
         // The records' bytes (NULLABLE_BYTES), encoded in place: a length patched afterwards.
         const std::size_t len_at = w.reserve_i32();
@@ -381,9 +383,11 @@ struct Broker::Impl {
         if (fp.read && fp.error == ErrorCode::kNone && fp.from_store) {
           if (fp.stored.bytes > 0) {
             stored_bytes = static_cast<std::size_t>(fp.stored.bytes);
-            slices.push_back({w.size(), std::move(fp.stored.keep), fp.stored.file, fp.stored.position, fp.stored.bytes});
-            records_out.fetch_add(static_cast<uint64_t>(fp.stored.next_offset - std::max(fp.stored.first_offset, p.fetch_offset)),
-                                  std::memory_order_relaxed);
+            slices.push_back(
+                {w.size(), std::move(fp.stored.keep), fp.stored.file, fp.stored.position, fp.stored.bytes});
+            records_out.fetch_add(
+                static_cast<uint64_t>(fp.stored.next_offset - std::max(fp.stored.first_offset, p.fetch_offset)),
+                std::memory_order_relaxed);
           }
         } else if (fp.read && fp.error == ErrorCode::kNone && !fp.rr.empty()) {
           // Records whose headers are still being recorded wait for the next Fetch.
@@ -574,19 +578,28 @@ struct Broker::Impl {
 Broker::Broker(storage::Store& store, BrokerOptions options)
     : impl_(std::make_unique<Impl>(store, std::move(options))) {
   auto p = ProducerState::open(store);
-  if (!p) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + p.error().message());
+  if (!p)
+    throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) +
+                             "): " + p.error().message());
   impl_->producers = std::move(*p);
   auto tails = impl_->producers->recover_tails(store);
-  if (!tails) throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) + "): " + tails.error().message());
+  if (!tails)
+    throw std::runtime_error("kafka: producer state (topic " + std::string(kProducerStateTopic) +
+                             "): " + tails.error().message());
   if (*tails > 0) {
-    LIONET_LOG_INFO(lionet::log::get("kafka"), "kafka: {} idempotent batch(es) appended before a crash cut off their "
-                    "producer state: state restored from the stored batches (their retries will not be appended twice)", *tails);
+    LIONET_LOG_INFO(lionet::log::get("kafka"),
+                    "kafka: {} idempotent batch(es) appended before a crash cut off their "
+                    "producer state: state restored from the stored batches (their retries will not be appended twice)",
+                    *tails);
   }
   auto h = HeaderStore::open(store);
-  if (!h) throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
+  if (!h)
+    throw std::runtime_error("kafka: record headers (topic " + std::string(kHeaderTopic) + "): " + h.error().message());
   impl_->headers = std::move(*h);
   auto g = GroupCoordinator::open(store, impl_->opt.groups);
-  if (!g) throw std::runtime_error("kafka: committed offsets (topic " + std::string(kOffsetsTopic) + "): " + g.error().message());
+  if (!g)
+    throw std::runtime_error("kafka: committed offsets (topic " + std::string(kOffsetsTopic) +
+                             "): " + g.error().message());
   impl_->groups = std::move(*g);
 }
 

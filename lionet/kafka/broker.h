@@ -58,17 +58,17 @@ namespace lionet::kafka {
 struct BrokerOptions {
   std::string advertised_host = "127.0.0.1";  // what Metadata tells clients to connect to
   int32_t advertised_port = 9092;
-  int32_t node_id = 1;                        // this broker's id in Metadata and FindCoordinator
+  int32_t node_id = 1;  // this broker's id in Metadata and FindCoordinator
   std::string cluster_id = "lionet";
-  GroupOptions groups{};                      // consumer groups (group_coordinator.h)
+  GroupOptions groups{};  // consumer groups (group_coordinator.h)
 };
 
 struct BrokerStats {
   uint64_t requests = 0;
-  uint64_t records_in = 0;    // appended by Produce
-  uint64_t records_out = 0;   // returned by Fetch
-  uint64_t duplicates = 0;    // idempotent retries acknowledged without an append
-  uint64_t malformed = 0;     // requests that closed their connection
+  uint64_t records_in = 0;  // appended by Produce
+  uint64_t records_out = 0;  // returned by Fetch
+  uint64_t duplicates = 0;  // idempotent retries acknowledged without an append
+  uint64_t malformed = 0;  // requests that closed their connection
   GroupStats groups;
 };
 

@@ -94,9 +94,7 @@ std::optional<std::string_view> Reader::nullable(int32_t n, const char* negative
 std::optional<std::string_view> Reader::nullable_string() noexcept {
   return nullable(i16(), "a negative string length");
 }
-std::optional<std::string_view> Reader::nullable_bytes() noexcept {
-  return nullable(i32(), "a negative bytes length");
-}
+std::optional<std::string_view> Reader::nullable_bytes() noexcept { return nullable(i32(), "a negative bytes length"); }
 std::string_view Reader::bytes() noexcept { return sized(i32(), "a negative bytes length"); }
 int32_t Reader::array_count(bool allow_null, std::size_t min_element_bytes) noexcept {
   const int32_t n = i32();
@@ -135,9 +133,7 @@ void Writer::i64(int64_t v) { store_be(out_, static_cast<uint64_t>(v), 8); }
 void Writer::varint(int32_t v) {
   put_uvarint(out_, static_cast<uint32_t>((static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31)));
 }
-void Writer::varlong(int64_t v) {
-  put_uvarint(out_, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
-}
+void Writer::varlong(int64_t v) { put_uvarint(out_, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
 void Writer::string(std::string_view s) {
   i16(static_cast<int16_t>(s.size()));
   out_.append(s);

@@ -39,7 +39,7 @@ class Reader {
   int64_t i64() noexcept;
   uint32_t u32() noexcept;
   bool boolean() noexcept { return i8() != 0; }
-  int32_t varint() noexcept;   // zig-zag, at most 5 bytes
+  int32_t varint() noexcept;  // zig-zag, at most 5 bytes
   int64_t varlong() noexcept;  // zig-zag, at most 10 bytes
 
   std::string_view raw(std::size_t n) noexcept;

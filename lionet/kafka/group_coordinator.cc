@@ -37,9 +37,9 @@ struct Member {
   Duration session_timeout{};
   Duration rebalance_timeout{};
   std::vector<Protocol> protocols;  // the member's preference order
-  JoinWaiter* join = nullptr;       // its parked JoinGroup, if any
-  SyncWaiter* sync = nullptr;       // its parked SyncGroup, if any
-  std::string assignment;           // this generation's, once the leader synced
+  JoinWaiter* join = nullptr;  // its parked JoinGroup, if any
+  SyncWaiter* sync = nullptr;  // its parked SyncGroup, if any
+  std::string assignment;  // this generation's, once the leader synced
   TimePoint session_deadline{};
 };
 
@@ -79,9 +79,9 @@ struct GroupCoordinator::Group {
       : id(std::move(name)), rebalances_(rebalances), expired_(expired) {}
 
   const std::string id;
-  lionet::Mutex mu;          // guards everything below
+  lionet::Mutex mu;  // guards everything below
   lionet::CondVar answered;  // parked JoinGroup/SyncGroup: a waiter was filled, or stop()
-  lionet::CondVar changed;   // the timer fiber: a deadline may be earlier now, or stop()
+  lionet::CondVar changed;  // the timer fiber: a deadline may be earlier now, or stop()
   State state = State::kEmpty;
   int32_t generation = 0;
   std::string protocol_type;  // of the members (set by the first member of an Empty group)
@@ -89,8 +89,8 @@ struct GroupCoordinator::Group {
   std::string leader;
   std::map<std::string, Member> members;
   std::map<std::string, TimePoint> pending;  // ids from MEMBER_ID_REQUIRED -> expiry (G2, G6)
-  TimePoint rebalance_deadline{};            // G3, in PreparingRebalance
-  TimePoint sync_deadline{};                 // G4, in CompletingRebalance
+  TimePoint rebalance_deadline{};  // G3, in PreparingRebalance
+  TimePoint sync_deadline{};  // G4, in CompletingRebalance
   bool timer_running = false;
 
   // ---- everything below runs under mu
@@ -121,7 +121,8 @@ struct GroupCoordinator::Group {
     for (const Protocol& p : first.protocols) {
       bool all = true;
       for (const auto& [_, m] : members)
-        all = all && std::any_of(m.protocols.begin(), m.protocols.end(), [&](const Protocol& q) { return q.name == p.name; });
+        all = all &&
+              std::any_of(m.protocols.begin(), m.protocols.end(), [&](const Protocol& q) { return q.name == p.name; });
       if (all) candidates.push_back(p.name);
     }
     std::map<std::string, int> votes;
@@ -158,7 +159,8 @@ struct GroupCoordinator::Group {
     r.member_id = m.id;
     if (m.id == leader) {
       for (const auto& [id, o] : members) {
-        auto p = std::find_if(o.protocols.begin(), o.protocols.end(), [&](const Protocol& q) { return q.name == protocol_name; });
+        auto p = std::find_if(o.protocols.begin(), o.protocols.end(),
+                              [&](const Protocol& q) { return q.name == protocol_name; });
         r.members.push_back({id, p == o.protocols.end() ? std::string() : p->metadata});
       }
     }
@@ -470,9 +472,7 @@ GroupCoordinator::SyncResult GroupCoordinator::sync(const SyncGroupRequest& r) {
   switch (g->state) {
     case State::kEmpty: return {ErrorCode::kUnknownMemberId, {}};
     case State::kPreparingRebalance: return {ErrorCode::kRebalanceInProgress, {}};
-    case State::kStable:
-      m.session_deadline = now + m.session_timeout;
-      return {ErrorCode::kNone, m.assignment};
+    case State::kStable: m.session_deadline = now + m.session_timeout; return {ErrorCode::kNone, m.assignment};
     case State::kCompletingRebalance: break;
   }
   SyncWaiter w;
@@ -480,7 +480,8 @@ GroupCoordinator::SyncResult GroupCoordinator::sync(const SyncGroupRequest& r) {
   m.sync = &w;
   if (m.id == g->leader) {  // G4: the assignments; then every parked SyncGroup is answered
     for (const auto& a : r.assignments)
-      if (auto t = g->members.find(std::string(a.member_id)); t != g->members.end()) t->second.assignment = a.assignment;
+      if (auto t = g->members.find(std::string(a.member_id)); t != g->members.end())
+        t->second.assignment = a.assignment;
     g->state = State::kStable;
     for (auto& [_, o] : g->members) {
       o.session_deadline = now + o.session_timeout;

@@ -78,12 +78,12 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/result.h"
 #include "lionet/kafka/offset_store.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/requests.h"
-#include "lionet/base/result.h"
-#include "lionet/sync/wait_group.h"
 #include "lionet/storage/fwd.h"
+#include "lionet/sync/wait_group.h"
 
 namespace lionet::kafka {
 
@@ -102,9 +102,9 @@ struct GroupOptions {
 };
 
 struct GroupStats {
-  uint64_t rebalances = 0;       // join phases completed (generations made)
+  uint64_t rebalances = 0;  // join phases completed (generations made)
   uint64_t expired_members = 0;  // members removed by session expiry or a missed deadline
-  uint64_t offset_commits = 0;   // partitions committed
+  uint64_t offset_commits = 0;  // partitions committed
 };
 
 class GroupCoordinator {
@@ -126,8 +126,8 @@ class GroupCoordinator {
     std::string assignment;
   };
   struct LeaveResult {
-    ErrorCode error = ErrorCode::kNone;   // the request's (INVALID_GROUP_ID, ...)
-    std::vector<ErrorCode> members;       // one per member of the request
+    ErrorCode error = ErrorCode::kNone;  // the request's (INVALID_GROUP_ID, ...)
+    std::vector<ErrorCode> members;  // one per member of the request
   };
   // One per topic, one per partition, in the request's order.
   using CommitResult = std::vector<std::vector<ErrorCode>>;

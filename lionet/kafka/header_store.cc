@@ -50,7 +50,7 @@ const HeaderStore::Partition* HeaderStore::find(std::string_view topic, int32_t 
 }
 
 lionet::Mutex& HeaderStore::lock_for(std::string_view topic, int32_t partition) noexcept {
-  const std::size_t h = std::hash<std::string_view>{}(topic) * 31 + static_cast<std::size_t>(partition);
+  const std::size_t h = std::hash<std::string_view>{}(topic)*31 + static_cast<std::size_t>(partition);
   return stripes_[h % stripes_.size()];
 }
 

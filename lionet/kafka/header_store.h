@@ -36,11 +36,11 @@
 #include <string_view>
 #include <utility>
 
-#include "lionet/kafka/record_batch.h"
 #include "lionet/base/result.h"
-#include "lionet/sync/mutex.h"
 #include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/kafka/record_batch.h"
 #include "lionet/storage/fwd.h"
+#include "lionet/sync/mutex.h"
 
 namespace lionet::kafka {
 
@@ -72,8 +72,8 @@ class HeaderStore {
   explicit HeaderStore(storage::Log& log) : log_(log) {}
   friend Result<std::unique_ptr<HeaderStore>> detail::open_replayed<HeaderStore>(storage::Store&, std::string_view);
   Result<void> replay();
-  Partition& partition(std::string_view topic, int32_t p);              // creates; under mu_
-  const Partition* find(std::string_view topic, int32_t p) const;        // under mu_
+  Partition& partition(std::string_view topic, int32_t p);  // creates; under mu_
+  const Partition* find(std::string_view topic, int32_t p) const;  // under mu_
 
   storage::Log& log_;
   std::array<lionet::Mutex, 64> stripes_;

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/storage/fwd.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/wait_group.h"
-#include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
 

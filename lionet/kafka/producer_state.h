@@ -35,11 +35,11 @@
 #include <string_view>
 #include <tuple>
 
-#include "lionet/kafka/protocol.h"
 #include "lionet/base/result.h"
-#include "lionet/sync/mutex.h"
 #include "lionet/kafka/detail/internal_topic.h"
+#include "lionet/kafka/protocol.h"
 #include "lionet/storage/fwd.h"
+#include "lionet/sync/mutex.h"
 
 namespace lionet::kafka {
 
@@ -92,8 +92,8 @@ class ProducerState {
   explicit ProducerState(storage::Log& log) : log_(log) {}
   friend Result<std::unique_ptr<ProducerState>> detail::open_replayed<ProducerState>(storage::Store&, std::string_view);
   Result<void> replay();
-  void apply(int64_t pid, int16_t epoch, std::string_view topic, int32_t partition, int32_t first_seq,
-             int32_t last_seq, int64_t base_offset);
+  void apply(int64_t pid, int16_t epoch, std::string_view topic, int32_t partition, int32_t first_seq, int32_t last_seq,
+             int64_t base_offset);
 
   storage::Log& log_;
   std::array<lionet::Mutex, 64> stripes_;

@@ -39,9 +39,8 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
     }
     b.records.reserve(static_cast<std::size_t>(h.record_count));
     int64_t max_ts = 0;
-    why = storage::walk_kafka_records(records, h, &max_ts, [&](const storage::KafkaRecord& r) {
-      b.records.push_back(r);
-    });
+    why = storage::walk_kafka_records(records, h, &max_ts,
+                                      [&](const storage::KafkaRecord& r) { b.records.push_back(r); });
     if (why) return {ErrorCode::kCorruptMessage, why};
     out.push_back(std::move(b));
     at += h.length;

@@ -62,7 +62,7 @@ BatchError decode_batches(std::string_view bytes, std::vector<DecodedBatch>& out
 struct OutRecord {
   int64_t offset = 0;
   int64_t timestamp = 0;
-  std::string_view key{};      // empty: encoded as a null key
+  std::string_view key{};  // empty: encoded as a null key
   std::string_view value{};
   std::string_view headers{};  // a header section (count varint + headers); empty: no headers
 };

@@ -86,8 +86,8 @@ FetchRequest fetch(Reader& r, int16_t v) {
 
 ListOffsetsRequest list_offsets(Reader& r, int16_t v) {
   ListOffsetsRequest l;
-  r.i32();              // replica_id
-  if (v >= 2) r.i8();   // isolation_level
+  r.i32();  // replica_id
+  if (v >= 2) r.i8();  // isolation_level
   const int32_t nt = r.array_count(false, 6);
   for (int32_t i = 0; i < nt && r.ok(); ++i) {
     ListOffsetsRequest::Topic t;

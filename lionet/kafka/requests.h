@@ -90,21 +90,21 @@ struct InitProducerIdRequest {
 
 struct FindCoordinatorRequest {
   std::string_view key;  // the group id (key_type 0) or a transactional id (1)
-  int8_t key_type = 0;   // v1+
+  int8_t key_type = 0;  // v1+
 };
 
 struct JoinGroupRequest {
   std::string_view group_id;
   int32_t session_timeout_ms = 0;
   int32_t rebalance_timeout_ms = -1;  // v1+; v0: the session timeout
-  std::string_view member_id;         // "" on a first join
+  std::string_view member_id;  // "" on a first join
   std::optional<std::string_view> group_instance_id;  // v5+
-  std::string_view protocol_type;     // "consumer" for consumers
+  std::string_view protocol_type;  // "consumer" for consumers
   struct Protocol {
-    std::string_view name;            // the assignor: "range", "roundrobin", ...
+    std::string_view name;  // the assignor: "range", "roundrobin", ...
     std::string_view metadata;
   };
-  std::vector<Protocol> protocols;    // the member's preference order
+  std::vector<Protocol> protocols;  // the member's preference order
 };
 
 struct SyncGroupRequest {
@@ -162,10 +162,9 @@ struct OffsetFetchRequest {
   std::optional<std::vector<Topic>> topics;  // nullopt (v2+): every committed partition
 };
 
-using RequestBody = std::variant<ApiVersionsRequest, MetadataRequest, ProduceRequest, FetchRequest,
-                                 ListOffsetsRequest, InitProducerIdRequest, FindCoordinatorRequest,
-                                 JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
-                                 OffsetCommitRequest, OffsetFetchRequest>;
+using RequestBody = std::variant<ApiVersionsRequest, MetadataRequest, ProduceRequest, FetchRequest, ListOffsetsRequest,
+                                 InitProducerIdRequest, FindCoordinatorRequest, JoinGroupRequest, SyncGroupRequest,
+                                 HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest>;
 
 struct DecodeError {
   const char* why = nullptr;  // nullptr: no error

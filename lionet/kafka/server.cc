@@ -9,9 +9,9 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/kafka/detail/buffer_pool.h"
-#include "lionet/storage/file_system.h"
 #include "lionet/log/log.h"
 #include "lionet/net/stream.h"
+#include "lionet/storage/file_system.h"
 
 namespace lionet::kafka {
 namespace {
@@ -54,13 +54,13 @@ bool send_response(SocketStream& s, const std::string& response, const std::vect
 
 }  // namespace
 
-Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options)
-    : opt_(std::move(options)) {
+Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options) : opt_(std::move(options)) {
   broker_ = std::make_unique<Broker>(store, opt_.broker);
   TcpServerOptions o;
   o.max_connections = opt_.max_connections;
   o.name = opt_.name;
-  tcp_ = std::make_unique<TcpServer>(sched, [this](SocketStream& s) { serve(s); }, o);
+  tcp_ = std::make_unique<TcpServer>(
+      sched, [this](SocketStream& s) { serve(s); }, o);
 }
 
 Server::~Server() { stop(Duration::zero()); }

@@ -36,13 +36,15 @@
 namespace lionet::kafka {
 
 struct ServerOptions {
-  std::string name = "kafka";                // logs, fiber names. YAML: servers[].name
+  std::string name = "kafka";  // logs, fiber names. YAML: servers[].name
   // YAML: servers[].advertised_host / advertised_port. Empty host / port 0: the first listen
   // address's (its bound port when it was 0), an unspecified address (0.0.0.0, ::) as 127.0.0.1.
   BrokerOptions broker{.advertised_host = "", .advertised_port = 0};
-  std::size_t max_request_size = 100 << 20;  // one request frame at most (Kafka's socket.request.max.bytes). YAML: servers[].max_request_size
-  std::size_t max_connections = 10000;       // YAML: servers[].max_connections
-  Duration idle_timeout = std::chrono::minutes(10);  // silent connection closed (Kafka's connections.max.idle.ms). YAML: servers[].idle_timeout
+  std::size_t max_request_size =
+      100 << 20;  // one request frame at most (Kafka's socket.request.max.bytes). YAML: servers[].max_request_size
+  std::size_t max_connections = 10000;  // YAML: servers[].max_connections
+  Duration idle_timeout = std::chrono::minutes(
+      10);  // silent connection closed (Kafka's connections.max.idle.ms). YAML: servers[].idle_timeout
 };
 
 class Server {

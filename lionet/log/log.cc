@@ -152,7 +152,7 @@ struct Entry {
   std::shared_ptr<spdlog::logger> logger;
   std::shared_ptr<DistSink> outer;  // the logger's only sink; child: inner, an AsyncSink, or root's outer
   std::shared_ptr<DistSink> inner;  // the real sinks of a configured logger
-  bool async = false;               // outer's child is an AsyncSink over inner
+  bool async = false;  // outer's child is an AsyncSink over inner
 };
 
 struct FileKey {
@@ -181,12 +181,8 @@ struct State {
     for (const auto& s : o.sinks) {
       spdlog::sink_ptr sink;
       switch (s.type) {
-        case SinkOptions::Type::kStdout:
-          sink = std::make_shared<spdlog::sinks::ansicolor_stdout_sink_mt>();
-          break;
-        case SinkOptions::Type::kStderr:
-          sink = std::make_shared<spdlog::sinks::ansicolor_stderr_sink_mt>();
-          break;
+        case SinkOptions::Type::kStdout: sink = std::make_shared<spdlog::sinks::ansicolor_stdout_sink_mt>(); break;
+        case SinkOptions::Type::kStderr: sink = std::make_shared<spdlog::sinks::ansicolor_stderr_sink_mt>(); break;
         case SinkOptions::Type::kRotatingFile: {
           if (s.path.empty()) throw std::invalid_argument("logger '" + o.name + "': a file sink needs a path");
           if (s.max_size == 0) throw std::invalid_argument("logger '" + o.name + "': a file sink needs max_size > 0");

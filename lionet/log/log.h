@@ -59,7 +59,7 @@ struct SinkOptions {
 };
 
 struct LoggerOptions {
-  std::string name{};           // "root" is the default logger that unnamed loggers inherit
+  std::string name{};  // "root" is the default logger that unnamed loggers inherit
   Level level = Level::kInfo;
   std::string pattern = kDefaultPattern;  // spdlog pattern flags plus %* (fiber id)
   std::vector<SinkOptions> sinks{SinkOptions{}};
@@ -108,13 +108,12 @@ void shutdown();
 std::unique_ptr<spdlog::formatter> make_formatter(const std::string& pattern);
 }  // namespace lionet::log
 
-#define LIONET_LOG_AT(logger, level, ...)                                                     \
-  do {                                                                                        \
-    auto&& lionet_log_logger_ = (logger);                                                     \
-    if (lionet_log_logger_->should_log(level)) {                                              \
-      lionet_log_logger_->log(::spdlog::source_loc{__FILE__, __LINE__, SPDLOG_FUNCTION}, level, \
-                              __VA_ARGS__);                                                   \
-    }                                                                                         \
+#define LIONET_LOG_AT(logger, level, ...)                                                                     \
+  do {                                                                                                        \
+    auto&& lionet_log_logger_ = (logger);                                                                     \
+    if (lionet_log_logger_->should_log(level)) {                                                              \
+      lionet_log_logger_->log(::spdlog::source_loc{__FILE__, __LINE__, SPDLOG_FUNCTION}, level, __VA_ARGS__); \
+    }                                                                                                         \
   } while (0)
 #define LIONET_LOG_TRACE(logger, ...) LIONET_LOG_AT(logger, ::spdlog::level::trace, __VA_ARGS__)
 #define LIONET_LOG_DEBUG(logger, ...) LIONET_LOG_AT(logger, ::spdlog::level::debug, __VA_ARGS__)

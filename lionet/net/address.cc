@@ -208,8 +208,7 @@ std::string Address::to_string() const {
       }
       return out;
     }
-    default:
-      return "";
+    default: return "";
   }
 }
 

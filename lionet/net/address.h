@@ -32,7 +32,7 @@ class Address {
   Address(const sockaddr* sa, socklen_t len) noexcept;
 
   static Address ipv4_loopback(uint16_t port) noexcept;  // 127.0.0.1:port
-  static Address ipv4_any(uint16_t port) noexcept;       // 0.0.0.0:port
+  static Address ipv4_any(uint16_t port) noexcept;  // 0.0.0.0:port
   static Address ipv6_loopback(uint16_t port) noexcept;  // [::1]:port
 
   // Numeric forms only (no resolver): "a.b.c.d:port", "[v6]:port", ":port", "unix:/path",

@@ -31,8 +31,7 @@ Result<T> fail(int err) noexcept {
 void ignore_sigpipe_once() noexcept {
   static const bool done = [] {
     struct sigaction old {};
-    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
-        !(old.sa_flags & SA_SIGINFO)) {
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
       ::signal(SIGPIPE, SIG_IGN);
     }
     return true;
@@ -182,12 +181,9 @@ int Socket::wait(IOManager* io, bool for_write, const std::optional<TimePoint>& 
   if (io) {
     remember_io(io);
     // Every caller waits right after EAGAIN/EINPROGRESS or a short read (see io_manager.h).
-    if (for_write)
-      rc = io->wait_writable_after_eagain(fd_, deadline);
-    else if (after_short_read)
-      rc = io->wait_readable_after_short_read(fd_, deadline);
-    else
-      rc = io->wait_readable_after_eagain(fd_, deadline);
+    if (for_write) rc = io->wait_writable_after_eagain(fd_, deadline);
+    else if (after_short_read) rc = io->wait_readable_after_short_read(fd_, deadline);
+    else rc = io->wait_readable_after_eagain(fd_, deadline);
   } else {
     rc = poll_wait(fd_, for_write, deadline);
   }

@@ -47,8 +47,8 @@
 #include <optional>
 
 #include "lionet/base/clock.h"
-#include "lionet/net/address.h"
 #include "lionet/base/result.h"
+#include "lionet/net/address.h"
 
 namespace lionet {
 class IOManager;
@@ -76,7 +76,7 @@ class Deadline {
 
 struct ListenOptions {
   int backlog = SOMAXCONN;  // the kernel caps it at net.core.somaxconn
-  bool reuse_addr = true;   // SO_REUSEADDR: rebind at once after a restart (TIME_WAIT)
+  bool reuse_addr = true;  // SO_REUSEADDR: rebind at once after a restart (TIME_WAIT)
   bool reuse_port = false;  // SO_REUSEPORT: several listeners on one port, kernel balances
 };
 
@@ -237,7 +237,7 @@ class Socket {
   // when the read's deadline passes. tcp_ is set once, before the socket is shared.
   bool tcp_ = false;
   std::atomic<bool> read_drained_{false};
-  std::optional<Duration> read_timeout_;   // owner-set, exclusive access
+  std::optional<Duration> read_timeout_;  // owner-set, exclusive access
   std::optional<Duration> write_timeout_;  // owner-set, exclusive access
 };
 }  // namespace lionet

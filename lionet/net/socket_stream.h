@@ -43,7 +43,8 @@ class SocketStream final : public Stream {
 
  private:
   Result<size_t> note(Result<size_t> r) noexcept {
-    if (r.ok() && *r > 0 && !received_.load(std::memory_order_relaxed)) received_.store(true, std::memory_order_relaxed);
+    if (r.ok() && *r > 0 && !received_.load(std::memory_order_relaxed))
+      received_.store(true, std::memory_order_relaxed);
     return r;
   }
 

@@ -134,8 +134,8 @@ void TcpServer::accept_loop(Listener* l) noexcept {
 void TcpServer::log_accept_error(int err) noexcept {
   uint64_t more = 0;
   if (!accept_log_.admit(more)) return;
-  LIONET_LOG_WARN(net_log(), "{}: accept failed: {} ({} more since the last line); backing off {} ms",
-                  options_.name, std::strerror(err), more,
+  LIONET_LOG_WARN(net_log(), "{}: accept failed: {} ({} more since the last line); backing off {} ms", options_.name,
+                  std::strerror(err), more,
                   std::chrono::duration_cast<std::chrono::milliseconds>(options_.accept_backoff).count());
 }
 
@@ -175,7 +175,8 @@ void TcpServer::admit(Socket s) noexcept {
   }
   {  // drop the connection: the client reads end of stream
     std::lock_guard<std::mutex> g(mu_);
-    if (c->prev) c->prev->next = c->next; else head_ = c->next;
+    if (c->prev) c->prev->next = c->next;
+    else head_ = c->next;
     if (c->next) c->next->prev = c->prev;
   }
   delete c;
@@ -201,7 +202,8 @@ void TcpServer::serve(Conn* c) noexcept {
   }
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (c->prev) c->prev->next = c->next; else head_ = c->next;
+    if (c->prev) c->prev->next = c->next;
+    else head_ = c->next;
     if (c->next) c->next->prev = c->prev;
   }
   delete c;  // closes the socket
@@ -236,7 +238,8 @@ bool TcpServer::stop(Duration drain) {
   // 2. idle readers see end of stream; 3. drain, repeating 2 for connections it left open.
   bool pending = options_.drain_shutdown_read && shut_reads(now());
   bool drained = false;
-  while (!(drained = handlers_.wait_until(pending ? std::min(deadline, now() + std::chrono::milliseconds(10)) : deadline)) &&
+  while (!(drained =
+               handlers_.wait_until(pending ? std::min(deadline, now() + std::chrono::milliseconds(10)) : deadline)) &&
          now() < deadline)
     pending = pending && shut_reads(now());
   if (!drained) {

@@ -173,10 +173,10 @@ class TcpServer {
   Handler handler_;
   const TcpServerOptions options_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // fixed after start()
-  std::vector<Address> addresses_;                    // one per listen(); fixed after start()
-  std::vector<JoinHandle<void>> acceptors_;           // owned by start()/stop()
+  std::vector<Address> addresses_;  // one per listen(); fixed after start()
+  std::vector<JoinHandle<void>> acceptors_;  // owned by start()/stop()
 
-  std::mutex mu_;          // protects the list head_ and the links; never held across a park
+  std::mutex mu_;  // protects the list head_ and the links; never held across a park
   Conn* head_ = nullptr;
   bool cancelled_ = false;  // step 4 reached (under mu_): late arrivals are closed at once
 
@@ -190,7 +190,7 @@ class TcpServer {
   std::atomic<bool> stopped_{false};
   // One log line per second at most for each; the events held back are counted into the next.
   LogLimiter accept_log_;  // accept errors
-  LogLimiter spawn_log_;   // connections closed for want of a fiber
+  LogLimiter spawn_log_;  // connections closed for want of a fiber
   std::atomic<uint64_t> spawn_failures_{0};
   WaitGroup handlers_;  // one count per live connection's fiber
 };

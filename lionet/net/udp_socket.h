@@ -37,8 +37,8 @@
 #include <span>
 
 #include "lionet/base/clock.h"
-#include "lionet/net/address.h"
 #include "lionet/base/result.h"
+#include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 
 namespace lionet {
@@ -65,8 +65,8 @@ struct Datagram {
 struct UdpOptions {
   bool reuse_addr = false;  // SO_REUSEADDR
   bool reuse_port = false;  // SO_REUSEPORT: one socket per worker on one port, kernel-balanced
-  int recv_buffer = 0;      // SO_RCVBUF in bytes (the kernel doubles it); 0 = system default
-  int send_buffer = 0;      // SO_SNDBUF in bytes; 0 = system default
+  int recv_buffer = 0;  // SO_RCVBUF in bytes (the kernel doubles it); 0 = system default
+  int send_buffer = 0;  // SO_SNDBUF in bytes; 0 = system default
 };
 
 class UdpSocket {

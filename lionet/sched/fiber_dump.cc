@@ -8,10 +8,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <tuple>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -167,8 +167,7 @@ void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDu
   appendf(out,
           "  stacks: mapped=%zu cached=%zu reserved_bytes=%zu stack_size=%zu slabs=%zu guard_pages=%zu"
           " canaries=%zu\n\n",
-          ss.mapped, ss.cached, ss.reserved_bytes, impl.stack_pool.stack_size(), ss.slabs, ss.guard_pages,
-          ss.canaries);
+          ss.mapped, ss.cached, ss.reserved_bytes, impl.stack_pool.stack_size(), ss.slabs, ss.guard_pages, ss.canaries);
   out += format_fiber_groups(std::move(fibers), options, now_coarse, now_fine);
 }
 }  // namespace
@@ -210,8 +209,8 @@ std::vector<FiberInfo> snapshot_fibers(const Scheduler& sched, std::size_t max_f
   return detail::snapshot(*sched.impl(), max_fibers);
 }
 
-std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options,
-                                int64_t now_coarse_ns, int64_t now_ns) {
+std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options, int64_t now_coarse_ns,
+                                int64_t now_ns) {
   using detail::appendf;
   // Group by (state, wait kind); largest group first, then by state; inside a group the
   // longest in its state first (oldest stamp), then by id.

@@ -42,14 +42,14 @@ struct FiberInfo {
   uint64_t id = 0;
   char name[kNameMax + 1] = {};
   FiberState state = FiberState::kCreated;
-  int worker = -1;           // index of the worker it last ran on; -1: never ran yet
-  int64_t since_ns = 0;      // CLOCK_MONOTONIC_COARSE ns when it entered `state`
+  int worker = -1;  // index of the worker it last ran on; -1: never ran yet
+  int64_t since_ns = 0;  // CLOCK_MONOTONIC_COARSE ns when it entered `state`
   // What it waits for: meaningful when state == kParked (kNone otherwise, or when the
   // parking code recorded nothing).
   WaitKind wait = WaitKind::kNone;
-  uint32_t wait_arg = 0;     // fd (kFdRead/kFdWrite), case count (kSelect)
+  uint32_t wait_arg = 0;  // fd (kFdRead/kFdWrite), case count (kSelect)
   uint64_t wait_object = 0;  // the primitive's address; the joined fiber's id (kJoin)
-  int64_t deadline_ns = 0;   // steady-clock ns of a timed wait's deadline, 0: none
+  int64_t deadline_ns = 0;  // steady-clock ns of a timed wait's deadline, 0: none
 };
 
 struct FiberDumpOptions {
@@ -78,6 +78,6 @@ std::string dump_fibers(const FiberDumpOptions& options = {});
 // The text of one group of fibers as dump_fibers() would print it (for tests and for callers
 // that filter a snapshot first). `now_coarse_ns`/`now_ns`: CLOCK_MONOTONIC_COARSE and steady
 // clock ns at the time of the snapshot.
-std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options,
-                                int64_t now_coarse_ns, int64_t now_ns);
+std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options, int64_t now_coarse_ns,
+                                int64_t now_ns);
 }  // namespace lionet

@@ -50,7 +50,9 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, SchedulerOptions options)
                                   .protection = opts.stack_protection,
                                   .guard_page_budget = opts.stack_guard_page_budget,
                                   .max_reserved_bytes = stack_mapping_cap(opts)}),
-      stack_budget(opts.max_stack_memory ? std::max<std::size_t>(1, opts.max_stack_memory / StackPool::stride(opts.stack_size)) : 0),
+      stack_budget(opts.max_stack_memory
+                       ? std::max<std::size_t>(1, opts.max_stack_memory / StackPool::stride(opts.stack_size))
+                       : 0),
       idle_state(0) {
   const int n = resolved_threads(opts);
   LIONET_CHECK(n <= 4096, "SchedulerOptions::threads must be at most 4096");
@@ -118,10 +120,11 @@ void SchedulerImpl::wait_for_workers() {
       idle = false;
       cancel_io_waits();
     } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - idle_since >= opts.stop_timeout) {
-      spdlog::error("scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
-                    "cancelled; they are abandoned (their memory is leaked):\n{}",
-                    opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
-                    dump_fibers(*owner));
+      spdlog::error(
+          "scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
+          "cancelled; they are abandoned (their memory is leaked):\n{}",
+          opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
+          dump_fibers(*owner));
       abandoned.store(true);
       notify_all();
     }
@@ -138,16 +141,18 @@ void SchedulerImpl::cancel_io_waits() noexcept {
 
 void SchedulerImpl::throw_stack_budget() const {
   throw std::system_error(ENOMEM, std::generic_category(),
-                          "lionet: fiber stack memory limit reached: " + std::to_string(stack_budget) + " live fibers x " +
-                              std::to_string(stack_pool.stack_size()) + "-byte stacks fill max_stack_memory " +
-                              std::to_string(opts.max_stack_memory) + " (fiber.max_stack_memory)");
+                          "lionet: fiber stack memory limit reached: " + std::to_string(stack_budget) +
+                              " live fibers x " + std::to_string(stack_pool.stack_size()) +
+                              "-byte stacks fill max_stack_memory " + std::to_string(opts.max_stack_memory) +
+                              " (fiber.max_stack_memory)");
 }
 
 }  // namespace detail
 
 // ---------------------------------------------------------------- public API
 
-Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<detail::SchedulerImpl>(this, std::move(options))) {
+Scheduler::Scheduler(SchedulerOptions options)
+    : impl_(std::make_unique<detail::SchedulerImpl>(this, std::move(options))) {
   if (impl_->opts.io.backend != "none") {
     if (!&lionet_make_io_driver)
       throw std::logic_error("lionet::Scheduler: no IO driver is linked in (use io.backend \"none\")");

@@ -143,12 +143,11 @@ constexpr uint32_t kMaxLifoStreak = 3;
 // kDriverPollMaxNs of coarse time; publishing of yielders to idle workers (protocol 2).
 constexpr uint32_t kSlowTickInterval = 32;
 constexpr uint32_t kInjectCheckEvery = 2;  // 64 scheduling points
-constexpr uint32_t kDriverPollMin = 2;     // 64 scheduling points
-constexpr uint32_t kDriverPollMax = 32;    // 1024 scheduling points
+constexpr uint32_t kDriverPollMin = 2;  // 64 scheduling points
+constexpr uint32_t kDriverPollMax = 32;  // 1024 scheduling points
 constexpr int64_t kDriverPollMaxNs = 1'000'000;
 constexpr uint32_t kPublishBackoffMax = 64;  // slow ticks between wakes that found nothing to steal
 constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
-
 
 // A kCanary stack's canary is checked whenever its fiber switches out (guard pages need no check:
 // the kernel reports those). One byte compare for the others: measured in fiber_bench.
@@ -209,8 +208,8 @@ namespace {
     prev->state_since_ns_.store(w->coarse_now_ns, std::memory_order_relaxed);
     uint32_t s = static_cast<uint32_t>(FiberState::kRunning);
     // release: publishes ctx_ to the unparker (which loads PARKED with acquire).
-    if (LIONET_UNLIKELY(!prev->state_.compare_exchange_strong(
-            s, static_cast<uint32_t>(FiberState::kParked), std::memory_order_acq_rel, std::memory_order_acquire))) {
+    if (LIONET_UNLIKELY(!prev->state_.compare_exchange_strong(s, static_cast<uint32_t>(FiberState::kParked),
+                                                              std::memory_order_acq_rel, std::memory_order_acquire))) {
       // NOTIFIED arrived while prev was switching out: it never really parks.
       prev->state_.store(static_cast<uint32_t>(FiberState::kRunnable), std::memory_order_release);
       w->requeue(prev);
@@ -241,9 +240,7 @@ namespace {
     case AfterSwitch::kNothing:
     case AfterSwitch::kRequeue:  // kRequeue, kPark and kParkUnlock: handled in on_resumed
     case AfterSwitch::kPark:
-    case AfterSwitch::kParkUnlock:
-      prev->ctx_.fctx = from_ctx;
-      break;
+    case AfterSwitch::kParkUnlock: prev->ctx_.fctx = from_ctx; break;
     case AfterSwitch::kFinish: {
       // First: once unlisted no dump can reach prev, and only then may it be freed below. A
       // fiber listed by another worker (it was stolen, or migrated) can only be unlisted by that
@@ -336,9 +333,7 @@ void Worker::run() {
   // Protocol 9: only when the workers do not outnumber the CPUs this thread may run on (a
   // process pinned with taskset counts its set), or polling would take the CPU from the
   // worker or process that is about to produce the event.
-  idle_poll_ns = fits
-                     ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count()
-                     : 0;
+  idle_poll_ns = fits ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count() : 0;
   for (;;) {
     Fiber* f = find_work();
     for (int i = 0; !f && may_spin && i < kIdleSpinRounds; ++i) {

@@ -77,18 +77,18 @@ struct SpawnOptions {
   // Shown in logs and fiber dumps (sched/fiber_dump.h). Copied; names longer than 15 bytes
   // cost an allocation per spawn (std::string's small-string limit).
   std::string_view name{};
-  int pin_worker = -1;    // -1: any worker; else run only on worker pin_worker % threads
+  int pin_worker = -1;  // -1: any worker; else run only on worker pin_worker % threads
 };
 
 // Counters of one worker. Each is written only by its worker (relaxed), so a snapshot taken
 // from another thread is approximate while the scheduler runs and exact after stop().
 struct WorkerStats {
-  uint64_t spawned = 0;   // fibers created by code running on this worker
+  uint64_t spawned = 0;  // fibers created by code running on this worker
   uint64_t switches = 0;  // context switches into fibers
-  uint64_t steals = 0;    // successful steal operations (each takes up to half a queue)
-  uint64_t parks = 0;     // times the worker slept for lack of work
+  uint64_t steals = 0;  // successful steal operations (each takes up to half a queue)
+  uint64_t parks = 0;  // times the worker slept for lack of work
   uint64_t finished = 0;  // fibers that ended on this worker
-  uint64_t fiber_parks = 0;    // park() calls of fibers on this worker that switched out
+  uint64_t fiber_parks = 0;  // park() calls of fibers on this worker that switched out
   uint64_t fiber_unparks = 0;  // unpark() calls made by this worker aimed at our fibers
 };
 
@@ -99,19 +99,19 @@ struct WorkerStats {
 // exact after stop().
 struct SchedulerStats {
   int threads = 0;
-  uint64_t fibers_alive = 0;     // spawned and not yet finished
-  uint64_t fibers_created = 0;   // spawned since start (from workers and outside threads)
+  uint64_t fibers_alive = 0;  // spawned and not yet finished
+  uint64_t fibers_created = 0;  // spawned since start (from workers and outside threads)
   uint64_t fibers_finished = 0;
-  uint64_t switches = 0;         // context switches into fibers
-  uint64_t steals = 0;           // successful steal operations
-  uint64_t fiber_parks = 0;      // fiber waits that switched out (sync, io, sleep, join, ...)
+  uint64_t switches = 0;  // context switches into fibers
+  uint64_t steals = 0;  // successful steal operations
+  uint64_t fiber_parks = 0;  // fiber waits that switched out (sync, io, sleep, join, ...)
   // unpark() calls (from any thread). At rest fiber_unparks - fiber_parks = waits whose
   // wake-up came before the fiber had switched out (they returned without a switch).
   uint64_t fiber_unparks = 0;
-  uint64_t worker_sleeps = 0;    // times a worker slept for lack of work (WorkerStats::parks)
+  uint64_t worker_sleeps = 0;  // times a worker slept for lack of work (WorkerStats::parks)
   // Stack memory (fiber/stack_pool.h StackPoolStats).
-  uint64_t stacks_mapped = 0;         // carved from slabs: in use or cached
-  uint64_t stacks_cached = 0;         // of those, unused
+  uint64_t stacks_mapped = 0;  // carved from slabs: in use or cached
+  uint64_t stacks_cached = 0;  // of those, unused
   uint64_t stack_bytes_reserved = 0;  // address space of the slabs (virtual)
 };
 

@@ -109,7 +109,8 @@ bool Timer::cancel() noexcept {
   }
   // The callback is running on its worker: wait until it has finished (it is short).
   while (entry_->state.load(std::memory_order_acquire) == detail::TimerEntry::kRunning) {
-    if (detail::current_worker() == nullptr) std::this_thread::yield(); else cpu_relax();
+    if (detail::current_worker() == nullptr) std::this_thread::yield();
+    else cpu_relax();
   }
   return false;
 }

@@ -6,10 +6,10 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "lionet/ssl/detail/ssl_errors.h"
 
@@ -196,9 +196,8 @@ void SslContext::build_client() {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   }
   alpn_wire_ = alpn_wire(options_.alpn);
-  if (!alpn_wire_.empty() &&
-      SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn_wire_.data()),
-                              static_cast<unsigned>(alpn_wire_.size())) != 0)
+  if (!alpn_wire_.empty() && SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn_wire_.data()),
+                                                     static_cast<unsigned>(alpn_wire_.size())) != 0)
     fail("cannot set the ALPN list");
   if (options_.session_tickets) {
     // Our own store (by server name): OpenSSL's internal client cache is never consulted by

@@ -37,7 +37,7 @@ namespace lionet {
 
 struct SslCertificate {
   std::string cert_chain_file{};  // PEM: the leaf first, then intermediates
-  std::string key_file{};         // PEM private key matching the leaf
+  std::string key_file{};  // PEM private key matching the leaf
 };
 
 // YAML keys given as `YAML: servers[].tls.<key>` (app/ maps them).
@@ -129,10 +129,10 @@ class SslContext {
   SslOptions options_;
   bool server_;
   bool ktls_ = false;
-  std::vector<SSL_CTX*> ctxs_;        // owned; [0] = default; server: one per certificate
-  std::vector<X509*> leaf_certs_;     // borrowed from ctxs_ (SNI matching)
-  std::string alpn_wire_;             // length-prefixed ALPN list
-  mutable std::mutex sessions_mu_;    // client session cache; never held across a park
+  std::vector<SSL_CTX*> ctxs_;  // owned; [0] = default; server: one per certificate
+  std::vector<X509*> leaf_certs_;  // borrowed from ctxs_ (SNI matching)
+  std::string alpn_wire_;  // length-prefixed ALPN list
+  mutable std::mutex sessions_mu_;  // client session cache; never held across a park
   mutable std::map<std::string, SSL_SESSION*, std::less<>> sessions_;  // owned references
 };
 }  // namespace lionet

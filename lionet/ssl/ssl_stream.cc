@@ -39,9 +39,8 @@ Result<T> fail(int err) noexcept {
 }
 
 bool is_ip_literal(const std::string& s) {
-  return !s.empty() && (s.find(':') != std::string::npos || std::all_of(s.begin(), s.end(), [](char c) {
-                          return (c >= '0' && c <= '9') || c == '.';
-                        }));
+  return !s.empty() && (s.find(':') != std::string::npos ||
+                        std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; }));
 }
 }  // namespace
 
@@ -141,8 +140,7 @@ SslStream::Step SslStream::after_failure(int r, bool reading, CallTimer& t, std:
       if (!f) return err = f.error(), Step::kFail;
       return Step::kRetry;
     }
-    case SSL_ERROR_ZERO_RETURN:
-      return Step::kDone;  // close_notify (or end of stream): the caller reports 0
+    case SSL_ERROR_ZERO_RETURN: return Step::kDone;  // close_notify (or end of stream): the caller reports 0
     default:
       if (first) last_error_.store(first, std::memory_order_relaxed);
       // The socket's own failure (reset, EPIPE) arrives through fill/flush; what reaches here
@@ -204,7 +202,8 @@ Result<void> SslStream::wait_writable(CallTimer& t) noexcept {
     rc = io->wait_writable_after_eagain(sock_->fd(), at);
   } else {
     int ms = -1;
-    if (at) ms = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(*at - now()).count()));
+    if (at)
+      ms = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(*at - now()).count()));
     pollfd p{sock_->fd(), POLLOUT, 0};
     rc = ::poll(&p, 1, ms) == 0 ? ETIMEDOUT : 0;
   }

@@ -152,7 +152,7 @@ class SslStream final : public Stream {
   std::atomic<bool> handshake_done_{false};
   std::atomic<bool> closed_{false};
   std::atomic<IOManager*> waited_io_{nullptr};  // kTLS waits only: cancelled by close()
-  bool ktls_send_ = false;                       // set once by the handshake
-  std::atomic<unsigned long> last_error_{0};     // OpenSSL error code of the last EPROTO
+  bool ktls_send_ = false;  // set once by the handshake
+  std::atomic<unsigned long> last_error_{0};  // OpenSSL error code of the last EPROTO
 };
 }  // namespace lionet

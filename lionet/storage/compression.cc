@@ -70,8 +70,7 @@ Inflate gunzip(std::string_view in, std::size_t max_out, std::string& out, const
   return finish(out, filled, base, max_out);
 }
 
-Inflate unsnappy_block(std::string_view in, std::size_t base, std::size_t max_out, std::string& out,
-                       const char*& why) {
+Inflate unsnappy_block(std::string_view in, std::size_t base, std::size_t max_out, std::string& out, const char*& why) {
   size_t n = 0;
   if (snappy_uncompressed_length(in.data(), in.size(), &n) != SNAPPY_OK) {
     why = "a malformed snappy block";
@@ -248,8 +247,7 @@ bool compress(int codec, std::string_view in, std::string& out) {
       out.resize(at + n);
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -156,8 +156,7 @@ uint32_t crc32c_portable(uint32_t crc, const void* data, std::size_t n) noexcept
 }
 
 #if LIONET_CRC32C_X86
-__attribute__((target("sse4.2"))) uint32_t crc32c_sse42_simple(uint32_t crc, const void* data,
-                                                               std::size_t n) noexcept {
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42_simple(uint32_t crc, const void* data, std::size_t n) noexcept {
   auto p = static_cast<const unsigned char*>(data);
   uint64_t c = ~crc;
   while (n >= 8) {

@@ -11,12 +11,12 @@
 namespace lionet::storage {
 
 enum class Errc {
-  kCorrupt = 1,          // a stored batch failed its CRC-32C or its framing: never returned as data
-  kOffsetOutOfRange,     // read/truncate at an offset outside [start_offset, end_offset]
-  kRecordTooLarge,       // one batch larger than LogOptions::max_batch_bytes
-  kInvalidArgument,      // empty batch, bad topic name, partition out of range, bad options
-  kLogFailed,            // an fdatasync failed earlier: the log refuses appends (fsync semantics)
-  kNotFound,             // unknown topic
+  kCorrupt = 1,  // a stored batch failed its CRC-32C or its framing: never returned as data
+  kOffsetOutOfRange,  // read/truncate at an offset outside [start_offset, end_offset]
+  kRecordTooLarge,  // one batch larger than LogOptions::max_batch_bytes
+  kInvalidArgument,  // empty batch, bad topic name, partition out of range, bad options
+  kLogFailed,  // an fdatasync failed earlier: the log refuses appends (fsync semantics)
+  kNotFound,  // unknown topic
 };
 
 const std::error_category& storage_category() noexcept;

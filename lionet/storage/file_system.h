@@ -14,10 +14,10 @@
 // allows); FileSystem methods may run concurrently.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <cerrno>
 #include <string>
 #include <vector>
 

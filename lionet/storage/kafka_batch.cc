@@ -37,7 +37,8 @@ char* put_varint(char* p, int64_t v) {
 std::size_t record_body_size(const Record& r, int64_t ts_delta, uint32_t off_delta) {
   return 1 + varint_size(ts_delta) + varint_size(off_delta) +
          (r.key.empty() ? 1 : varint_size(static_cast<int64_t>(r.key.size())) + r.key.size()) +
-         varint_size(static_cast<int64_t>(r.value.size())) + r.value.size() + (r.headers.empty() ? 1 : r.headers.size());
+         varint_size(static_cast<int64_t>(r.value.size())) + r.value.size() +
+         (r.headers.empty() ? 1 : r.headers.size());
 }
 
 int64_t timestamp_of(const Record& r, int64_t now_ms) { return r.timestamp < 0 && now_ms >= 0 ? now_ms : r.timestamp; }

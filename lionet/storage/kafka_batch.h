@@ -72,8 +72,8 @@ const char* kafka_batch_problem(const char* p, const KafkaBatchHeader& h);
 // The records section of a checked batch: its bytes, or for a compressed batch their inflation
 // into `scratch` (replaced), at most max_inflated bytes. Not kOk: compression.h's kBadStream,
 // kTooLarge, kUnknownCodec, with `why`.
-Inflate kafka_batch_records(const char* p, const KafkaBatchHeader& h, std::size_t max_inflated,
-                            std::string& scratch, std::string_view& records, const char*& why);
+Inflate kafka_batch_records(const char* p, const KafkaBatchHeader& h, std::size_t max_inflated, std::string& scratch,
+                            std::string_view& records, const char*& why);
 
 // One record of a walked batch (views into the records section).
 struct KafkaRecord {

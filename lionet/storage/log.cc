@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
 
@@ -166,8 +166,8 @@ Result<void> Log::recover() {
     auto size = (*f)->size();
     if (!size) return size.error();
     const bool sealed = i + 1 < bases.size();
-    const std::size_t cap = sealed ? static_cast<std::size_t>(*size / opt_.index_interval_bytes + 2)
-                                   : active_index_capacity();
+    const std::size_t cap =
+        sealed ? static_cast<std::size_t>(*size / opt_.index_interval_bytes + 2) : active_index_capacity();
     BatchFormat format = opt_.batch_format;  // an empty file's
     if (*size > 0) {
       char first[kKafkaHeaderBytes];
@@ -268,7 +268,8 @@ Result<void> Log::recover() {
 Result<void> Log::adopt_format(int64_t now_ms) {
   if (active_->format() == opt_.batch_format) return {};
   if (active_->size() > 0) {
-    LIONET_LOG_INFO(logger(), "{}.log holds batches in the {} format: sealed, appends go to a new segment in the {} format",
+    LIONET_LOG_INFO(logger(),
+                    "{}.log holds batches in the {} format: sealed, appends go to a new segment in the {} format",
                     active_->prefix(), active_->format() == BatchFormat::kKafka ? "kafka" : "lionet",
                     opt_.batch_format == BatchFormat::kKafka ? "kafka" : "lionet");
     return roll(now_ms);
@@ -373,8 +374,8 @@ Result<uint64_t> Log::prepare_append(std::size_t len, std::size_t records, int64
   }
   uint64_t pos = active_->size();
   const bool too_big = pos + len > opt_.segment_bytes;
-  const bool too_old = opt_.segment_ms > 0 && active_->first_append_ms >= 0 &&
-                       now - active_->first_append_ms >= opt_.segment_ms;
+  const bool too_old =
+      opt_.segment_ms > 0 && active_->first_append_ms >= 0 && now - active_->first_append_ms >= opt_.segment_ms;
   const bool offsets_full = next_offset_ + static_cast<int64_t>(records) - active_->base_offset() >=
                             int64_t{std::numeric_limits<uint32_t>::max()};
   if (pos > 0 && (too_big || too_old || offsets_full)) {
@@ -421,11 +422,8 @@ Result<int64_t> Log::finish_append(std::unique_lock<lionet::Mutex>& lk, uint64_t
       unflushed_messages_ += static_cast<uint64_t>(next_offset_ - base);
       sync_now = unflushed_messages_ >= opt_.flush_messages;
       break;
-    case FlushPolicy::kInterval:
-      sync_now = now - last_flush_ms_ >= opt_.flush_ms;
-      break;
-    case FlushPolicy::kNone:
-      break;
+    case FlushPolicy::kInterval: sync_now = now - last_flush_ms_ >= opt_.flush_ms; break;
+    case FlushPolicy::kNone: break;
   }
   if (sync_now) {
     if (auto r = seg.sync_to(pos + len); !r) {
@@ -443,8 +441,8 @@ Result<void> Log::roll(int64_t now_ms) {
   // after any crash only the last segment can have a torn tail (recovery scans only it).
   // Preallocated zeros go first, so the sync below also makes the sealed size durable.
   if (auto r = release_preallocation(*active_); !r) {
-    LIONET_LOG_WARN(logger(), "{}: giving back preallocated space failed ({}); cut at the next open",
-                    active_->prefix(), r.error().message());
+    LIONET_LOG_WARN(logger(), "{}: giving back preallocated space failed ({}); cut at the next open", active_->prefix(),
+                    r.error().message());
   }
   if (auto r = active_->sync_to(active_->size()); !r) {
     failed_.store(true, std::memory_order_relaxed);
@@ -486,8 +484,8 @@ Result<std::size_t> Log::enforce_retention_locked(int64_t now_ms) {
     const bool by_bytes = opt_.retention_bytes >= 0 && total - s.size() >= static_cast<uint64_t>(opt_.retention_bytes);
     // A segment without a known record time (none, or only Kafka's "no timestamp" -1) is never
     // old enough: only retention.bytes removes it.
-    const bool by_time = opt_.retention_ms >= 0 && s.max_timestamp() >= 0 &&
-                         now_ms - s.max_timestamp() > opt_.retention_ms;
+    const bool by_time =
+        opt_.retention_ms >= 0 && s.max_timestamp() >= 0 && now_ms - s.max_timestamp() > opt_.retention_ms;
     if (!by_bytes && !by_time) break;
     total -= s.size();
     drop++;
@@ -587,14 +585,15 @@ Result<void> Log::truncate_to(int64_t offset) {
   // objects keep them until they finish.
   auto f = fs_.open(seg->prefix() + ".log", false);
   if (!f) return f.error();
-  auto fresh = std::make_shared<Segment>(seg->prefix(), seg->base_offset(), std::move(*f), active_index_capacity(),
-                                        fmt);
+  auto fresh =
+      std::make_shared<Segment>(seg->prefix(), seg->base_offset(), std::move(*f), active_index_capacity(), fmt);
   auto scan = detail::scan_segment(*fresh, new_size, opt_.index_interval_bytes, opt_.max_batch_bytes);
   if (!scan || scan->next_offset != offset) {
     // The files no longer match the published state: no append may land on them.
     failed_.store(true, std::memory_order_relaxed);
-    LIONET_LOG_ERROR(logger(), "{}: truncate_to({}) left a segment that does not scan back ({}); the log refuses appends",
-                     dir_, offset, scan ? scan->reason : scan.error().message());
+    LIONET_LOG_ERROR(logger(),
+                     "{}: truncate_to({}) left a segment that does not scan back ({}); the log refuses appends", dir_,
+                     offset, scan ? scan->reason : scan.error().message());
     return scan ? make_error_code(Errc::kCorrupt) : scan.error();
   }
   fresh->first_append_ms = seg->first_append_ms;

@@ -42,12 +42,12 @@
 #include <string_view>
 #include <vector>
 
-#include "lionet/base/spinlock.h"
+#include "lionet/base/clock.h"
 #include "lionet/base/result.h"
+#include "lionet/base/spinlock.h"
 #include "lionet/storage/errors.h"
 #include "lionet/storage/log_options.h"
 #include "lionet/storage/record.h"
-#include "lionet/base/clock.h"
 #include "lionet/sync/cond_var.h"
 #include "lionet/sync/mutex.h"
 
@@ -104,11 +104,11 @@ class Log {
   struct StoredBatches {
     BatchFormat format = BatchFormat::kKafka;
     std::shared_ptr<const void> keep;  // keeps the segment's file open while it is sent
-    File* file = nullptr;              // the segment's file (native_handle() for sendfile)
+    File* file = nullptr;  // the segment's file (native_handle() for sendfile)
     uint64_t position = 0;
     uint64_t bytes = 0;
-    int64_t first_offset = 0;          // the first batch's base offset (<= offset)
-    int64_t next_offset = 0;           // one past the range's last record
+    int64_t first_offset = 0;  // the first batch's base offset (<= offset)
+    int64_t next_offset = 0;  // one past the range's last record
   };
   Result<StoredBatches> read_stored(int64_t offset, std::size_t max_bytes) const;
 
@@ -172,8 +172,7 @@ class Log {
   Result<void> adopt_format(int64_t now_ms);
   Result<std::size_t> enforce_retention_locked(int64_t now_ms);
   void remove_segment_files(const detail::Segment& seg);
-  Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes,
-                            ReadResult& out) const;
+  Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const;
   std::size_t active_index_capacity() const;
   // Preallocation (LogOptions::preallocate_bytes), appender only: the active segment's file
   // is at least `end` bytes long; a failure only turns preallocation off (the pwrite decides).
@@ -185,12 +184,12 @@ class Log {
   const LogOptions opt_;
   FileSystem& fs_;
 
-  mutable SpinLock segments_lock_;                // guards segments_ (the pointer, not the list)
-  std::shared_ptr<const SegmentList> segments_;   // written under append_mu_ + segments_lock_
+  mutable SpinLock segments_lock_;  // guards segments_ (the pointer, not the list)
+  std::shared_ptr<const SegmentList> segments_;  // written under append_mu_ + segments_lock_
 
   std::atomic<int64_t> start_offset_{0};  // written by the appender (release), read by anyone
-  std::atomic<int64_t> end_offset_{0};    // idem: stored after the segment published the batch
-  std::atomic<bool> failed_{false};       // an fdatasync failed: appends refused
+  std::atomic<int64_t> end_offset_{0};  // idem: stored after the segment published the batch
+  std::atomic<bool> failed_{false};  // an fdatasync failed: appends refused
 
   // wait_beyond: waiters_ counts them (seq_cst, against the appender's fence after it stored
   // end_offset_: either the waiter sees the new end or the appender sees the waiter);

@@ -75,9 +75,9 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
   const std::size_t hdr = detail::header_bytes(fmt);
   const std::size_t min_batch = detail::min_batch_bytes(fmt);
   std::vector<char>& buf = out.buffer_;
-  uint64_t pos = 0;        // file position of buf[0]
-  std::size_t have = 0;    // bytes of buf holding file bytes [pos, pos + have)
-  std::size_t want = 0;    // bytes one window reads
+  uint64_t pos = 0;  // file position of buf[0]
+  std::size_t have = 0;  // bytes of buf holding file bytes [pos, pos + have)
+  std::size_t want = 0;  // bytes one window reads
   auto fill = [&](std::size_t need) -> Result<void> {
     std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(std::max(need, want), limit - pos));
     if (buf.size() < n) buf.resize(n);

@@ -39,8 +39,8 @@ struct Record {
 struct RecordView {
   int64_t offset = 0;
   int64_t timestamp = 0;
-  std::string_view key;      // points into the ReadResult that returned it
-  std::string_view value;    // idem
+  std::string_view key;  // points into the ReadResult that returned it
+  std::string_view value;  // idem
   std::string_view headers;  // idem: the header section as in Record (empty: none)
 };
 

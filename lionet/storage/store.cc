@@ -162,8 +162,8 @@ Result<TopicInfo> Store::describe(std::string_view topic) const {
   info.options = it->second->log_options;
   for (std::size_t p = 0; p < it->second->partitions.size(); p++) {
     const Log& l = *it->second->partitions[p];
-    info.partitions.push_back(PartitionInfo{static_cast<uint32_t>(p), l.start_offset(), l.end_offset(),
-                                            l.size_bytes(), l.segment_count()});
+    info.partitions.push_back(
+        PartitionInfo{static_cast<uint32_t>(p), l.start_offset(), l.end_offset(), l.size_bytes(), l.segment_count()});
   }
   return info;
 }

@@ -27,17 +27,17 @@
 namespace lionet::storage {
 
 struct TopicOptions {
-  std::string name{};        // YAML: storage.topics[].name ([A-Za-z0-9._-], 1..200 chars)
-  uint32_t partitions = 1;   // YAML: storage.topics[].partitions (1..10000)
+  std::string name{};  // YAML: storage.topics[].name ([A-Za-z0-9._-], 1..200 chars)
+  uint32_t partitions = 1;  // YAML: storage.topics[].partitions (1..10000)
   // Overrides of StoreOptions::log for this topic; unset = the store-wide value.
-  std::optional<uint64_t> segment_bytes{};    // YAML: storage.topics[].segment_bytes
-  std::optional<int64_t> segment_ms{};        // YAML: storage.topics[].segment_ms
+  std::optional<uint64_t> segment_bytes{};  // YAML: storage.topics[].segment_bytes
+  std::optional<int64_t> segment_ms{};  // YAML: storage.topics[].segment_ms
   std::optional<uint32_t> index_interval_bytes{};  // YAML: storage.topics[].index_interval_bytes
   std::optional<FlushPolicy> flush_policy{};  // YAML: storage.topics[].flush.policy
-  std::optional<uint64_t> flush_messages{};   // YAML: storage.topics[].flush.messages
-  std::optional<int64_t> flush_ms{};          // YAML: storage.topics[].flush.ms
-  std::optional<int64_t> retention_bytes{};   // YAML: storage.topics[].retention.bytes
-  std::optional<int64_t> retention_ms{};      // YAML: storage.topics[].retention.ms
+  std::optional<uint64_t> flush_messages{};  // YAML: storage.topics[].flush.messages
+  std::optional<int64_t> flush_ms{};  // YAML: storage.topics[].flush.ms
+  std::optional<int64_t> retention_bytes{};  // YAML: storage.topics[].retention.bytes
+  std::optional<int64_t> retention_ms{};  // YAML: storage.topics[].retention.ms
 
   // `base` with this topic's overrides applied.
   LogOptions apply(const LogOptions& base) const;
@@ -54,7 +54,7 @@ struct StoreOptions {
   // default_partitions partitions (a partition past that: kInvalidArgument); find() never does.
   bool auto_create_topics = true;
   uint32_t default_partitions = 1;  // YAML: storage.default_partitions
-  std::vector<TopicOptions> topics{}; // YAML: storage.topics (created at open)
+  std::vector<TopicOptions> topics{};  // YAML: storage.topics (created at open)
 };
 
 struct PartitionInfo {
@@ -68,7 +68,7 @@ struct PartitionInfo {
 struct TopicInfo {
   std::string name;
   std::string dir_pattern;  // <data_dir>/<name>-<partition>
-  LogOptions options;       // effective options (fs left as configured)
+  LogOptions options;  // effective options (fs left as configured)
   std::vector<PartitionInfo> partitions;
 };
 
@@ -95,8 +95,8 @@ class Store {
   std::vector<std::string> list_topics() const;  // sorted
   Result<TopicInfo> describe(std::string_view topic) const;
 
-  Result<void> flush();                       // every partition
-  Result<std::size_t> enforce_retention();    // every partition; segments deleted
+  Result<void> flush();  // every partition
+  Result<std::size_t> enforce_retention();  // every partition; segments deleted
 
   const StoreOptions& options() const { return opt_; }
 

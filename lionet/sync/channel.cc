@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 
-#include "lionet/sync/channel.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/channel.h"
 
 namespace lionet::detail {
 
@@ -15,7 +15,7 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
     q.push_back(&node);
     note_wait(kind, this);
     park_and_unlock(lock_);  // W1; every waker takes this node under lock_
-    return node.status;      // written before unpark() (W2)
+    return node.status;  // written before unpark() (W2)
   }
   if (*deadline <= now()) {
     lock_.unlock();

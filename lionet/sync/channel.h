@@ -80,7 +80,7 @@ class ChannelCore {
   // Written under lock_ (release) by close(); read under lock_ (relaxed) or by closed().
   std::atomic<bool> closed_{false};
   const std::size_t capacity_;
-  std::size_t head_ = 0;   // index of the oldest buffered value; under lock_
+  std::size_t head_ = 0;  // index of the oldest buffered value; under lock_
   std::size_t count_ = 0;  // buffered values; under lock_
 };
 }  // namespace detail

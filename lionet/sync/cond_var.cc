@@ -3,7 +3,9 @@
 
 namespace lionet {
 
-CondVar::~CondVar() { detail::check_no_waiters(lock_, queue_, "lionet::CondVar destroyed while fibers are waiting on it"); }
+CondVar::~CondVar() {
+  detail::check_no_waiters(lock_, queue_, "lionet::CondVar destroyed while fibers are waiting on it");
+}
 
 void CondVar::enqueue(detail::WaitNode* n) noexcept {
   lock_.lock();

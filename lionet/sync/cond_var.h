@@ -94,7 +94,7 @@ class CondVar {
   void enqueue(detail::WaitNode* n) noexcept;
   void unlink(detail::WaitNode* n) noexcept;
 
-  SpinLock lock_;            // protects queue_
+  SpinLock lock_;  // protects queue_
   detail::WaitQueue queue_;  // waiters, oldest first
 };
 }  // namespace lionet

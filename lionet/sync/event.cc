@@ -19,13 +19,13 @@ void Event::set() noexcept {
 }
 
 void Event::wait() noexcept {
-  detail::wait_latch(lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, std::nullopt,
-                     WaitKind::kEvent, this);
+  detail::wait_latch(
+      lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, std::nullopt, WaitKind::kEvent, this);
 }
 
 bool Event::wait_until(TimePoint deadline) noexcept {
   // relaxed: lock_ orders set_ (it is written under lock_ too).
-  return detail::wait_latch(lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, deadline,
-                            WaitKind::kEvent, this);
+  return detail::wait_latch(
+      lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, deadline, WaitKind::kEvent, this);
 }
 }  // namespace lionet

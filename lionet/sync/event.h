@@ -35,7 +35,7 @@ class Event {
 
  private:
   std::atomic<bool> set_{false};  // written once by set(), under lock_
-  SpinLock lock_;                 // protects queue_ and the transition of set_
+  SpinLock lock_;  // protects queue_ and the transition of set_
   detail::WaitQueue queue_;
 };
 }  // namespace lionet

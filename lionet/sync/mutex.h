@@ -46,7 +46,9 @@ class Mutex {
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
-  ~Mutex() { LIONET_DCHECK(state_.load(std::memory_order_relaxed) == 0, "lionet::Mutex destroyed while locked or waited on"); }
+  ~Mutex() {
+    LIONET_DCHECK(state_.load(std::memory_order_relaxed) == 0, "lionet::Mutex destroyed while locked or waited on");
+  }
 
   // May run in parallel with every other method, from any fiber or thread.
   void lock() noexcept {
@@ -76,8 +78,8 @@ class Mutex {
     uint32_t expected = kLockedBit;
     // release /*1*/: publishes the critical section. Fails when waiters are queued or the
     // queue is being edited: then the slow path wakes one.
-    if (LIONET_UNLIKELY(!state_.compare_exchange_strong(expected, 0, std::memory_order_release,
-                                                        std::memory_order_relaxed))) {
+    if (LIONET_UNLIKELY(
+            !state_.compare_exchange_strong(expected, 0, std::memory_order_release, std::memory_order_relaxed))) {
       unlock_slow();
     }
   }
@@ -94,8 +96,8 @@ class Mutex {
   }
 
  private:
-  static constexpr uint32_t kLockedBit = 1;       // held
-  static constexpr uint32_t kHasWaitersBit = 2;   // queue_ is not empty (kept exact under the queue bit)
+  static constexpr uint32_t kLockedBit = 1;  // held
+  static constexpr uint32_t kHasWaitersBit = 2;  // queue_ is not empty (kept exact under the queue bit)
   static constexpr uint32_t kQueueLockedBit = 4;  // someone edits queue_ (a few instructions, never parks)
 
   void lock_slow() noexcept;

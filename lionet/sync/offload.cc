@@ -67,8 +67,8 @@ void OffloadPool::thread_main(int index) {
 }
 
 namespace {
-std::mutex g_default_mu;                     // serializes configuration and creation
-OffloadOptions g_default_options;            // under g_default_mu
+std::mutex g_default_mu;  // serializes configuration and creation
+OffloadOptions g_default_options;  // under g_default_mu
 std::atomic<OffloadPool*> g_default_pool{nullptr};  // written once under g_default_mu; leaked on purpose
 }  // namespace
 

@@ -47,8 +47,8 @@ namespace detail {
 // A queued call; lives on the parked fiber's stack.
 struct OffloadTask {
   OffloadTask* next = nullptr;
-  Parker parker;                          // the fiber to unpark once run() returned
-  void (*run)(OffloadTask*) = nullptr;    // runs the call, stores result or exception
+  Parker parker;  // the fiber to unpark once run() returned
+  void (*run)(OffloadTask*) = nullptr;  // runs the call, stores result or exception
 };
 bool on_offload_thread() noexcept;
 }  // namespace detail

@@ -3,7 +3,9 @@
 
 namespace lionet {
 
-Semaphore::~Semaphore() { detail::check_no_waiters(lock_, queue_, "lionet::Semaphore destroyed while fibers are waiting on it"); }
+Semaphore::~Semaphore() {
+  detail::check_no_waiters(lock_, queue_, "lionet::Semaphore destroyed while fibers are waiting on it");
+}
 
 bool Semaphore::try_acquire() noexcept {
   lock_.lock();

@@ -35,8 +35,8 @@ class Semaphore {
   int64_t available() const noexcept;
 
  private:
-  mutable SpinLock lock_;    // protects count_ and queue_
-  int64_t count_;            // permits not handed to anyone; > 0 only while queue_ is empty
+  mutable SpinLock lock_;  // protects count_ and queue_
+  int64_t count_;  // permits not handed to anyone; > 0 only while queue_ is empty
   detail::WaitQueue queue_;  // waiters, each wanting one permit
 };
 }  // namespace lionet

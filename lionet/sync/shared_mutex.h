@@ -35,10 +35,10 @@ class SharedMutex {
   void unlock_shared() noexcept;
 
  private:
-  SpinLock lock_;             // protects every field below
-  int64_t readers_ = 0;       // readers holding the lock
-  bool writer_ = false;       // a writer holds the lock
-  detail::WaitQueue readq_;   // queued readers (plain nodes only)
+  SpinLock lock_;  // protects every field below
+  int64_t readers_ = 0;  // readers holding the lock
+  bool writer_ = false;  // a writer holds the lock
+  detail::WaitQueue readq_;  // queued readers (plain nodes only)
   detail::WaitQueue writeq_;  // queued writers (plain nodes only)
 };
 }  // namespace lionet

@@ -10,7 +10,9 @@
 
 namespace lionet {
 
-WaitGroup::~WaitGroup() { detail::check_no_waiters(lock_, queue_, "lionet::WaitGroup destroyed while fibers are waiting on it"); }
+WaitGroup::~WaitGroup() {
+  detail::check_no_waiters(lock_, queue_, "lionet::WaitGroup destroyed while fibers are waiting on it");
+}
 
 void WaitGroup::add(int64_t n) noexcept {
   int64_t c = count_.load(std::memory_order_relaxed);
@@ -31,12 +33,14 @@ void WaitGroup::add(int64_t n) noexcept {
 }
 
 void WaitGroup::wait() noexcept {
-  detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt,
-                     WaitKind::kWaitGroup, this);
+  detail::wait_latch(
+      lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt, WaitKind::kWaitGroup,
+      this);
 }
 
 bool WaitGroup::wait_until(TimePoint deadline) noexcept {
-  return detail::wait_latch(lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, deadline,
-                            WaitKind::kWaitGroup, this);
+  return detail::wait_latch(
+      lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, deadline, WaitKind::kWaitGroup,
+      this);
 }
 }  // namespace lionet

@@ -44,7 +44,7 @@ class WaitGroup {
   // under lock_. acq_rel /*1*/: the add() that reaches zero acquires the writes of every
   // earlier done(), and releases them to the waiter that reads zero under lock_.
   std::atomic<int64_t> count_;
-  SpinLock lock_;            // protects queue_
+  SpinLock lock_;  // protects queue_
   detail::WaitQueue queue_;  // waiters for zero
 };
 }  // namespace lionet

@@ -70,8 +70,8 @@ std::optional<int64_t> parse_rfc3339(std::string_view t) {
   // 2003-10-11T22:14:15[.003]Z|+hh:mm
   const int y = digits(t, 0, 4), mo = digits(t, 5, 2), d = digits(t, 8, 2);
   const int h = digits(t, 11, 2), mi = digits(t, 14, 2), sec = digits(t, 17, 2);
-  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
-      sec > 60 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') || t[13] != ':' || t[16] != ':')
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60 ||
+      t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') || t[13] != ':' || t[16] != ':')
     return std::nullopt;
   std::size_t at = 19;
   int ms = 0;
@@ -141,8 +141,7 @@ bool skip_sd(std::string_view s, std::size_t& at) noexcept {
   return true;
 }
 
-constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 // "Mmm dd hh:mm:ss " (dd may be " d" or "d"); the bytes it took (SP included), or 0.
 std::size_t parse_3164_time(std::string_view s, int& mon, int& day, int& h, int& mi, int& sec) noexcept {

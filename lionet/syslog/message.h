@@ -38,12 +38,12 @@ const char* to_string(Format f) noexcept;  // "rfc5424", "rfc3164", "raw"
 struct Message {
   Format format = Format::kRaw;
   bool malformed = false;  // neither RFC's shape: msg is the whole input
-  int facility = -1;       // 0..23, -1 when malformed
-  int severity = -1;       // 0..7, -1 when malformed
+  int facility = -1;  // 0..23, -1 when malformed
+  int severity = -1;  // 0..7, -1 when malformed
   // Milliseconds since the Unix epoch from the message's own timestamp; nullopt without one.
   std::optional<int64_t> timestamp_ms;
   std::string_view host, app, procid, msgid;  // empty: absent ("-" in RFC 5424)
-  std::string_view structured_data;           // RFC 5424 SD as sent, empty for "-"
+  std::string_view structured_data;  // RFC 5424 SD as sent, empty for "-"
   std::string_view msg;
 };
 

@@ -61,7 +61,7 @@ struct Server::Impl {
   Scheduler& sched;
   storage::Store& store;
   const ServerOptions opt;
-  uint32_t partitions = 1;        // of the topic, read at start()
+  uint32_t partitions = 1;  // of the topic, read at start()
   std::size_t max_batch_bytes = 0;  // the store's, read at start()
 
   struct Udp {
@@ -114,8 +114,8 @@ struct Server::Impl {
         records_.clear();
         for (const Item& it : items_) {
           if (it.partition != p) continue;
-          records_.push_back({std::string_view(arena_.data() + it.k, it.kn),
-                              std::string_view(arena_.data() + it.v, it.vn), it.ts});
+          records_.push_back(
+              {std::string_view(arena_.data() + it.k, it.kn), std::string_view(arena_.data() + it.v, it.vn), it.ts});
         }
         append(p);
       }
@@ -152,7 +152,8 @@ struct Server::Impl {
       im_.lost.fetch_add(records_.size(), std::memory_order_relaxed);
       uint64_t held = 0;
       if (g_lost_log.admit(held)) {
-        LIONET_LOG_ERROR(syslog_log(), "syslog '{}': {} message(s) not stored in topic '{}' partition {}: {} ({} more failures)",
+        LIONET_LOG_ERROR(syslog_log(),
+                         "syslog '{}': {} message(s) not stored in topic '{}' partition {}: {} ({} more failures)",
                          im_.opt.name, records_.size(), im_.opt.topic, p, r.error().message(), held);
       }
     }
@@ -208,6 +209,15 @@ struct Server::Impl {
       }
       if (batch.size() >= opt.batch_max || opt.linger <= Duration::zero()) batch.flush();
     }
+  }
+
+  // A TCP listener of this server (listen_tcp, adopt_tcp): its name and connection limit.
+  std::unique_ptr<TcpServer> new_tcp_server() {
+    TcpServerOptions o;
+    o.max_connections = opt.max_connections;
+    o.name = opt.name;
+    return std::make_unique<TcpServer>(
+        sched, [this](SocketStream& s) { tcp_conn(s); }, o);
   }
 
   void tcp_conn(SocketStream& s) {
@@ -285,10 +295,7 @@ void Server::listen_udp(const Address& local) {
 
 void Server::listen_tcp(const Address& local) {
   Impl& im = *impl_;
-  TcpServerOptions o;
-  o.max_connections = im.opt.max_connections;
-  o.name = im.opt.name;
-  auto t = std::make_unique<TcpServer>(im.sched, [&im](SocketStream& s) { im.tcp_conn(s); }, o);
+  auto t = im.new_tcp_server();
   try {
     t->listen(local);
   } catch (const std::system_error& e) {
@@ -299,10 +306,7 @@ void Server::listen_tcp(const Address& local) {
 
 void Server::adopt_tcp(int fd) {
   Impl& im = *impl_;
-  TcpServerOptions o;
-  o.max_connections = im.opt.max_connections;
-  o.name = im.opt.name;
-  auto t = std::make_unique<TcpServer>(im.sched, [&im](SocketStream& s) { im.tcp_conn(s); }, o);
+  auto t = im.new_tcp_server();
   t->adopt(fd);
   im.tcp.push_back(std::move(t));
 }
@@ -324,7 +328,8 @@ void Server::start() {
     if (auto r = im.store.create_topic(to); !r)
       throw std::runtime_error("syslog '" + im.opt.name + "': topic '" + im.opt.topic + "': " + r.error().message());
     info = im.store.describe(im.opt.topic);
-    if (!info) throw std::runtime_error("syslog '" + im.opt.name + "': topic '" + im.opt.topic + "': " + info.error().message());
+    if (!info)
+      throw std::runtime_error("syslog '" + im.opt.name + "': topic '" + im.opt.topic + "': " + info.error().message());
   }
   im.partitions = static_cast<uint32_t>(std::max<std::size_t>(1, info->partitions.size()));
   im.max_batch_bytes = info->options.max_batch_bytes;

@@ -48,23 +48,23 @@
 namespace lionet::syslog {
 
 struct ServerOptions {
-  std::string name = "syslog";     // in logs and thread names. YAML: servers[].name
-  std::string topic = "syslog";    // created at start if missing. YAML: servers[].topic
-  bool key_by_app = false;         // key = app name instead of host name. YAML: servers[].key (host | app)
-  std::size_t batch_max = 256;     // records per append at most (1..65536). YAML: servers[].batch_max
+  std::string name = "syslog";  // in logs and thread names. YAML: servers[].name
+  std::string topic = "syslog";  // created at start if missing. YAML: servers[].topic
+  bool key_by_app = false;  // key = app name instead of host name. YAML: servers[].key (host | app)
+  std::size_t batch_max = 256;  // records per append at most (1..65536). YAML: servers[].batch_max
   Duration linger = std::chrono::milliseconds(5);  // UDP: wait for a batch to fill. YAML: servers[].linger
   std::size_t max_message_size = 8192;  // bytes of one message kept (480..1048576). YAML: servers[].max_message_size
-  int recv_buffer = 4 << 20;       // UDP SO_RCVBUF (bytes; the kernel doubles it). YAML: servers[].recv_buffer
+  int recv_buffer = 4 << 20;  // UDP SO_RCVBUF (bytes; the kernel doubles it). YAML: servers[].recv_buffer
   std::size_t max_connections = 10000;  // TCP. YAML: servers[].max_connections
   Duration idle_timeout = std::chrono::minutes(5);  // TCP: a silent connection is closed. YAML: servers[].idle_timeout
 };
 
 struct ServerStats {
-  uint64_t received = 0;   // messages taken from a socket
-  uint64_t stored = 0;     // records appended (acknowledged by the store)
+  uint64_t received = 0;  // messages taken from a socket
+  uint64_t stored = 0;  // records appended (acknowledged by the store)
   uint64_t malformed = 0;  // stored raw: neither RFC 5424 nor RFC 3164
   uint64_t truncated = 0;  // stored cut at max_message_size
-  uint64_t lost = 0;       // records whose append failed
+  uint64_t lost = 0;  // records whose append failed
   uint64_t tcp_connections = 0;  // accepted so far
 };
 

@@ -52,8 +52,8 @@ struct ClientOptions : Options {
 
 // What the server answered, for a caller that wants to say why a handshake failed.
 struct ConnectInfo {
-  int status = 0;        // the response's status (0 if none was read)
-  std::string failure;   // "" on success, else which rule the response broke
+  int status = 0;  // the response's status (0 if none was read)
+  std::string failure;  // "" on success, else which rule the response broke
 };
 
 Result<std::unique_ptr<Socket>> connect(std::string_view url, const ClientOptions& options = {},

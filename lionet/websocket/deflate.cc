@@ -150,7 +150,8 @@ std::optional<DeflateParams> negotiate_deflate(const std::vector<std::string_vie
       std::string r(kName);
       if (a.server_no_context_takeover) r += "; server_no_context_takeover";
       if (a.client_no_context_takeover) r += "; client_no_context_takeover";
-      if (a.server_max_window_bits < 15 || o.server_bits) r += "; server_max_window_bits=" + std::to_string(a.server_max_window_bits);
+      if (a.server_max_window_bits < 15 || o.server_bits)
+        r += "; server_max_window_bits=" + std::to_string(a.server_max_window_bits);
       if (a.client_max_window_bits < 15) {
         r += "; client_max_window_bits=" + std::to_string(a.client_max_window_bits);
       }
@@ -220,8 +221,7 @@ struct Deflater::Impl {
   z_stream z{};
 };
 
-Deflater::Deflater(int window_bits, int level, bool no_context_takeover)
-    : no_context_takeover_(no_context_takeover) {
+Deflater::Deflater(int window_bits, int level, bool no_context_takeover) : no_context_takeover_(no_context_takeover) {
   auto impl = std::make_unique<Impl>();
   if (deflateInit2(&impl->z, std::clamp(level, 1, 9), Z_DEFLATED, -clamp_window(window_bits, 9), 8,
                    Z_DEFAULT_STRATEGY) == Z_OK) {
@@ -290,7 +290,8 @@ Inflater::Status Inflater::feed(const char* in, size_t n, std::string& out, size
     // (or reserves) more than the cap.
     char probe[64];
     const bool probing = out.size() == *filled && *filled >= cap;
-    if (!probing && out.size() == *filled) grow_exactly(out, *filled, std::min(cap, *filled + std::max(kGrow, *filled)));
+    if (!probing && out.size() == *filled)
+      grow_exactly(out, *filled, std::min(cap, *filled + std::max(kGrow, *filled)));
     if (probing) {
       z.next_out = reinterpret_cast<Bytef*>(probe);
       z.avail_out = sizeof probe;
@@ -311,7 +312,7 @@ Inflater::Status Inflater::feed(const char* in, size_t n, std::string& out, size
     }
     if (r == Z_BUF_ERROR) {
       if (z.avail_out != 0) return Status::kOk;  // no progress possible: the input is used up
-      continue;                                  // output full: grow (above) and go on
+      continue;  // output full: grow (above) and go on
     }
     if (r != Z_OK) return Status::kBadData;
     if (z.avail_in == 0 && z.avail_out != 0) return Status::kOk;

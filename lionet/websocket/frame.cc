@@ -7,9 +7,7 @@ namespace lionet::websocket {
 namespace {
 inline bool known_opcode(uint8_t op) noexcept { return op <= 0x2 || (op >= 0x8 && op <= 0xA); }
 
-inline ParseOutcome fail(uint16_t code, const char* reason) noexcept {
-  return {ParseOutcome::kError, code, reason};
-}
+inline ParseOutcome fail(uint16_t code, const char* reason) noexcept { return {ParseOutcome::kError, code, reason}; }
 
 // The key repeated over 8 bytes, starting at key byte offset % 4.
 inline uint64_t key_word(uint32_t mask_key, uint64_t offset, uint8_t r[8]) noexcept {
@@ -70,8 +68,8 @@ ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& r
   return {ParseOutcome::kOk, 0, ""};
 }
 
-size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked,
-                          uint32_t mask_key, bool rsv1) noexcept {
+size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked, uint32_t mask_key,
+                          bool rsv1) noexcept {
   out[0] = static_cast<uint8_t>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | static_cast<uint8_t>(opcode));
   const uint8_t m = masked ? 0x80 : 0;
   size_t size;

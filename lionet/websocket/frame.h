@@ -70,8 +70,8 @@ struct HeaderRules {
 
 struct ParseOutcome {
   enum Status : uint8_t { kNeedMore, kOk, kError } status = kNeedMore;
-  uint16_t close_code = 0;   // kError: the code to close with (1002 or 1009)
-  const char* reason = "";   // kError: why, for the close frame and the log (a literal)
+  uint16_t close_code = 0;  // kError: the code to close with (1002 or 1009)
+  const char* reason = "";  // kError: why, for the close frame and the log (a literal)
 };
 
 // Parses the header at p[0..n). kNeedMore: the header is not complete yet (nothing consumed);
@@ -80,8 +80,8 @@ ParseOutcome parse_frame_header(const uint8_t* p, size_t n, const HeaderRules& r
 
 // Writes a header into out[0..kMaxHeaderSize) and returns its size. mask_key is written (and
 // the mask bit set) only when `masked`; rsv1 marks a compressed message's first frame.
-size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked,
-                          uint32_t mask_key, bool rsv1 = false) noexcept;
+size_t write_frame_header(uint8_t* out, bool fin, Opcode opcode, uint64_t payload_size, bool masked, uint32_t mask_key,
+                          bool rsv1 = false) noexcept;
 
 // XORs p[0..n) with the key, as if p started `offset` bytes into the payload (so a payload may
 // be unmasked in pieces). Masking and unmasking are the same operation. Word-at-a-time.

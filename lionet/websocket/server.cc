@@ -68,8 +68,7 @@ bool check_request(const http::Request& req, http::Response& res) {
   return true;
 }
 
-void run(const Route& route, const std::string& subprotocol, std::optional<DeflateParams> deflate,
-         http::Takeover& t) {
+void run(const Route& route, const std::string& subprotocol, std::optional<DeflateParams> deflate, http::Takeover& t) {
   Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol, deflate);  // copies buffered
   std::string target(t.request.target());  // for the logs below
   // A handler that never sees the Request lets the connection's HTTP input buffer go now: an

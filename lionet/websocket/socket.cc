@@ -34,7 +34,7 @@ constexpr size_t kStaging = 16 * 1024;  // client: header + masked payload per w
 // send(2); a larger one goes out as header + the caller's bytes (sendmsg, two iovecs). perf of
 // the 64 B echo: sendmsg's msghdr copy and iovec import cost ~3% of the server's CPU.
 constexpr size_t kSmallFrame = 1024;
-constexpr size_t kReadRoom = 4096;      // the input buffer's free tail per read
+constexpr size_t kReadRoom = 4096;  // the input buffer's free tail per read
 // Payload still expected above which the next read goes straight into the message.
 constexpr size_t kDirectMin = 2048;
 constexpr size_t kLingerBytes = 256 * 1024;  // dropped after failing, at most
@@ -65,9 +65,9 @@ Socket::Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Optio
     // Each side compresses with its own window and context rule and inflates with the peer's.
     const bool server = role == Role::kServer;
     const DeflateParams& d = *deflate_;
-    deflater_ = std::make_unique<Deflater>(server ? d.server_max_window_bits : d.client_max_window_bits,
-                                           options_.deflate.level,
-                                           server ? d.server_no_context_takeover : d.client_no_context_takeover);
+    deflater_ =
+        std::make_unique<Deflater>(server ? d.server_max_window_bits : d.client_max_window_bits, options_.deflate.level,
+                                   server ? d.server_no_context_takeover : d.client_no_context_takeover);
     inflate_broken_ = !reader_.enable_deflate(server ? d.client_max_window_bits : d.server_max_window_bits,
                                               server ? d.client_no_context_takeover : d.server_no_context_takeover);
   }
@@ -435,17 +435,10 @@ bool Socket::read_loop(Message& out, bool discard_messages, std::optional<TimePo
         (void)write_control_locked(Opcode::kPong, ev.text);
         continue;
       }
-      case detail::ReadEvent::kPong:
-        awaiting_pong_ = false;
-        continue;
-      case detail::ReadEvent::kClose:
-        on_peer_close(ev.code, ev.text);
-        return false;
-      case detail::ReadEvent::kFail:
-        fail(ev.code, ev.text);
-        return false;
-      case detail::ReadEvent::kNeedMore:
-        break;
+      case detail::ReadEvent::kPong: awaiting_pong_ = false; continue;
+      case detail::ReadEvent::kClose: on_peer_close(ev.code, ev.text); return false;
+      case detail::ReadEvent::kFail: fail(ev.code, ev.text); return false;
+      case detail::ReadEvent::kNeedMore: break;
     }
     if (until && now() >= *until) {
       record_end(close_code::kAbnormal, "no close frame from the peer in time");
@@ -465,7 +458,8 @@ Socket::Fill Socket::fill(Message& msg) {
   Result<size_t> r = direct ? stream_->read(direct, room) : in_.read_from(*stream_, kReadRoom);
   if (!r) {
     if (r.error() == std::errc::timed_out) return Fill::kTick;
-    record_end(close_code::kAbnormal, r.error() == std::errc::operation_canceled ? "connection closed" : "connection lost");
+    record_end(close_code::kAbnormal,
+               r.error() == std::errc::operation_canceled ? "connection closed" : "connection lost");
     finish(/*drain=*/false, /*half_close=*/false);
     return Fill::kEnd;
   }

@@ -45,14 +45,14 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "lionet/base/result.h"
 #include "lionet/base/spinlock.h"
 #include "lionet/net/buffer.h"
-#include "lionet/base/result.h"
 #include "lionet/net/stream.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/mutex.h"
@@ -73,9 +73,9 @@ enum class Role : uint8_t { kServer, kClient };
 // What try_send() did with a message.
 enum class SendResult : uint8_t {
   kQueued,  // framed and queued; the socket's writer fiber sends it
-  kFull,    // the queue would pass Options::send_queue_bytes: nothing was queued
+  kFull,  // the queue would pass Options::send_queue_bytes: nothing was queued
   kClosed,  // the close frame was sent or the connection is over (or the socket has no
-            // scheduler to run a writer: made outside one)
+  // scheduler to run a writer: made outside one)
 };
 
 class Socket;
@@ -92,8 +92,8 @@ class Socket {
   // Over a stream the caller keeps alive (a server's taken-over connection). `buffered`: bytes
   // already read from the stream that belong to the WebSocket (read before the stream).
   // `deflate`: the permessage-deflate parameters agreed in the handshake, if any.
-  Socket(Stream& stream, Role role, Options options, std::string_view buffered = {},
-         std::string subprotocol = {}, std::optional<DeflateParams> deflate = std::nullopt);
+  Socket(Stream& stream, Role role, Options options, std::string_view buffered = {}, std::string subprotocol = {},
+         std::optional<DeflateParams> deflate = std::nullopt);
   // Over a stream it owns (a client's connection).
   Socket(std::unique_ptr<Stream> stream, Role role, Options options, std::string_view buffered = {},
          std::string subprotocol = {}, std::optional<DeflateParams> deflate = std::nullopt);
@@ -205,7 +205,7 @@ class Socket {
   Mutex read_mu_;
   Buffer in_;
   detail::FrameReader reader_;
-  TimePoint last_rx_{};         // when a byte last arrived (only kept with tick_)
+  TimePoint last_rx_{};  // when a byte last arrived (only kept with tick_)
   bool awaiting_pong_ = false;  // a keepalive ping is out
   TimePoint pong_deadline_{};
 
@@ -213,7 +213,7 @@ class Socket {
   Mutex send_mu_;
   std::unique_ptr<char[]> staging_;  // client: header + masked payload chunks
   std::unique_ptr<Deflater> deflater_;  // permessage-deflate agreed: compresses what we send
-  std::string zout_;                    // the compressed message being sent (kept if <= 64 KiB)
+  std::string zout_;  // the compressed message being sent (kept if <= 64 KiB)
   uint8_t key_pool_[64];
   size_t key_pos_ = sizeof key_pool_;
   // Written under send_mu_; atomic so is_open() and the reader may look without it.
@@ -237,6 +237,6 @@ class Socket {
   std::atomic<uint16_t> close_code_{0};
   std::string close_reason_;
   std::atomic<bool> done_{false};  // the stream was closed by this socket
-  Event finished_;                 // set with done_: close() from a non-receiving fiber waits on it
+  Event finished_;  // set with done_: close() from a non-receiving fiber waits on it
 };
 }  // namespace lionet::websocket

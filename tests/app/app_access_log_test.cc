@@ -46,11 +46,12 @@ std::string load_error(const std::string& yaml) {
 TEST(AppAccessLog, TheKeyBindsWithDefaultsAndTheShippedConfLogsWebAndWebTls) {
   config::Registry r("LIONET_APPTEST_UNUSED_");
   AppConfig c = define_config(r);
-  r.load_string("servers:\n  - {name: a, type: http, listen: ['127.0.0.1:1'], access_log: {path: /tmp/a.log}}\n"
-                "  - {name: b, type: http, listen: ['127.0.0.1:2'], access_log: {path: stdout, format: json, "
-                "buffer_bytes: 65536, flush_interval: 250ms}}\n"
-                "  - {name: c, type: http, listen: ['127.0.0.1:3']}\n",
-                "s.yml");
+  r.load_string(
+      "servers:\n  - {name: a, type: http, listen: ['127.0.0.1:1'], access_log: {path: /tmp/a.log}}\n"
+      "  - {name: b, type: http, listen: ['127.0.0.1:2'], access_log: {path: stdout, format: json, "
+      "buffer_bytes: 65536, flush_interval: 250ms}}\n"
+      "  - {name: c, type: http, listen: ['127.0.0.1:3']}\n",
+      "s.yml");
   EXPECT_EQ(check_config(c), std::nullopt);
   const auto servers = c.servers->value();
   ASSERT_EQ(servers.size(), 3u);
@@ -99,10 +100,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadAccessLog{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: a.log, format: clf}}\n",
                      "key 'servers[0].access_log.format': unknown access log format 'clf' (expected combined or json)"},
-        BadAccessLog{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: a.log, buffer_bytes: 100}}\n",
-                     "key 'servers[0].access_log.buffer_bytes': must be in 4096..1073741824"},
-        BadAccessLog{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: a.log, flush_interval: 0ms}}\n",
-                     "key 'servers[0].access_log.flush_interval': must be in 1ms..3600000ms"},
+        BadAccessLog{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: a.log, buffer_bytes: 100}}\n",
+            "key 'servers[0].access_log.buffer_bytes': must be in 4096..1073741824"},
+        BadAccessLog{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: a.log, flush_interval: 0ms}}\n",
+            "key 'servers[0].access_log.flush_interval': must be in 1ms..3600000ms"},
         BadAccessLog{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {format: json}}\n",
                      "key 'servers[0].access_log': missing required field 'path'"},
         BadAccessLog{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], access_log: {path: ''}}\n",
@@ -147,13 +150,23 @@ TEST(AppAccessLog, BinaryLogsBothServersToOneFileAndSighupMovesLaterLinesToANewF
   dir.write("server.yml",
             "scheduler: {threads: 2}\n"
             "servers:\n"
-            "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) + "']\n"
-            "    access_log: {path: " + log.string() + ", flush_interval: 20ms}\n"
-            "    routes: [{path: /healthz, type: health}, {path: /metrics, type: metrics}]\n"
-            "  - name: tls\n    type: https\n    listen: ['127.0.0.1:" + std::to_string(https) + "']\n"
-            "    tls: {cert: " + r + "/tls/cert.pem, key: " + r + "/tls/key.pem, generate_self_signed: true}\n"
-            "    access_log: {path: " + r + "/logs/../logs/access.log, flush_interval: 20ms}\n"
-            "    routes: [{path: /healthz, type: health}]\n");
+            "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                std::to_string(http) +
+                "']\n"
+                "    access_log: {path: " +
+                log.string() +
+                ", flush_interval: 20ms}\n"
+                "    routes: [{path: /healthz, type: health}, {path: /metrics, type: metrics}]\n"
+                "  - name: tls\n    type: https\n    listen: ['127.0.0.1:" +
+                std::to_string(https) +
+                "']\n"
+                "    tls: {cert: " +
+                r + "/tls/cert.pem, key: " + r +
+                "/tls/key.pem, generate_self_signed: true}\n"
+                "    access_log: {path: " +
+                r +
+                "/logs/../logs/access.log, flush_interval: 20ms}\n"
+                "    routes: [{path: /healthz, type: health}]\n");
   Process p({"-c", dir.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();
@@ -166,7 +179,9 @@ TEST(AppAccessLog, BinaryLogsBothServersToOneFileAndSighupMovesLaterLinesToANewF
   ASSERT_TRUE(wait_in_file(log, "/healthz?n=1")) << file_bytes(log) << p.output();
   ASSERT_TRUE(wait_in_file(log, "/healthz?n=2")) << file_bytes(log) << p.output();
   const std::string first = file_bytes(log);
-  EXPECT_TRUE(std::regex_search(first, std::regex(R"(127\.0\.0\.1 - - \[[^\]]+\] "GET /healthz\?n=1 HTTP/1\.1" 200 3 "-" "agent/1" \d+\.\d{3}\n)")))
+  EXPECT_TRUE(std::regex_search(
+      first,
+      std::regex(R"(127\.0\.0\.1 - - \[[^\]]+\] "GET /healthz\?n=1 HTTP/1\.1" 200 3 "-" "agent/1" \d+\.\d{3}\n)")))
       << first;
   EXPECT_NE(first.find("\"GET /healthz?n=2 HTTP/2.0\" 200 3 "), std::string::npos) << first;
 
@@ -204,9 +219,10 @@ TEST(AppAccessLog, SigtermWritesOutTheLinesStillBuffered) {
   TempConf dir;
   const fs::path log = fs::path(dir.path()) / "access.log";
   const int http = free_port();
-  dir.write("server.yml", "servers:\n  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) +
-                              "']\n    access_log: {path: " + log.string() +
-                              ", format: json, flush_interval: 3600000ms}\n    routes: [{path: /healthz, type: health}]\n");
+  dir.write("server.yml",
+            "servers:\n  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) +
+                "']\n    access_log: {path: " + log.string() +
+                ", format: json, flush_interval: 3600000ms}\n    routes: [{path: /healthz, type: health}]\n");
   Process p({"-c", dir.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();

@@ -31,11 +31,18 @@ TEST(AppBrowser, ChromiumLoadsTheShippedPageAndItsAssetsOverH2) {
   conf.write("server.yml",
              "scheduler: {threads: 2}\n"
              "servers:\n"
-             "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) + "']\n"
-             "    routes:\n      - {path: /metrics, type: metrics}\n"
-             "  - name: tls\n    type: https\n    listen: ['127.0.0.1:" + std::to_string(https) + "']\n"
-             "    tls: {cert: " + conf.path() + "/cert.pem, key: " + conf.path() + "/key.pem, generate_self_signed: true}\n"
-             "    routes:\n      - {path: /, type: static, root: " + src + "/examples/www, mode: auto}\n");
+             "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                 std::to_string(http) +
+                 "']\n"
+                 "    routes:\n      - {path: /metrics, type: metrics}\n"
+                 "  - name: tls\n    type: https\n    listen: ['127.0.0.1:" +
+                 std::to_string(https) +
+                 "']\n"
+                 "    tls: {cert: " +
+                 conf.path() + "/cert.pem, key: " + conf.path() +
+                 "/key.pem, generate_self_signed: true}\n"
+                 "    routes:\n      - {path: /, type: static, root: " +
+                 src + "/examples/www, mode: auto}\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();

@@ -17,7 +17,7 @@
 namespace lionet::app::testing {
 
 struct RequestLoop {
-  std::atomic<int> done{0};       // requests answered 200
+  std::atomic<int> done{0};  // requests answered 200
   std::atomic<int> conn_errors{0};  // connect/read/write failed or the response was cut
   std::atomic<int> bad_status{0};
   std::string first_error;
@@ -75,7 +75,8 @@ inline std::string get_request(const std::string& path) {
   return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 }
 inline std::string post_request(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
 }
 }  // namespace lionet::app::testing

@@ -37,9 +37,9 @@ class Site {
     echo = free_port();
     fs::create_directories(root_ / "www" / "sub");
     std::ofstream(root_ / "www" / "index.html") << "<h1>e2e index</h1>\n";
-    write_file("www/small.txt", 1000);        // AUTO: memory
+    write_file("www/small.txt", 1000);  // AUTO: memory
     write_file("www/sub/medium.bin", 200000);  // AUTO: chunked
-    write_file("www/large.bin", 3 << 20);      // AUTO: sendfile
+    write_file("www/large.bin", 3 << 20);  // AUTO: sendfile
     fs::create_directories(root_ / "conf");
   }
   void write_file(const std::string& rel, std::size_t n) {
@@ -173,7 +173,8 @@ TEST(AppE2E, EveryRouteOverHttpHttpsAndEchoAndMetricsMove) {
   EXPECT_NE(batch.body.find("\"base_offset\":1"), std::string::npos) << batch.body;
   auto read = curl("'" + site.url("/topics/e2e/partitions/0/records?offset=0") + "'");
   EXPECT_EQ(read.status, 200);
-  for (const char* v : {"first record", "second", "third"}) EXPECT_NE(read.body.find(v), std::string::npos) << read.body;
+  for (const char* v : {"first record", "second", "third"})
+    EXPECT_NE(read.body.find(v), std::string::npos) << read.body;
   EXPECT_NE(curl(site.url("/topics")).body.find("e2e"), std::string::npos);
   auto bad = curl("'" + site.url("/topics/e2e/partitions/0/records?offset=99") + "'");
   EXPECT_EQ(bad.status, 416) << bad.body;
@@ -304,8 +305,9 @@ TEST(AppE2E, SigtermDuringLoadExitsZeroAndLosesNoAcknowledgedRecord) {
   std::map<int64_t, std::string> stored;
   int64_t next = 0;
   for (int page = 0; page < 10000; ++page) {
-    auto r = curl("-D - '" + site.url("/topics/load/partitions/0/records?offset=" + std::to_string(next) +
-                                      "&max_bytes=65536") + "'");
+    auto r =
+        curl("-D - '" +
+             site.url("/topics/load/partitions/0/records?offset=" + std::to_string(next) + "&max_bytes=65536") + "'");
     ASSERT_EQ(r.status, 200) << r.body;
     auto hdr_end = r.body.find("\r\n\r\n");
     ASSERT_NE(hdr_end, std::string::npos);
@@ -457,8 +459,8 @@ TEST(AppE2E, StorageApiEncodingsPagingAndErrors) {
       {"'" + rec + "?offset=-5'", 400, "non-negative numbers"},  // malformed, like abc: one rule
       {"'" + rec + "?offset=abc'", 400, "non-negative numbers"},
       {"-X POST " + rec, 400, "empty body"},
-      {"-X POST -H 'Transfer-Encoding: chunked' --data-binary @" + (site.root() / "huge.bin").string() + " " + rec,
-       413, "max_body_bytes"},
+      {"-X POST -H 'Transfer-Encoding: chunked' --data-binary @" + (site.root() / "huge.bin").string() + " " + rec, 413,
+       "max_body_bytes"},
   };
   for (const auto& c : cases) {
     auto r = curl(c.args);
@@ -523,8 +525,10 @@ TEST(AppE2E, StorageBodyOverMaxBodyBytesIsJson413) {
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for(kReady)) << p.output();
   const std::string big = "Content-Length: " + std::to_string((8 << 20) + 1) + "\r\n";
-  std::string r = raw_exchange(site.http, "POST /topics/big/partitions/0/records HTTP/1.1\r\nHost: x\r\n"
-                                          "Content-Type: application/octet-stream\r\n" + big + "\r\nfirst bytes");
+  std::string r = raw_exchange(site.http,
+                               "POST /topics/big/partitions/0/records HTTP/1.1\r\nHost: x\r\n"
+                               "Content-Type: application/octet-stream\r\n" +
+                                   big + "\r\nfirst bytes");
   EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r;
   EXPECT_NE(r.find("\r\nContent-Type: application/json\r\n"), std::string::npos) << r;
   EXPECT_NE(r.find("\r\nConnection: close\r\n"), std::string::npos) << r;
@@ -556,16 +560,21 @@ TEST(AppE2E, StorageBodyOverMaxBodyBytesIsJson413) {
 TEST(AppE2E, MaxKeepaliveRequestsClosesAConnectionAfterThatMany) {
   TempConf conf;
   const int port = free_port();
-  conf.write("server.yml", "scheduler: {threads: 1}\n"
-                           "storage: {data_dir: " + conf.path() + "/data}\n"
-                           "servers:\n"
-                           "  - name: web\n"
-                           "    type: http\n"
-                           "    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
-                           "    max_keepalive_requests: 2\n"
-                           "    write_timeout: 5s\n"
-                           "    routes:\n"
-                           "      - {path: /healthz, type: health}\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 1}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data}\n"
+                 "servers:\n"
+                 "  - name: web\n"
+                 "    type: http\n"
+                 "    listen: ['127.0.0.1:" +
+                 std::to_string(port) +
+                 "']\n"
+                 "    max_keepalive_requests: 2\n"
+                 "    write_timeout: 5s\n"
+                 "    routes:\n"
+                 "      - {path: /healthz, type: health}\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for(kReady)) << p.output();
@@ -605,7 +614,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenConf{"servers: [{name: a, type: http, listen: ['127.0.0.1:9']}, {name: b, type: echo, listen: "
                    "['127.0.0.1:9']}]\n",
                    "servers[1].listen[0]"},
-        BrokenConf{"servers: [{name: a, type: http, listen: ['127.0.0.1:9'], max_connections: 0}]\n", "max_connections"},
+        BrokenConf{"servers: [{name: a, type: http, listen: ['127.0.0.1:9'], max_connections: 0}]\n",
+                   "max_connections"},
         BrokenConf{"storage: {flush: {policy: sometimes}}\n", "storage.flush.policy"}),
     [](const ::testing::TestParamInfo<BrokenConf>& i) { return "case" + std::to_string(i.index); });
 
@@ -644,16 +654,23 @@ TEST(AppE2E, StackBudgetExhaustedByAFloodLeavesHealthServing) {
   TempConf dir;
   const int echo = free_port(), admin = free_port();
   constexpr long kStride = 128 * 1024 + 4096;  // default stack_size plus its guard page
-  constexpr int kBudget = 30;                  // fibers of the 'conns' pool: the acceptor + 29
-  dir.write("server.yml", "scheduler: {threads: 1}\n"
-                          "workers: {conns: {threads: 1, max_stack_memory: " + std::to_string(kBudget * kStride) + "}}\n"
-                          "servers:\n"
-                          "  - name: edge\n    type: echo\n    workers: conns\n"
-                          "    listen: ['127.0.0.1:" + std::to_string(echo) + "']\n"
-                          "  - name: admin\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(admin) + "']\n"
-                          "    routes:\n"
-                          "      - {path: /healthz, type: health}\n"
-                          "      - {path: /metrics, type: metrics}\n");
+  constexpr int kBudget = 30;  // fibers of the 'conns' pool: the acceptor + 29
+  dir.write("server.yml",
+            "scheduler: {threads: 1}\n"
+            "workers: {conns: {threads: 1, max_stack_memory: " +
+                std::to_string(kBudget * kStride) +
+                "}}\n"
+                "servers:\n"
+                "  - name: edge\n    type: echo\n    workers: conns\n"
+                "    listen: ['127.0.0.1:" +
+                std::to_string(echo) +
+                "']\n"
+                "  - name: admin\n    type: http\n    listen: ['127.0.0.1:" +
+                std::to_string(admin) +
+                "']\n"
+                "    routes:\n"
+                "      - {path: /healthz, type: health}\n"
+                "      - {path: /metrics, type: metrics}\n");
   Process p({"-c", dir.path()});
   ASSERT_TRUE(p.started());
   ASSERT_TRUE(p.wait_for(kReady)) << p.output();

@@ -31,14 +31,24 @@ struct Server {
     const std::string r = root.string();
     conf.write("server.yml",
                "scheduler: {threads: 2}\n"
-               "storage: {data_dir: " + r + "/data}\n"
-               "servers:\n"
-               "  - {name: web, type: http, listen: ['127.0.0.1:" + std::to_string(http) + "'], routes: [\n"
-               "      {path: /, type: static, root: " + r + "/www, mode: auto},\n"
-               "      {path: /topics, type: storage}, {path: /healthz, type: health}]}\n"
-               "  - {name: tls, type: https, listen: ['127.0.0.1:" + std::to_string(https) + "'],\n"
-               "     tls: {cert: " + r + "/tls/cert.pem, key: " + r + "/tls/key.pem, generate_self_signed: true},\n"
-               "     routes: [{path: /healthz, type: health}]}\n");
+               "storage: {data_dir: " +
+                   r +
+                   "/data}\n"
+                   "servers:\n"
+                   "  - {name: web, type: http, listen: ['127.0.0.1:" +
+                   std::to_string(http) +
+                   "'], routes: [\n"
+                   "      {path: /, type: static, root: " +
+                   r +
+                   "/www, mode: auto},\n"
+                   "      {path: /topics, type: storage}, {path: /healthz, type: health}]}\n"
+                   "  - {name: tls, type: https, listen: ['127.0.0.1:" +
+                   std::to_string(https) +
+                   "'],\n"
+                   "     tls: {cert: " +
+                   r + "/tls/cert.pem, key: " + r +
+                   "/tls/key.pem, generate_self_signed: true},\n"
+                   "     routes: [{path: /healthz, type: health}]}\n");
   }
   // fsize_limit: RLIMIT_FSIZE of the server (0 = none).
   bool start(rlim_t fsize_limit = 0) {
@@ -69,7 +79,9 @@ TEST(AppFaults, PeersResettingMidResponseDoNotDisturbOthers) {
     linger lg{1, 0};  // close with RST
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     ::close(fd);
-    if (i % 10 == 0) { EXPECT_TRUE(s.healthy()) << "after " << i << " resets"; }
+    if (i % 10 == 0) {
+      EXPECT_TRUE(s.healthy()) << "after " << i << " resets";
+    }
   }
   auto [code, body] = curl(s.url("/small.txt"));
   EXPECT_EQ(code, 200);
@@ -86,8 +98,8 @@ TEST(AppFaults, DiskFullWhileAppendingAnswers507AndLosesNothingAcknowledged) {
   int acked = 0, full = 0;
   std::string full_body;
   for (int i = 0; i < 400 && full == 0; ++i) {  // ~1 KiB records: the limit is hit near 250
-    auto [code, body] = curl("--data-binary @" + (s.root / "rec.txt").string() + " " +
-                             s.url("/topics/full/partitions/0/records"));
+    auto [code, body] =
+        curl("--data-binary @" + (s.root / "rec.txt").string() + " " + s.url("/topics/full/partitions/0/records"));
     if (code == 201) ++acked;
     else if (code == 507) ++full, full_body = body;
     else ADD_FAILURE() << "unexpected " << code << ": " << body;

@@ -26,14 +26,20 @@ TEST(AppKafka, KcatAndTheHttpStorageApiSeeEachOthersRecords) {
   ASSERT_EQ(sh("kcat -V >/dev/null 2>&1 && echo yes"), "yes\n") << "kcat is missing: run scripts/install-deps.sh";
   TempConf conf;
   const int http = free_port(), port = free_port();
-  conf.write("server.yml", "scheduler: {threads: 2}\n"
-                           "storage: {data_dir: " + conf.path() + "/data, flush: {policy: every_batch}}\n"
-                           "servers:\n"
-                           "  - name: api\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) + "']\n"
-                           "    routes:\n"
-                           "      - {path: /topics, type: storage}\n"
-                           "      - {path: /metrics, type: metrics}\n"
-                           "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 2}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data, flush: {policy: every_batch}}\n"
+                 "servers:\n"
+                 "  - name: api\n    type: http\n    listen: ['127.0.0.1:" +
+                 std::to_string(http) +
+                 "']\n"
+                 "    routes:\n"
+                 "      - {path: /topics, type: storage}\n"
+                 "      - {path: /metrics, type: metrics}\n"
+                 "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" +
+                 std::to_string(port) + "']\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for(kReady)) << p.output();
@@ -58,7 +64,8 @@ TEST(AppKafka, KcatAndTheHttpStorageApiSeeEachOthersRecords) {
   EXPECT_NE(m.body.find("lionet_kafka_records_out_total{server=\"kafka\"} "), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("lionet_kafka_offset_commits_total{server=\"kafka\"} 0"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("lionet_kafka_group_rebalances_total{server=\"kafka\"} 0"), std::string::npos) << m.body;
-  EXPECT_NE(m.body.find("lionet_connections_accepted_total{server=\"kafka\",type=\"kafka\"}"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("lionet_connections_accepted_total{server=\"kafka\",type=\"kafka\"}"), std::string::npos)
+      << m.body;
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
 }
@@ -73,10 +80,14 @@ TEST(AppKafka, CommittedOffsetsSurviveAKill9) {
   using lionet::kafka::testing::Ledger;
   TempConf conf;
   const int port = free_port();
-  conf.write("server.yml", "scheduler: {threads: 2}\n"
-                           "storage: {data_dir: " + conf.path() + "/data, default_partitions: 4, flush: {policy: none}}\n"
-                           "servers:\n"
-                           "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 2}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data, default_partitions: 4, flush: {policy: none}}\n"
+                 "servers:\n"
+                 "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" +
+                 std::to_string(port) + "']\n");
   const std::string bootstrap = "127.0.0.1:" + std::to_string(port);
   constexpr int64_t kTotal = 2000, kFirst = 1000;
   constexpr int32_t kPartitions = 4;
@@ -126,12 +137,17 @@ TEST(AppKafka, CommittedOffsetsSurviveAKill9) {
 TEST(AppKafka, GroupSessionTimeoutKeysReachTheCoordinator) {
   TempConf conf;
   const int port = free_port();
-  conf.write("server.yml", "scheduler: {threads: 2}\n"
-                           "storage: {data_dir: " + conf.path() + "/data}\n"
-                           "servers:\n"
-                           "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
-                           "    group_min_session_timeout: 1000ms\n    group_max_session_timeout: 2000ms\n"
-                           "    offset_metadata_max_bytes: 10\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 2}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data}\n"
+                 "servers:\n"
+                 "  - name: kafka\n    type: kafka\n    listen: ['127.0.0.1:" +
+                 std::to_string(port) +
+                 "']\n"
+                 "    group_min_session_timeout: 1000ms\n    group_max_session_timeout: 2000ms\n"
+                 "    offset_metadata_max_bytes: 10\n");
   {
     Process pc({"--print-config", "-c", conf.path()});
     REQUIRE_BINARY(pc);
@@ -175,11 +191,13 @@ TEST(AppKafka, BadKafkaConfigurationsAreRefusedNamingTheKey) {
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], max_request_size: 10}", "max_request_size"},
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], advertised_port: 70000}", "advertised_port"},
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], routes: [{path: /, type: health}]}", "no routes"},
-           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], group_min_session_timeout: 0ms}", "group_min_session_timeout"},
+           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], group_min_session_timeout: 0ms}",
+            "group_min_session_timeout"},
            {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], group_min_session_timeout: 10000ms, "
             "group_max_session_timeout: 9000ms}",
             "must be at least group_min_session_timeout"},
-           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], offset_metadata_max_bytes: 40000}", "offset_metadata_max_bytes"},
+           {"{name: k, type: kafka, listen: ['127.0.0.1:9092'], offset_metadata_max_bytes: 40000}",
+            "offset_metadata_max_bytes"},
        }) {
     TempConf conf;
     conf.write("server.yml", "servers:\n  - " + c.server + "\n");

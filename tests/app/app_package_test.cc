@@ -20,7 +20,8 @@ std::string slurp(const fs::path& p) {
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+    s.replace(at, from.size(), to);
 }
 
 TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
@@ -35,7 +36,7 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
   const fs::path root = fs::path(work.path()) / "root";
   int rc = -1;
   const std::string log = sh("cd '" + build.string() + "' && cpack -G DEB -B '" + out.string() +
-                             "' -D CPACK_OUTPUT_FILE_PREFIX='" + (out / "packages").string() + "' 2>&1",
+                                 "' -D CPACK_OUTPUT_FILE_PREFIX='" + (out / "packages").string() + "' 2>&1",
                              &rc);
   ASSERT_EQ(rc, 0) << log;
   const fs::path deb = out / "packages" / "lionet_0.1.0-1_amd64.deb";
@@ -45,20 +46,21 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
   // The control data a user's apt sees.
   const std::string depends = sh("dpkg-deb -f '" + deb.string() + "' Depends");
   EXPECT_NE(depends.find("adduser"), std::string::npos) << depends;
-  EXPECT_NE(depends.find("libssl3"), std::string::npos) << depends;     // from dpkg-shlibdeps
+  EXPECT_NE(depends.find("libssl3"), std::string::npos) << depends;  // from dpkg-shlibdeps
   EXPECT_NE(depends.find("libsystemd0"), std::string::npos) << depends;
   const std::string conffiles = sh("dpkg-deb -I '" + deb.string() + "' conffiles");
   EXPECT_NE(conffiles.find("/etc/lionet/server.yml"), std::string::npos) << conffiles;
   EXPECT_NE(sh("dpkg-deb -I '" + deb.string() + "' postinst").find("adduser --system"), std::string::npos);
 
   ASSERT_EQ(::system(("dpkg -x '" + deb.string() + "' '" + root.string() + "' && dpkg -x '" + dev.string() + "' '" +
-                      root.string() + "'").c_str()),
+                      root.string() + "'")
+                         .c_str()),
             0);
-  for (const char* f : {"usr/sbin/lionet", "etc/lionet/server.yml", "etc/lionet/storage.yml", "etc/lionet/log.yml",
-                        "usr/share/lionet/www/index.html", "lib/systemd/system/lionet.service",
-                        "lib/systemd/system/lionet.socket", "etc/logrotate.d/lionet", "usr/share/man/man8/lionet.8.gz",
-                        "usr/share/doc/lionet/copyright", "usr/include/lionet/net/tcp_server.h", "usr/lib/liblionet.a",
-                        "usr/lib/cmake/lionet/lionetConfig.cmake"})
+  for (const char* f :
+       {"usr/sbin/lionet", "etc/lionet/server.yml", "etc/lionet/storage.yml", "etc/lionet/log.yml",
+        "usr/share/lionet/www/index.html", "lib/systemd/system/lionet.service", "lib/systemd/system/lionet.socket",
+        "etc/logrotate.d/lionet", "usr/share/man/man8/lionet.8.gz", "usr/share/doc/lionet/copyright",
+        "usr/include/lionet/net/tcp_server.h", "usr/lib/liblionet.a", "usr/lib/cmake/lionet/lionetConfig.cmake"})
     EXPECT_TRUE(fs::exists(root / f)) << f;
 
   // The installed conf names the installed paths, and keeps every comment of conf/.
@@ -72,7 +74,8 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
   auto comment_lines = [](const std::string& s) {
     int n = 0;
     std::istringstream in(s);
-    for (std::string l; std::getline(in, l);) n += l.find_first_not_of(' ') != std::string::npos && l[l.find_first_not_of(' ')] == '#';
+    for (std::string l; std::getline(in, l);)
+      n += l.find_first_not_of(' ') != std::string::npos && l[l.find_first_not_of(' ')] == '#';
     return n;
   };
   EXPECT_EQ(comment_lines(server), comment_lines(shipped));
@@ -87,7 +90,8 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
   const fs::path units = fs::path(work.path()) / "units";
   fs::create_directories(units);
   for (const char* u : {"lionet.service", "lionet.socket"}) fs::copy_file(root / "lib/systemd/system" / u, units / u);
-  const std::string verify = sh("cd '" + units.string() + "' && systemd-analyze verify --man=no ./lionet.service ./lionet.socket 2>&1");
+  const std::string verify =
+      sh("cd '" + units.string() + "' && systemd-analyze verify --man=no ./lionet.service ./lionet.socket 2>&1");
   std::istringstream vin(verify);
   for (std::string line; std::getline(vin, line);)
     EXPECT_NE(line.find("/usr/sbin/lionet is not executable"), std::string::npos) << line;
@@ -104,7 +108,8 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
   const int http = free_port(), https = free_port(), echo = free_port(), syslog = free_port();
   for (const char* f : {"server.yml", "storage.yml", "log.yml"}) {
     std::string text = slurp(root / "etc/lionet" / f);
-    for (const char* dir : {"/var/lib/lionet", "/var/log/lionet", "/usr/share/lionet"}) replace_all(text, dir, root.string() + dir);
+    for (const char* dir : {"/var/lib/lionet", "/var/log/lionet", "/usr/share/lionet"})
+      replace_all(text, dir, root.string() + dir);
     replace_all(text, "127.0.0.1:8080", "127.0.0.1:" + std::to_string(http));
     replace_all(text, "127.0.0.1:8443", "127.0.0.1:" + std::to_string(https));
     replace_all(text, "127.0.0.1:8081", "127.0.0.1:" + std::to_string(echo));

@@ -57,9 +57,10 @@ class AppProxy : public ::testing::Test {
   // Python's http.server ("stdlib") or the aiohttp app ("aiohttp"): its port.
   int start_python(const std::string& kind) {
     const int port = free_port();
-    auto p = std::make_unique<Process>(fs::path(LIONET_TEST_PYTHON),
-                                       std::vector<std::string>{std::string(LIONET_SOURCE_DIR) + "/tests/app/proxy_upstream.py",
-                                                                kind, std::to_string(port)});
+    auto p = std::make_unique<Process>(
+        fs::path(LIONET_TEST_PYTHON),
+        std::vector<std::string>{std::string(LIONET_SOURCE_DIR) + "/tests/app/proxy_upstream.py", kind,
+                                 std::to_string(port)});
     EXPECT_TRUE(p->started()) << LIONET_TEST_PYTHON << " is missing: run scripts/install-deps.sh";
     EXPECT_TRUE(p->wait_for("READY " + std::to_string(port), std::chrono::seconds(30)))
         << kind << " upstream did not start (scripts/install-deps.sh installs aiohttp into the venv): " << p->output();
@@ -77,23 +78,26 @@ class AppProxy : public ::testing::Test {
     std::ofstream(dir + "/www/small.txt") << "a small static file\n";
     std::ofstream(dir + "/www/big.bin").close();
     fs::resize_file(dir + "/www/big.bin", 100 * kMiB);  // sparse: 100 MiB of zeros
-    std::ofstream(dir + "/nginx.conf")
-        << "master_process off;\ndaemon off;\nworker_processes 1;\npid " << dir << "/nginx.pid;\n"
-        << "error_log " << dir << "/error.log warn;\n"
-        << "events { worker_connections 1024; }\n"
-        << "http {\n"
-        << "  log_format conn '$connection $request_method $request_uri $status';\n"
-        << "  access_log " << dir << "/access.log conn;\n"
-        << "  client_body_temp_path " << dir << "/tmp/body;\n  proxy_temp_path " << dir << "/tmp/proxy;\n"
-        << "  fastcgi_temp_path " << dir << "/tmp/fcgi;\n  uwsgi_temp_path " << dir << "/tmp/uwsgi;\n"
-        << "  scgi_temp_path " << dir << "/tmp/scgi;\n"
-        << "  default_type application/octet-stream;\n  sendfile on;\n"
-        << "  keepalive_requests 1000000;\n  keepalive_timeout 300s;\n"
-        << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << dir << "/www;\n"
-        << "    location = /hello { return 200 \"hello from nginx\\n\"; }\n  }\n}\n";
+    std::ofstream(dir + "/nginx.conf") << "master_process off;\ndaemon off;\nworker_processes 1;\npid " << dir
+                                       << "/nginx.pid;\n"
+                                       << "error_log " << dir << "/error.log warn;\n"
+                                       << "events { worker_connections 1024; }\n"
+                                       << "http {\n"
+                                       << "  log_format conn '$connection $request_method $request_uri $status';\n"
+                                       << "  access_log " << dir << "/access.log conn;\n"
+                                       << "  client_body_temp_path " << dir << "/tmp/body;\n  proxy_temp_path " << dir
+                                       << "/tmp/proxy;\n"
+                                       << "  fastcgi_temp_path " << dir << "/tmp/fcgi;\n  uwsgi_temp_path " << dir
+                                       << "/tmp/uwsgi;\n"
+                                       << "  scgi_temp_path " << dir << "/tmp/scgi;\n"
+                                       << "  default_type application/octet-stream;\n  sendfile on;\n"
+                                       << "  keepalive_requests 1000000;\n  keepalive_timeout 300s;\n"
+                                       << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << dir
+                                       << "/www;\n"
+                                       << "    location = /hello { return 200 \"hello from nginx\\n\"; }\n  }\n}\n";
     const fs::path bin = fs::exists("/usr/sbin/nginx") ? fs::path("/usr/sbin/nginx") : fs::path();
-    auto p = std::make_unique<Process>(bin, std::vector<std::string>{"-p", dir, "-e", dir + "/error.log", "-c",
-                                                                     dir + "/nginx.conf"});
+    auto p = std::make_unique<Process>(
+        bin, std::vector<std::string>{"-p", dir, "-e", dir + "/error.log", "-c", dir + "/nginx.conf"});
     EXPECT_TRUE(p->started()) << "nginx is not installed: run scripts/install-deps.sh";
     nginx_dir_ = dir;
     nginx_ = std::move(p);
@@ -126,23 +130,28 @@ class AppProxy : public ::testing::Test {
     conf_.write("server.yml",
                 "scheduler: {threads: 2}\n"
                 "servers:\n"
-                "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(port_) + "']\n"
-                "    max_body_bytes: 268435456\n    body_timeout: 300s\n"
-                "    routes:\n"
-                "      - {path: /metrics, type: metrics}\n" + routes + extra_servers);
+                "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                    std::to_string(port_) +
+                    "']\n"
+                    "    max_body_bytes: 268435456\n    body_timeout: 300s\n"
+                    "    routes:\n"
+                    "      - {path: /metrics, type: metrics}\n" +
+                    routes + extra_servers);
     lionet_ = std::make_unique<Process>(std::vector<std::string>{"-c", conf_.path()});
     REQUIRE_BINARY(*lionet_);
     ASSERT_TRUE(lionet_->wait_for(kReady)) << lionet_->output();
   }
   static std::string route(const std::string& path, const std::vector<int>& ports, const std::string& more = "") {
     std::string r = "      - {path: " + path + ", type: proxy, strip_prefix: true, upstreams: [";
-    for (size_t i = 0; i < ports.size(); ++i) r += (i ? ", " : "") + std::string("'127.0.0.1:") + std::to_string(ports[i]) + "'";
+    for (size_t i = 0; i < ports.size(); ++i)
+      r += (i ? ", " : "") + std::string("'127.0.0.1:") + std::to_string(ports[i]) + "'";
     return r + "]" + (more.empty() ? "" : ", " + more) + "}\n";
   }
   // A lionet_proxy_upstream_* sample of the route's upstream on `port` (-1 if absent).
   long metric(const std::string& name, const std::string& route_path, int upstream_port) {
     const Curl m = curl("http://127.0.0.1:" + std::to_string(port_) + "/metrics");
-    const std::string labels = "route=\"" + route_path + "\",upstream=\"127.0.0.1:" + std::to_string(upstream_port) + "\"}";
+    const std::string labels =
+        "route=\"" + route_path + "\",upstream=\"127.0.0.1:" + std::to_string(upstream_port) + "\"}";
     std::istringstream in(m.body);
     for (std::string line; std::getline(in, line);)
       if (line.rfind(name + "{", 0) == 0 && line.find(labels) != std::string::npos)
@@ -193,7 +202,8 @@ TEST_F(AppProxy, MethodsAndBodiesOfZeroAndOneByteReachPythonUpstreamsIntact) {
     };
     for (const Case& k : {Case{"GET", ""}, Case{"DELETE", ""}, Case{"POST", ""}, Case{"POST", "x"}, Case{"PUT", ""},
                           Case{"PUT", "y"}}) {
-      std::string req = k.method + " " + prefix + "/echo?q=" + k.method + " HTTP/1.1\r\nHost: test.local\r\n"
+      std::string req = k.method + " " + prefix + "/echo?q=" + k.method +
+                        " HTTP/1.1\r\nHost: test.local\r\n"
                         "X-Repeated: one\r\nX-Repeated: two\r\nConnection: keep-alive, X-Hop\r\nX-Hop: dropped\r\n";
       if (k.method == "POST" || k.method == "PUT") req += "Content-Length: " + std::to_string(k.body.size()) + "\r\n";
       ASSERT_TRUE(c.send(req + "\r\n" + k.body));
@@ -274,8 +284,8 @@ TEST_F(AppProxy, HundredMiBStreamUpAndDownWhileLionetsRssGrowsUnder32MiB) {
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::printf("4 x %lu MiB through the proxy in %.2f s; lionet VmRSS %lu kB -> %lu kB (growth %ld kB), VmHWM %lu kB\n",
               static_cast<unsigned long>(kBig / kMiB), secs, static_cast<unsigned long>(rss0),
-              static_cast<unsigned long>(rss1),
-              static_cast<long>(rss1) - static_cast<long>(rss0), static_cast<unsigned long>(hwm));
+              static_cast<unsigned long>(rss1), static_cast<long>(rss1) - static_cast<long>(rss0),
+              static_cast<unsigned long>(hwm));
   // Under a sanitizer the bound grows with kSlowdown (shadow memory of the buffers touched).
   const auto bound_kb = static_cast<uint64_t>(32 * 1024 * test::kSlowdown);
   EXPECT_LT(rss1, rss0 + bound_kb) << "RSS grew by " << (rss1 - rss0) << " kB";
@@ -506,13 +516,14 @@ TEST_F(AppProxy, AClientGoneMidUploadClosesTheUpstreamConnection) {
   ASSERT_EQ(wait_metric("lionet_proxy_upstream_idle_connections", "/std", std_port, 1), 1);
   {
     ProxyClient c(port_);
-    ASSERT_TRUE(c.send("POST /std/upload HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(8 * kMiB) +
-                       "\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send("POST /std/upload HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(8 * kMiB) + "\r\n\r\n"));
     ASSERT_TRUE(c.send_pattern(0, kMiB));
   }  // gone after 1 of 8 MiB
   // http.server sees its connection end mid-body (the proxy closed it: nothing to pool).
   std::string stats;
-  for (auto deadline = Clock::now() + 10s * test::kSlowdown; Clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+  for (auto deadline = Clock::now() + 10s * test::kSlowdown; Clock::now() < deadline;
+       std::this_thread::sleep_for(20ms)) {
     stats = upstream_stats(std_port);
     if (json_field(stats, "incomplete_uploads") == "1") break;
   }
@@ -575,8 +586,9 @@ TEST_F(AppProxy, HundredThousandRequestsOver16ClientConnectionsOpenAtMost16Upstr
     return lines >= static_cast<size_t>(kRequests);
   });
   const long opened = metric("lionet_proxy_upstream_connections_opened_total", "/ngx", ngx_port);
-  std::printf("%d requests over %d connections in %.2f s: nginx saw %zu requests on %zu connections; lionet opened %ld\n",
-              kRequests, kConns, secs, lines, connections.size(), opened);
+  std::printf(
+      "%d requests over %d connections in %.2f s: nginx saw %zu requests on %zu connections; lionet opened %ld\n",
+      kRequests, kConns, secs, lines, connections.size(), opened);
   EXPECT_EQ(lines, static_cast<size_t>(kRequests));
   EXPECT_LE(connections.size(), 16u);
   EXPECT_GE(connections.size(), 1u);
@@ -588,15 +600,17 @@ TEST_F(AppProxy, PythonWebsocketsEchoesThroughTheProxy) {
   const int aio_port = start_python("aiohttp");
   const int back = free_port();
   // Upstreams: the binary's own websocket echo route (a second server) and aiohttp's.
-  start_lionet(route("/wsl", {back}) + route("/aio", {aio_port}),
-               "  - name: back\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(back) + "']\n"
-               "    routes:\n      - {path: /ws/echo, type: websocket, handler: echo, max_message_size: 1048576}\n");
+  start_lionet(
+      route("/wsl", {back}) + route("/aio", {aio_port}),
+      "  - name: back\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(back) +
+          "']\n"
+          "    routes:\n      - {path: /ws/echo, type: websocket, handler: echo, max_message_size: 1048576}\n");
   for (const std::string path : {"/wsl/ws/echo", "/aio/ws"}) {
     int rc = -1;
-    const std::string out = sh(std::string(LIONET_TEST_PYTHON) + " " + LIONET_SOURCE_DIR +
-                                   "/tests/app/proxy_upstream.py ws-client ws://127.0.0.1:" + std::to_string(port_) + path +
-                                   " 2>&1",
-                               &rc);
+    const std::string out =
+        sh(std::string(LIONET_TEST_PYTHON) + " " + LIONET_SOURCE_DIR +
+               "/tests/app/proxy_upstream.py ws-client ws://127.0.0.1:" + std::to_string(port_) + path + " 2>&1",
+           &rc);
     ASSERT_EQ(rc, 0) << path << ": " << out;
     EXPECT_NE(out.find("\"text\": \"hello through the proxy\""), std::string::npos) << path << ": " << out;
     EXPECT_NE(out.find("\"binary_ok\": true"), std::string::npos) << path << ": " << out;
@@ -613,21 +627,27 @@ TEST_F(AppProxy, SmugglingRequestsAreRefusedBeforeReachingTheUpstream) {
     std::string name, request;
   };
   const std::vector<Case> cases = {
-      {"CL.TE", "POST /aio/cl-te HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
-                    smuggled},
+      {"CL.TE",
+       "POST /aio/cl-te HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+           smuggled},
       {"TE.CL", "POST /aio/te-cl HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n5c\r\n" +
                     smuggled + "\r\n0\r\n\r\n"},
       {"duplicate Content-Length", "POST /aio/dup-cl HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: " +
                                        std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled},
       {"Content-Length list", "POST /aio/cl-list HTTP/1.1\r\nHost: t\r\nContent-Length: 0, " +
                                   std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled},
-      {"Transfer-Encoding obfuscated", "POST /aio/te-space HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n"
-                                       "Content-Length: 0\r\n\r\n" + smuggled},
-      {"Transfer-Encoding not chunked last", "POST /aio/te-gzip HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" +
-                                                 smuggled},
-      {"bad chunk size", "POST /aio/bad-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + smuggled},
-      {"chunk size overflow", "POST /aio/chunk-overflow HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                              "10000000000000001\r\nx\r\n0\r\n\r\n" + smuggled},
+      {"Transfer-Encoding obfuscated",
+       "POST /aio/te-space HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n"
+       "Content-Length: 0\r\n\r\n" +
+           smuggled},
+      {"Transfer-Encoding not chunked last",
+       "POST /aio/te-gzip HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n" + smuggled},
+      {"bad chunk size",
+       "POST /aio/bad-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + smuggled},
+      {"chunk size overflow",
+       "POST /aio/chunk-overflow HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "10000000000000001\r\nx\r\n0\r\n\r\n" +
+           smuggled},
       {"bare LF", "POST /aio/bare-lf HTTP/1.1\nHost: t\nContent-Length: 0\n\n" + smuggled},
   };
   for (const auto& k : cases) {
@@ -649,11 +669,14 @@ TEST_F(AppProxy, SmugglingRequestsAreRefusedBeforeReachingTheUpstream) {
   // upstream's copy short, the body being streamed: aiohttp gets the head and the first chunk,
   // then its connection closes. It never completes the request, never sees what followed.
   ProxyClient c(port_);
-  ASSERT_TRUE(c.send("POST /aio/late-bad-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     "5\r\nhello\r\nzz\r\n" + smuggled));
+  ASSERT_TRUE(
+      c.send("POST /aio/late-bad-chunk HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "5\r\nhello\r\nzz\r\n" +
+             smuggled));
   EXPECT_EQ(c.read().status, 400);
   std::string late;
-  for (auto deadline = Clock::now() + 10s * test::kSlowdown; Clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+  for (auto deadline = Clock::now() + 10s * test::kSlowdown; Clock::now() < deadline;
+       std::this_thread::sleep_for(20ms)) {
     late = upstream_stats(aio_port);
     if (json_field(late, "incomplete_uploads") == "1") break;
   }

@@ -45,11 +45,11 @@ struct Reply {
   int status = 0;
   std::vector<int> interim;  // 1xx statuses read before it
   std::vector<std::pair<std::string, std::string>> fields;
-  std::string body;          // unless a sink took it
+  std::string body;  // unless a sink took it
   uint64_t body_bytes = 0;
   bool chunked = false;
-  bool complete = false;     // its framing's end was read (false: the connection closed first)
-  std::string trailers;      // the trailer section of a chunked body, raw
+  bool complete = false;  // its framing's end was read (false: the connection closed first)
+  std::string trailers;  // the trailer section of a chunked body, raw
 
   std::vector<std::string> all(std::string_view name) const {
     std::vector<std::string> v;
@@ -70,7 +70,8 @@ struct Reply {
 class ProxyClient {
  public:
   using Sink = std::function<void(const char*, size_t)>;
-  explicit ProxyClient(int port, std::chrono::seconds timeout = std::chrono::seconds(static_cast<int>(30 * test::kSlowdown))) {
+  explicit ProxyClient(int port,
+                       std::chrono::seconds timeout = std::chrono::seconds(static_cast<int>(30 * test::kSlowdown))) {
     fd_ = connect_to(port);
     if (fd_ < 0) return;
     timeval tv{static_cast<time_t>(timeout.count()), 0};

@@ -24,23 +24,29 @@ std::string instance(TempConf& conf, const std::string& name, int port, bool reu
   const fs::path dir = fs::path(conf.path()) / name;
   fs::create_directories(dir / "www");
   conf.write(name + "/www/who.txt", name);
-  conf.write(name + "/server.yml", "scheduler: {threads: 1}\n"
-                                   "storage: {data_dir: " + (dir / "data").string() + "}\n"
-                                   "servers:\n"
-                                   "  - name: web\n    type: http\n"
-                                   "    listen: ['127.0.0.1:" + std::to_string(port) + "']\n" +
-                                   (reuse_port ? "    reuse_port: true\n" : "") +
-                                   "    routes:\n"
-                                   "      - {path: /topics, type: storage}\n"
-                                   "      - {path: /, type: static, root: " + (dir / "www").string() + "}\n");
+  conf.write(name + "/server.yml",
+             "scheduler: {threads: 1}\n"
+             "storage: {data_dir: " +
+                 (dir / "data").string() +
+                 "}\n"
+                 "servers:\n"
+                 "  - name: web\n    type: http\n"
+                 "    listen: ['127.0.0.1:" +
+                 std::to_string(port) + "']\n" + (reuse_port ? "    reuse_port: true\n" : "") +
+                 "    routes:\n"
+                 "      - {path: /topics, type: storage}\n"
+                 "      - {path: /, type: static, root: " +
+                 (dir / "www").string() + "}\n");
   return dir.string();
 }
 
 // `n` requests for /who.txt, each on a new connection; returns how many each instance answered
 // ("a", "b") and how many failed ("error").
 std::map<std::string, int> ask(int port, int n) {
-  const std::string out = sh("for i in $(seq " + std::to_string(n) + "); do curl -s --max-time 5 "
-                             "http://127.0.0.1:" + std::to_string(port) + "/who.txt || printf error; echo; done");
+  const std::string out = sh("for i in $(seq " + std::to_string(n) +
+                             "); do curl -s --max-time 5 "
+                             "http://127.0.0.1:" +
+                             std::to_string(port) + "/who.txt || printf error; echo; done");
   std::map<std::string, int> count;
   std::size_t pos = 0;
   while (pos < out.size()) {
@@ -115,10 +121,11 @@ TEST(AppScaleOut, ASecondProcessOnTheSameDataDirIsRefusedIt) {
 
 TEST(AppScaleOut, ReusePortOnAServerThatWritesTheStoreIsRefusedNamingTheKey) {
   TempConf conf;
-  conf.write("server.yml", "storage: {data_dir: " + conf.path() + "/data}\n"
-                           "servers:\n"
-                           "  - {name: k, type: kafka, listen: ['127.0.0.1:" + std::to_string(free_port()) +
-                           "'], reuse_port: true}\n");
+  conf.write("server.yml", "storage: {data_dir: " + conf.path() +
+                               "/data}\n"
+                               "servers:\n"
+                               "  - {name: k, type: kafka, listen: ['127.0.0.1:" +
+                               std::to_string(free_port()) + "'], reuse_port: true}\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   EXPECT_NE(p.wait(), 0) << p.output();

@@ -23,16 +23,21 @@ TEST(AppSyslog, LoggerOverUdpAndTcpIsReadableOverTheHttpStorageApi) {
   if (sh("logger --help >/dev/null 2>&1 && echo yes") != "yes\n") GTEST_SKIP() << "util-linux logger is not installed";
   TempConf conf;
   const int http = free_port(), port = free_port();
-  conf.write("server.yml", "scheduler: {threads: 2}\n"
-                           "storage: {data_dir: " + conf.path() + "/data}\n"
-                           "servers:\n"
-                           "  - name: api\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http) + "']\n"
-                           "    routes:\n"
-                           "      - {path: /topics, type: storage}\n"
-                           "      - {path: /metrics, type: metrics}\n"
-                           "  - name: logs\n    type: syslog\n    topic: syslog\n    key: app\n"
-                           "    listen: ['udp://127.0.0.1:" + std::to_string(port) + "', 'tcp://127.0.0.1:" +
-                           std::to_string(port) + "']\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 2}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data}\n"
+                 "servers:\n"
+                 "  - name: api\n    type: http\n    listen: ['127.0.0.1:" +
+                 std::to_string(http) +
+                 "']\n"
+                 "    routes:\n"
+                 "      - {path: /topics, type: storage}\n"
+                 "      - {path: /metrics, type: metrics}\n"
+                 "  - name: logs\n    type: syslog\n    topic: syslog\n    key: app\n"
+                 "    listen: ['udp://127.0.0.1:" +
+                 std::to_string(port) + "', 'tcp://127.0.0.1:" + std::to_string(port) + "']\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for(kReady)) << p.output();
@@ -57,7 +62,8 @@ TEST(AppSyslog, LoggerOverUdpAndTcpIsReadableOverTheHttpStorageApi) {
   EXPECT_NE(got.body.find(R"(\"msg\":\"hello from udp\")"), std::string::npos) << got.body;
   EXPECT_NE(got.body.find(R"(\"format\":\"rfc3164\")"), std::string::npos) << got.body;
   const auto now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const auto ts_at = got.body.find("\"timestamp\":");
   ASSERT_NE(ts_at, std::string::npos);
   const long long ts = std::atoll(got.body.c_str() + ts_at + 12);
@@ -96,8 +102,9 @@ TEST(AppSyslog, BadSyslogConfigurationsAreRefusedNamingTheKey) {
   }
   // udp and tcp may share a port.
   TempConf conf;
-  conf.write("server.yml", "servers:\n  - {name: l, type: syslog, listen: ['udp://127.0.0.1:5514', "
-                           "'tcp://127.0.0.1:5514']}\n");
+  conf.write("server.yml",
+             "servers:\n  - {name: l, type: syslog, listen: ['udp://127.0.0.1:5514', "
+             "'tcp://127.0.0.1:5514']}\n");
   Process p({"-c", conf.path(), "--check"});
   REQUIRE_BINARY(p);
   EXPECT_EQ(p.wait(), 0) << p.output();

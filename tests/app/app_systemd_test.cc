@@ -17,12 +17,18 @@ namespace {
 
 std::string http_conf(const std::string& name, int port, const std::string& data_dir) {
   return "scheduler: {threads: 2}\n"
-         "storage: {data_dir: " + data_dir + "}\n"
+         "storage: {data_dir: " +
+         data_dir +
+         "}\n"
          "app: {shutdown_timeout: 5s}\n"
          "servers:\n"
-         "  - name: " + name + "\n"
+         "  - name: " +
+         name +
+         "\n"
          "    type: http\n"
-         "    listen: [\"127.0.0.1:" + std::to_string(port) + "\"]\n"
+         "    listen: [\"127.0.0.1:" +
+         std::to_string(port) +
+         "\"]\n"
          "    routes:\n"
          "      - {path: /healthz, type: health}\n"
          "      - {path: /topics, type: storage}\n"
@@ -177,8 +183,8 @@ TEST(AppSystemd, SocketActivationServesAndARestartRefusesNothing) {
   const std::string dir = conf.path();
   const std::string script = "for i in 1 2; do (echo $BASHPID > " + dir + "/pid.$i; exec env LISTEN_PID=$BASHPID " +
                              bin.string() + " -c " + dir + " >> " + dir + "/out.$i 2>&1); done";
-  const std::string cmd = "systemd-socket-activate -l 127.0.0.1:" + std::to_string(port) +
-                          " --fdname=web bash -c '" + script + "' > " + dir + "/activate.log 2>&1 & echo $!";
+  const std::string cmd = "systemd-socket-activate -l 127.0.0.1:" + std::to_string(port) + " --fdname=web bash -c '" +
+                          script + "' > " + dir + "/activate.log 2>&1 & echo $!";
   const pid_t activator = std::atoi(sh(cmd).c_str());
   ASSERT_GT(activator, 0);
   auto read_pid = [&](int i) {
@@ -191,7 +197,8 @@ TEST(AppSystemd, SocketActivationServesAndARestartRefusesNothing) {
   // Until it listens, a connection is refused by the kernel: that is not what is measured.
   for (int i = 0; i < 1000 && sh("cat " + dir + "/activate.log").find("Listening on") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_NE(sh("cat " + dir + "/activate.log").find("Listening on"), std::string::npos) << sh("cat " + dir + "/activate.log");
+  ASSERT_NE(sh("cat " + dir + "/activate.log").find("Listening on"), std::string::npos)
+      << sh("cat " + dir + "/activate.log");
 
   RequestLoop loop;
   constexpr int kRequests = 3000;
@@ -209,7 +216,8 @@ TEST(AppSystemd, SocketActivationServesAndARestartRefusesNothing) {
   const int second = read_pid(2);
   ::kill(second, SIGTERM);
   // The shell (not our child: the popen shell started it) ends after the second lionet.
-  for (int i = 0; i < 3000 && ::kill(activator, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 3000 && ::kill(activator, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_NE(::kill(activator, 0), 0) << "systemd-socket-activate still running";
 
   std::ifstream out1(dir + "/out.1");

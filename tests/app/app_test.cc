@@ -145,32 +145,41 @@ INSTANTIATE_TEST_SUITE_P(
                       "servers[0].tls: an https server needs tls.cert and tls.key"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static}]}\n",
                       "key 'servers[0].routes[0]': a static route needs a root directory"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, mode: mmap}]}\n",
+        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: "
+                      "/tmp, mode: mmap}]}\n",
                       "key 'servers[0].routes[0].mode': unknown file mode 'mmap'"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "precompressed: [gzip, deflate]}]}\n",
-                      "key 'servers[0].routes[0].precompressed': unknown encoding 'deflate' (expected br, gzip or zstd)"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "open_file_cache_valid: 2h}]}\n",
-                      "key 'servers[0].routes[0].open_file_cache_valid'"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "try_files: ['$uri', '@app']}]}\n",
-                      "s.yml:2:99: key 'servers[0].routes[0].try_files': no route named 'app' in this server (named: none)"},
-        BrokenServers{"servers:\n  - type: http\n    listen: ['127.0.0.1:1']\n    routes:\n"
-                      "      - {name: app, type: hello}\n      - {name: app, path: /h, type: health}\n",
-                      "s.yml:6:16: key 'servers[0].routes[1].name': 'app' also names routes[0]; route names are unique"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "try_files: ['$uri', '=4O4']}]}\n",
-                      "key 'servers[0].routes[0].try_files': '=4O4' is not an HTTP status (=200 .. =599)"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "try_files: ['$uri', '=600']}]}\n",
-                      "'=600' is not an HTTP status"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "try_files: ['=404', '$uri']}]}\n",
-                      "'=404' may only be the last entry"},
-        BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
-                      "try_files: ['$uri', '/../etc/passwd']}]}\n",
-                      "key 'servers[0].routes[0].try_files': '/../etc/passwd' has a '.', '..' or empty segment"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "precompressed: [gzip, deflate]}]}\n",
+            "key 'servers[0].routes[0].precompressed': unknown encoding 'deflate' (expected br, gzip or zstd)"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "open_file_cache_valid: 2h}]}\n",
+            "key 'servers[0].routes[0].open_file_cache_valid'"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "try_files: ['$uri', '@app']}]}\n",
+            "s.yml:2:99: key 'servers[0].routes[0].try_files': no route named 'app' in this server (named: none)"},
+        BrokenServers{
+            "servers:\n  - type: http\n    listen: ['127.0.0.1:1']\n    routes:\n"
+            "      - {name: app, type: hello}\n      - {name: app, path: /h, type: health}\n",
+            "s.yml:6:16: key 'servers[0].routes[1].name': 'app' also names routes[0]; route names are unique"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "try_files: ['$uri', '=4O4']}]}\n",
+            "key 'servers[0].routes[0].try_files': '=4O4' is not an HTTP status (=200 .. =599)"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "try_files: ['$uri', '=600']}]}\n",
+            "'=600' is not an HTTP status"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "try_files: ['=404', '$uri']}]}\n",
+            "'=404' may only be the last entry"},
+        BrokenServers{
+            "servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /, type: static, root: /tmp, "
+            "try_files: ['$uri', '/../etc/passwd']}]}\n",
+            "key 'servers[0].routes[0].try_files': '/../etc/passwd' has a '.', '..' or empty segment"},
         BrokenServers{"servers:\n  - {type: http, listen: ['127.0.0.1:1'], routes: [{path: /h, type: hello, "
                       "try_files: ['$uri']}]}\n",
                       "key 'servers[0].routes[0].try_files': only a static route takes try_files (this one is hello)"},
@@ -190,9 +199,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AppBinding, NamedPoolsTakeMainDefaultsForWhatTheyLeaveOut) {
   config::Registry r("LIONET_APPTEST_UNUSED_");
   AppConfig c = define_config(r);
-  r.load_string("scheduler: {threads: 3}\nfiber: {stack_size: 65536}\nworkers:\n  io: {threads: 1, io_backend: io_uring}\n"
-                "servers:\n  - {type: echo, listen: ['127.0.0.1:7'], workers: io}\n",
-                "s.yml");
+  r.load_string(
+      "scheduler: {threads: 3}\nfiber: {stack_size: 65536}\nworkers:\n  io: {threads: 1, io_backend: io_uring}\n"
+      "servers:\n  - {type: echo, listen: ['127.0.0.1:7'], workers: io}\n",
+      "s.yml");
   EXPECT_EQ(check_config(c), std::nullopt);
   EXPECT_EQ(pool_scheduler_options(c, "io").threads, 1);
   EXPECT_EQ(pool_scheduler_options(c, "io").stack_size, 65536u);
@@ -250,9 +260,10 @@ TEST(AppBinary, CheckRejectsABadValueNamingFileLineColumnAndKey) {
   Process p({"-c", conf.path(), "--check"});
   REQUIRE_BINARY(p);
   EXPECT_EQ(p.wait(), 1);
-  EXPECT_NE(p.output().find("lionet: invalid configuration: " + conf.path() +
-                            "/server.yml:4:15: key 'fiber.stack_size': invalid value: must be in [16384, 67108864], got 100"),
-            std::string::npos)
+  EXPECT_NE(
+      p.output().find("lionet: invalid configuration: " + conf.path() +
+                      "/server.yml:4:15: key 'fiber.stack_size': invalid value: must be in [16384, 67108864], got 100"),
+      std::string::npos)
       << p.output();
 }
 
@@ -266,7 +277,8 @@ TEST(AppBinary, PrintConfigShowsEffectiveValuesWithDefaults) {
   EXPECT_NE(out.find("  threads: 3\n"), std::string::npos) << out;
   EXPECT_NE(out.find("  stack_size: 131072\n"), std::string::npos) << out;  // a default
   EXPECT_NE(out.find("# Usable stack bytes per fiber"), std::string::npos) << out;
-  EXPECT_NE(out.find("unknown config key(s) ignored: not_a_key (" + conf.path() + "/only.yml:2:1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("unknown config key(s) ignored: not_a_key (" + conf.path() + "/only.yml:2:1)"), std::string::npos)
+      << out;
 }
 
 // hook.file_* are keys of the binary (they were documented before they were bound): shown by
@@ -281,13 +293,18 @@ TEST(AppBinary, HookFileLimitsAreKeysAndDecideWhereAppendsRun) {
 
   const int port = free_port();
   conf.write("bad.yml", "hook: {file_inline_write_max: 0}\n");  // every append's write offloaded
-  conf.write("server.yml", "scheduler: {threads: 1}\n"
-                           "storage: {data_dir: " + conf.path() + "/data}\n"
-                           "servers:\n"
-                           "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(port) + "']\n"
-                           "    routes:\n"
-                           "      - {path: /topics, type: storage}\n"
-                           "      - {path: /metrics, type: metrics}\n");
+  conf.write("server.yml",
+             "scheduler: {threads: 1}\n"
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data}\n"
+                 "servers:\n"
+                 "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                 std::to_string(port) +
+                 "']\n"
+                 "    routes:\n"
+                 "      - {path: /topics, type: storage}\n"
+                 "      - {path: /metrics, type: metrics}\n");
   Process pc({"--print-config", "-c", conf.path()});
   EXPECT_EQ(pc.wait(), 0);
   EXPECT_NE(pc.output().find("  file_inline_write_max: 0\n"), std::string::npos) << pc.output();
@@ -306,7 +323,8 @@ TEST(AppBinary, HookFileLimitsAreKeysAndDecideWhereAppendsRun) {
   };
   const double before = offloaded();
   ASSERT_GE(before, 0) << curl(base + "/metrics").body;
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(curl("-X POST --data-binary rec " + base + "/topics/t/partitions/0/records").status, 201);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(curl("-X POST --data-binary rec " + base + "/topics/t/partitions/0/records").status, 201);
   EXPECT_GE(offloaded(), before + 5) << "appends with file_inline_write_max 0 must run on the offload pool";
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
@@ -396,7 +414,7 @@ TEST(AppBinary, SighupReloadChangesTheLogAtRunTime) {
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.output();
   EXPECT_EQ(p.output().find("SIGTERM: stopping"), std::string::npos) << "info lines must be filtered now:\n"
-                                                                      << p.output();
+                                                                     << p.output();
 }
 }  // namespace
 }  // namespace lionet::app

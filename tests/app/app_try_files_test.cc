@@ -32,16 +32,27 @@ class AppTryFiles : public ::testing::Test {
     std::ofstream(www + "/docs/index.html") << "docs index";
     conf_.write("server.yml",
                 "scheduler: {threads: 2}\n"
-                "storage: {data_dir: " + conf_.path() + "/data}\n"
-                "servers:\n"
-                "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http_) + "']\n"
-                "    routes:\n"
-                "      - {path: /app, type: static, root: " + www +
-                ", try_files: ['$uri', '$uri/', '/index.html', '@api']}\n"
-                "      - {path: /site, type: static, root: " + www + ", try_files: ['$uri', '$uri.html', '@backend']}\n"
-                "      - {path: /strict, type: static, root: " + www + ", try_files: ['$uri', '=410']}\n"
-                "      - {name: api, type: static, root: " + www + ", try_files: ['/docs/', '@backend']}\n"
-                "      - {name: backend, type: hello}\n");
+                "storage: {data_dir: " +
+                    conf_.path() +
+                    "/data}\n"
+                    "servers:\n"
+                    "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                    std::to_string(http_) +
+                    "']\n"
+                    "    routes:\n"
+                    "      - {path: /app, type: static, root: " +
+                    www +
+                    ", try_files: ['$uri', '$uri/', '/index.html', '@api']}\n"
+                    "      - {path: /site, type: static, root: " +
+                    www +
+                    ", try_files: ['$uri', '$uri.html', '@backend']}\n"
+                    "      - {path: /strict, type: static, root: " +
+                    www +
+                    ", try_files: ['$uri', '=410']}\n"
+                    "      - {name: api, type: static, root: " +
+                    www +
+                    ", try_files: ['/docs/', '@backend']}\n"
+                    "      - {name: backend, type: hello}\n");
     proc_ = std::make_unique<Process>(std::vector<std::string>{"-c", conf_.path()});
     REQUIRE_BINARY(*proc_);
     ASSERT_TRUE(proc_->wait_for(kReady)) << proc_->output();
@@ -67,7 +78,7 @@ TEST_F(AppTryFiles, ASinglePageAppFallsBackToItsIndexAndANamedRoute) {
     EXPECT_EQ(c.body, kIndex) << p;
   }
   EXPECT_EQ(curl(url("/app/assets/app.js")).body, "console.log('app')");  // real files first
-  EXPECT_EQ(curl(url("/app/docs")).body, "docs index");                    // "$uri/": the index
+  EXPECT_EQ(curl(url("/app/docs")).body, "docs index");  // "$uri/": the index
   const std::string head = sh("curl -sS -I --max-time 10 " + url("/app/users/42"));
   EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
   EXPECT_NE(head.find("Content-Type: text/html"), std::string::npos) << head;

@@ -18,15 +18,19 @@ TEST(AppUpgrade, Sigusr2HandsOverWithoutAConnectionError) {
   const int port = free_port();
   conf.write("server.yml",
              "scheduler: {threads: 2}\n"
-             "storage: {data_dir: " + conf.path() + "/data}\n"
-             "app: {shutdown_timeout: 5s}\n"
-             "servers:\n"
-             "  - name: web\n"
-             "    type: http\n"
-             "    listen: [\"127.0.0.1:" + std::to_string(port) + "\"]\n"
-             "    routes:\n"
-             "      - {path: /healthz, type: health}\n"
-             "      - {path: /topics, type: storage}\n");
+             "storage: {data_dir: " +
+                 conf.path() +
+                 "/data}\n"
+                 "app: {shutdown_timeout: 5s}\n"
+                 "servers:\n"
+                 "  - name: web\n"
+                 "    type: http\n"
+                 "    listen: [\"127.0.0.1:" +
+                 std::to_string(port) +
+                 "\"]\n"
+                 "    routes:\n"
+                 "      - {path: /healthz, type: health}\n"
+                 "      - {path: /topics, type: storage}\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("running with")) << p.output();
@@ -62,8 +66,7 @@ TEST(AppUpgrade, Sigusr2HandsOverWithoutAConnectionError) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  const double handover_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double handover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   client.join();
   ASSERT_GE(exited_at, 0) << "the old process did not exit\n" << p.output();
   EXPECT_EQ(si.si_code, CLD_EXITED);
@@ -82,9 +85,10 @@ TEST(AppUpgrade, Sigusr2HandsOverWithoutAConnectionError) {
   EXPECT_NE(next, p.pid());
   EXPECT_EQ(::kill(next, 0), 0) << "the new process is not running\n" << out;
 
-  std::printf("upgrade: %d requests, %d answered, %d connection errors, %d non-2xx; old process gone %.0f ms after "
-              "SIGUSR2 (request %d)\n",
-              kRequests, loop.done.load(), loop.conn_errors.load(), loop.bad_status.load(), handover_ms, exited_at);
+  std::printf(
+      "upgrade: %d requests, %d answered, %d connection errors, %d non-2xx; old process gone %.0f ms after "
+      "SIGUSR2 (request %d)\n",
+      kRequests, loop.done.load(), loop.conn_errors.load(), loop.bad_status.load(), handover_ms, exited_at);
   EXPECT_EQ(loop.conn_errors.load(), 0) << loop.first_error;
   EXPECT_EQ(loop.bad_status.load(), 0) << loop.first_error;
   EXPECT_EQ(loop.done.load(), kRequests);
@@ -111,9 +115,11 @@ TEST(AppUpgrade, AFailedUpgradeKeepsServing) {
              "servers:\n"
              "  - name: web\n"
              "    type: http\n"
-             "    listen: [\"127.0.0.1:" + std::to_string(port) + "\"]\n"
-             "    routes:\n"
-             "      - {path: /healthz, type: health}\n");
+             "    listen: [\"127.0.0.1:" +
+                 std::to_string(port) +
+                 "\"]\n"
+                 "    routes:\n"
+                 "      - {path: /healthz, type: health}\n");
   Process p({"-c", conf.path()});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("running with")) << p.output();

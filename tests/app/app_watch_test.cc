@@ -40,9 +40,8 @@ void put(const fs::path& p, const std::string& text) {
 // A self-signed EC certificate for CN=<cn> as dir/<name>.cert.pem and dir/<name>.key.pem.
 bool make_cert(const fs::path& dir, const std::string& name, const std::string& cn) {
   int rc = -1;
-  sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=" + cn +
-         " -keyout " + (dir / (name + ".key.pem")).string() + " -out " + (dir / (name + ".cert.pem")).string() +
-         " 2>/dev/null",
+  sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=" + cn + " -keyout " +
+         (dir / (name + ".key.pem")).string() + " -out " + (dir / (name + ".cert.pem")).string() + " 2>/dev/null",
      &rc);
   return rc == 0;
 }

@@ -31,13 +31,19 @@ class AppWebSocket : public ::testing::Test {
     const std::string src = LIONET_SOURCE_DIR;
     conf_.write("server.yml",
                 "scheduler: {threads: 2}\n"
-                "storage: {data_dir: " + conf_.path() + "/data, flush: {policy: none}" + storage_extra + "}\n"
-                "servers:\n"
-                "  - name: web\n    type: http\n    listen: ['127.0.0.1:" + std::to_string(http_) + "']\n"
-                "    routes:\n"
-                "      - {path: /, type: static, root: " + src + "/examples/www, mode: auto}\n"
-                "      - {path: /topics, type: storage}\n"
-                "      - {path: /ws/echo, type: websocket, handler: echo, max_message_size: 65536}\n");
+                "storage: {data_dir: " +
+                    conf_.path() + "/data, flush: {policy: none}" + storage_extra +
+                    "}\n"
+                    "servers:\n"
+                    "  - name: web\n    type: http\n    listen: ['127.0.0.1:" +
+                    std::to_string(http_) +
+                    "']\n"
+                    "    routes:\n"
+                    "      - {path: /, type: static, root: " +
+                    src +
+                    "/examples/www, mode: auto}\n"
+                    "      - {path: /topics, type: storage}\n"
+                    "      - {path: /ws/echo, type: websocket, handler: echo, max_message_size: 65536}\n");
     proc_ = std::make_unique<Process>(std::vector<std::string>{"-c", conf_.path()});
     ASSERT_TRUE(proc_->started());
     ASSERT_TRUE(proc_->wait_for(kReady)) << proc_->output();
@@ -49,9 +55,7 @@ class AppWebSocket : public ::testing::Test {
     }
   }
   std::string ws_url(const std::string& path) const { return "ws://127.0.0.1:" + std::to_string(http_) + path; }
-  std::string http_url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(http_) + path;
-  }
+  std::string http_url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(http_) + path; }
   void append(const std::string& topic, const std::string& value) {
     ASSERT_EQ(curl("-d '" + value + "' " + http_url("/topics/" + topic + "/partitions/0/records")).status, 201);
   }
@@ -112,7 +116,8 @@ TEST_F(AppWebSocket, ALiveTailSendsOldRecordsThenEachNewOneAsItIsAppended) {
     ASSERT_TRUE(m);
     EXPECT_NE(m->data.find("\"value\":\"live " + std::to_string(i) + "\""), std::string::npos) << m->data;
     EXPECT_NE(m->data.find("\"offset\":" + std::to_string(2 + i)), std::string::npos) << m->data;
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(static_cast<int>(1000 * test::kSlowdown)));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0,
+              std::chrono::milliseconds(static_cast<int>(1000 * test::kSlowdown)));
   }
   // Without ?offset a tail starts at the end: only what comes next.
   auto fresh = websocket::connect(ws_url("/topics/tail/partitions/0/ws"));

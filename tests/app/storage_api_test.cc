@@ -470,7 +470,7 @@ TEST_F(StorageApiTest, SingleAppendReadsBackKeyAndValueIntact) {
       {"k 1/\xc3\xa9", special},
       {std::string("\xff\x00key", 5), all_bytes()},  // neither is UTF-8: both sent as base64
       {"plain", std::string("\xc0\xaf", 2)},  // an overlong '/' is not UTF-8 either
-      {"surrogate", "\xed\xa0\x80"},          // nor is an encoded surrogate
+      {"surrogate", "\xed\xa0\x80"},  // nor is an encoded surrogate
       {"", std::string(1, '\0')},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -481,7 +481,8 @@ TEST_F(StorageApiTest, SingleAppendReadsBackKeyAndValueIntact) {
   ASSERT_EQ(got.size(), cases.size());
   EXPECT_EQ(next, static_cast<int64_t>(cases.size()));
   const int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(got[i].offset, static_cast<int64_t>(i));
     EXPECT_EQ(got[i].key, cases[i].key) << i;
@@ -605,7 +606,7 @@ TEST_F(StorageApiTest, MaxBytesPagesThroughAndOffsetDefaultsToTheStart) {
   // No offset: the partition's start, which retention moved past 0.
   stop();
   storage::StoreOptions so;
-  so.log.segment_bytes = 1024;    // the smallest a Log takes: six 160-byte batches a segment
+  so.log.segment_bytes = 1024;  // the smallest a Log takes: six 160-byte batches a segment
   so.log.retention_bytes = 1000;  // keep about the last 1000 bytes
   start(so, ao);
   for (int i = 0; i < 20; ++i) ASSERT_EQ(append("page", value), kRecords + i);  // rolls
@@ -989,9 +990,7 @@ TEST_P(StorageBindingRejects, NamingFileLineAndKey) {
   } catch (const config::ConfigError& e) {
     err = e.what();
   }
-  EXPECT_NE(err.find(GetParam().expected), std::string::npos)
-      << "error: '" << err << "'\nyaml:\n"
-      << GetParam().yaml;
+  EXPECT_NE(err.find(GetParam().expected), std::string::npos) << "error: '" << err << "'\nyaml:\n" << GetParam().yaml;
   // Nothing of a rejected file is applied.
   EXPECT_EQ(store_options(c).log.flush_policy, storage::FlushPolicy::kEveryBatch);
   EXPECT_TRUE(store_options(c).topics.empty());

@@ -12,16 +12,19 @@ namespace {
 TEST(Metrics, CounterAddsFromManyThreads) {
   Counter c;
   std::vector<std::thread> ts;
-  for (int t = 0; t < 4; ++t) ts.emplace_back([&] { for (int i = 0; i < 100000; ++i) c.add(); });
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 100000; ++i) c.add();
+    });
   for (auto& t : ts) t.join();
   EXPECT_EQ(c.value(), 400000u);
 }
 
 TEST(Metrics, HistogramBucketsAreCumulativeInTheText) {
   Histogram h;
-  h.observe_ns(50'000);         // 50 us -> first bucket (le 0.0001)
-  h.observe_ns(2'000'000);      // 2 ms  -> le 0.0025
-  h.observe_ns(20'000'000'000); // 20 s  -> +Inf only
+  h.observe_ns(50'000);  // 50 us -> first bucket (le 0.0001)
+  h.observe_ns(2'000'000);  // 2 ms  -> le 0.0025
+  h.observe_ns(20'000'000'000);  // 20 s  -> +Inf only
   PrometheusWriter w;
   w.family("lionet_http_request_seconds", "histogram", "Request latency.");
   w.histogram("lionet_http_request_seconds", {{"server", "web"}}, h.snapshot());

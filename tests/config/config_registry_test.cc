@@ -23,8 +23,8 @@ constexpr LoadOptions kNoEnv{.apply_environment = false, .warn_unknown = false};
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() / ("lionet-config-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter_++));
+    path_ = fs::temp_directory_path() /
+            ("lionet-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -61,9 +61,10 @@ TEST(ConfigValidation, RangeRejectsWithFileLineColumnKeyAndReason) {
 
 TEST(ConfigValidation, PredicatesAndCombinedValidators) {
   Registry r;
-  auto cap = r.define<std::size_t>(
-      "q.capacity", 256, "queue",
-      all(range(std::size_t{2}, std::size_t{4096}), check([](std::size_t v) { return (v & (v - 1)) == 0; }, "must be a power of two")));
+  auto cap =
+      r.define<std::size_t>("q.capacity", 256, "queue",
+                            all(range(std::size_t{2}, std::size_t{4096}),
+                                check([](std::size_t v) { return (v & (v - 1)) == 0; }, "must be a power of two")));
   auto backend = r.define<std::string>("io.backend", "epoll", "backend", one_of({"epoll", "io_uring"}));
   EXPECT_THROW(r.load_string("q: {capacity: 100}", "a.yml", kNoEnv), ConfigError);
   try {
@@ -165,7 +166,8 @@ TEST(ConfigEnvironment, OverridesFilesWithNestedNamesFlattened) {
 
 TEST(ConfigEnvironment, BadValueNamesTheVariable) {
   Registry r("LNTEST_");
-  auto stack = r.define<std::size_t>("fiber.stack_size", 131072, "stack", range(std::size_t{4096}, std::size_t{1} << 26));
+  auto stack =
+      r.define<std::size_t>("fiber.stack_size", 131072, "stack", range(std::size_t{4096}, std::size_t{1} << 26));
   EnvVar e("LNTEST_FIBER_STACK_SIZE", "12");
   try {
     r.apply_environment({.warn_unknown = false});

@@ -172,14 +172,16 @@ TEST(ConfigTypes, StrictScalarConversion) {
   Registry r;
   AllTypes t(r);
   EXPECT_EQ(load_error(r, "t:\n  i8: 128\n"), "bad.yml:2:7: key 't.i8': expected an integer in [-128, 127], got '128'");
-  EXPECT_EQ(load_error(r, "t:\n  u64: -1\n"),
-            "bad.yml:2:8: key 't.u64': expected a non-negative integer, got '-1'");
+  EXPECT_EQ(load_error(r, "t:\n  u64: -1\n"), "bad.yml:2:8: key 't.u64': expected a non-negative integer, got '-1'");
   EXPECT_EQ(load_error(r, "t:\n  vec: [1, 2x]\n"), "bad.yml:2:12: key 't.vec[1]': expected an integer, got '2x'");
-  EXPECT_EQ(load_error(r, "t:\n  b: maybe\n"), "bad.yml:2:6: key 't.b': expected a boolean (true/false, yes/no, on/off), got 'maybe'");
+  EXPECT_EQ(load_error(r, "t:\n  b: maybe\n"),
+            "bad.yml:2:6: key 't.b': expected a boolean (true/false, yes/no, on/off), got 'maybe'");
   EXPECT_EQ(load_error(r, "t:\n  s: [a]\n"), "bad.yml:2:6: key 't.s': expected a string, got a sequence");
-  EXPECT_EQ(load_error(r, "t:\n  ms: 1500us\n"), "bad.yml:2:7: key 't.ms': '1500us' is not a whole number of milliseconds");
+  EXPECT_EQ(load_error(r, "t:\n  ms: 1500us\n"),
+            "bad.yml:2:7: key 't.ms': '1500us' is not a whole number of milliseconds");
   EXPECT_EQ(load_error(r, "t:\n  ms: soon\n"),
-            "bad.yml:2:7: key 't.ms': expected a duration (a whole number of milliseconds, or a number with a unit: ns, us, ms, s, m, h), got 'soon'");
+            "bad.yml:2:7: key 't.ms': expected a duration (a whole number of milliseconds, or a number with a unit: "
+            "ns, us, ms, s, m, h), got 'soon'");
 }
 
 TEST(ConfigTypes, ErrorsInsideNestedContainersAndStructsNameThePath) {
@@ -189,7 +191,8 @@ TEST(ConfigTypes, ErrorsInsideNestedContainersAndStructsNameThePath) {
             "bad.yml:3:23: key 't.nested.primes[1][1]': expected an integer, got 'x'");
   EXPECT_EQ(load_error(r, "t:\n  endpoints:\n    eu:\n      - {host: a, port: http}\n"),
             "bad.yml:4:25: key 't.endpoints.eu[0].port': expected an integer, got 'http'");
-  EXPECT_EQ(load_error(r, "t:\n  endpoint: {host: a}\n"), "bad.yml:2:13: key 't.endpoint': missing required field 'port'");
+  EXPECT_EQ(load_error(r, "t:\n  endpoint: {host: a}\n"),
+            "bad.yml:2:13: key 't.endpoint': missing required field 'port'");
   EXPECT_EQ(load_error(r, "t:\n  endpoint: {port: 1, hots: a}\n"),
             "bad.yml:2:23: key 't.endpoint': unknown field 'hots' (expected one of: host, port)");
 }

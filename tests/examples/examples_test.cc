@@ -22,10 +22,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <optional>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,10 +50,10 @@ fs::path example(const std::string& name) {
   return fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0 ? p : fs::path();
 }
 
-#define REQUIRE_EXAMPLE(var, name)                                                                          \
-  const fs::path var = example(name);                                                                       \
-  if (var.empty()) {                                                                                        \
-    GTEST_SKIP() << "example '" << name << "' is not built in " << examples_dir()                           \
+#define REQUIRE_EXAMPLE(var, name)                                                                         \
+  const fs::path var = example(name);                                                                      \
+  if (var.empty()) {                                                                                       \
+    GTEST_SKIP() << "example '" << name << "' is not built in " << examples_dir()                          \
                  << " (LIONET_BUILD_EXAMPLES=OFF, e.g. the ASan preset, or its dependencies are missing)"; \
   }
 
@@ -344,8 +344,7 @@ TEST_P(ChannelPipeline, EveryItemArrivesExactlyOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ChannelPipeline,
                          ::testing::Values(PipelineCase{50000, 7, 2}, PipelineCase{20000, 1, 1},
-                                           PipelineCase{3000, 200, 2}, PipelineCase{1, 4, 2},
-                                           PipelineCase{0, 3, 1}));
+                                           PipelineCase{3000, 200, 2}, PipelineCase{1, 4, 2}, PipelineCase{0, 3, 1}));
 
 // Each item takes a worker 1 ms (a fiber sleep), so 2,000,000 items would take 500 s: SIGTERM
 // after the first progress report must stop the producer, let the sent items through, and
@@ -620,7 +619,8 @@ TEST(StaticServer, EveryModeServesEveryFileIntact) {
   const fs::path root = fs::path(tmpl) / "www";
   fs::create_directories(root);
   std::map<std::string, std::string> content;
-  for (auto [name, size] : {std::pair<const char*, size_t>{"small.txt", 100}, {"mid.bin", 20000}, {"big.bin", 300000}}) {
+  for (auto [name, size] :
+       {std::pair<const char*, size_t>{"small.txt", 100}, {"mid.bin", 20000}, {"big.bin", 300000}}) {
     std::string data(size, '\0');
     for (size_t i = 0; i < size; ++i) data[i] = static_cast<char>((i * 2654435761u) >> 13);
     FILE* f = std::fopen((root / name).c_str(), "wb");
@@ -629,7 +629,11 @@ TEST(StaticServer, EveryModeServesEveryFileIntact) {
     std::fclose(f);
     content[name] = data;
   }
-  { FILE* f = std::fopen((fs::path(tmpl) / "secret.txt").c_str(), "wb"); std::fputs("secret", f); std::fclose(f); }
+  {
+    FILE* f = std::fopen((fs::path(tmpl) / "secret.txt").c_str(), "wb");
+    std::fputs("secret", f);
+    std::fclose(f);
+  }
 
   Child c(bin, {root.string(), "0"}, 30s);
   ASSERT_TRUE(c.started());
@@ -664,7 +668,8 @@ TEST(StaticServer, EveryModeServesEveryFileIntact) {
 
   int fd = connect_local(port);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(send_all(fd, "GET /sendfile/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1000-1099\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      send_all(fd, "GET /sendfile/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1000-1099\r\nConnection: close\r\n\r\n"));
   std::string r;
   char buf[4096];
   ssize_t n;

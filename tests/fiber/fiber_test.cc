@@ -17,17 +17,18 @@ TEST(Fiber, SwitchingInterleavesTwoFibersOnOneThread) {
   lionet::Scheduler s({.threads = 1});
   std::string trace;
   s.spawn([&] {  // spawn both from a fiber: both are queued before either runs
-    auto step = [&trace](const char* letters) {
-      for (const char* c = letters; *c; ++c) {
-        trace += *c;
-        lionet::this_fiber::yield();
-      }
-    };
-    auto a = lionet::Scheduler::current()->spawn([&] { step("ace"); });
-    auto b = lionet::Scheduler::current()->spawn([&] { step("bdf"); });
-    a.join();
-    b.join();
-  }).join();
+     auto step = [&trace](const char* letters) {
+       for (const char* c = letters; *c; ++c) {
+         trace += *c;
+         lionet::this_fiber::yield();
+       }
+     };
+     auto a = lionet::Scheduler::current()->spawn([&] { step("ace"); });
+     auto b = lionet::Scheduler::current()->spawn([&] { step("bdf"); });
+     a.join();
+     b.join();
+   })
+      .join();
   EXPECT_EQ(trace, "abcdef");
 }
 

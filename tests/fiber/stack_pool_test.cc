@@ -50,15 +50,17 @@ TEST(ManyFibers, ParkedFibersDoNotCostAKernelMappingEach) {
   const long maps_before = map_count();
   const uint64_t parks_before = sched.stats().fiber_parks;
   done.add(kManyFibers);
-  sched.spawn([&] {
-    for (long i = 0; i < kManyFibers; ++i) {
-      lionet::go([&] {
-        release.wait();
-        finished.fetch_add(1, std::memory_order_relaxed);
-        done.done();
-      });
-    }
-  }).join();
+  sched
+      .spawn([&] {
+        for (long i = 0; i < kManyFibers; ++i) {
+          lionet::go([&] {
+            release.wait();
+            finished.fetch_add(1, std::memory_order_relaxed);
+            done.done();
+          });
+        }
+      })
+      .join();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (static_cast<long>(sched.stats().fiber_parks - parks_before) < kManyFibers &&
          std::chrono::steady_clock::now() < deadline)
@@ -93,15 +95,19 @@ TEST(StackPool, CarvesManyStacksFromFewSlabs) {
 }
 
 TEST(StackPool, EveryModeProtectsAStack) {
-  for (StackProtection mode : {StackProtection::kAuto, StackProtection::kGuardRegion, StackProtection::kGuardPage,
-                               StackProtection::kCanary}) {
+  for (StackProtection mode :
+       {StackProtection::kAuto, StackProtection::kGuardRegion, StackProtection::kGuardPage, StackProtection::kCanary}) {
     lionet::StackPool pool({.stack_size = 16 * 1024, .protection = mode});
     lionet::Stack s = pool.acquire();
     EXPECT_EQ(s.guard, StackGuard::kNone);
     pool.protect(s);
     EXPECT_NE(s.guard, StackGuard::kNone) << to_string(mode);
-    if (mode == StackProtection::kCanary) { EXPECT_EQ(s.guard, StackGuard::kCanary); }
-    if (mode == StackProtection::kGuardPage) { EXPECT_EQ(s.guard, StackGuard::kPage); }
+    if (mode == StackProtection::kCanary) {
+      EXPECT_EQ(s.guard, StackGuard::kCanary);
+    }
+    if (mode == StackProtection::kGuardPage) {
+      EXPECT_EQ(s.guard, StackGuard::kPage);
+    }
     EXPECT_TRUE(lionet::stack_canary_intact(s));
     static_cast<char*>(s.bottom)[s.size - 1] = 1;  // the stack itself is writable
     pool.release(s);
@@ -203,7 +209,8 @@ constexpr const char* kOverflowMessage =
 
 TEST(FiberDeathTest, OverflowIsCaughtWithAutoProtection) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(overflow_in_mode(StackProtection::kAuto), std::string(kOverflowMessage) + " \\(caught by its guard page");
+  EXPECT_DEATH(overflow_in_mode(StackProtection::kAuto),
+               std::string(kOverflowMessage) + " \\(caught by its guard page");
 }
 
 TEST(FiberDeathTest, OverflowIsCaughtByAGuardRegion) {

@@ -191,7 +191,8 @@ TEST_P(FileEngineTest, BatchOf256RequestsIsReapedInBatches) {
   const FileEngineStats after = file_engine(engine, o.engine_options)->stats();
   EXPECT_EQ(after.completions - before.completions, static_cast<uint64_t>(kReqs));
   EXPECT_LE(after.submit_calls - before.submit_calls, 8u) << "a batch should be submitted in a few calls";
-  EXPECT_LT(after.reap_passes - before.reap_passes, static_cast<uint64_t>(kReqs)) << "no completion was reaped in a batch";
+  EXPECT_LT(after.reap_passes - before.reap_passes, static_cast<uint64_t>(kReqs))
+      << "no completion was reaped in a batch";
   EXPECT_GT(after.max_reaped, 1u);
 }
 
@@ -339,7 +340,8 @@ TEST_P(FileEngineTest, WritePastRlimitFsizeIsEfbig) {
   // Restored below, so later tests are unaffected; SIGXFSZ would kill the process otherwise.
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  struct sigaction ign{}, old_sa{};
+  struct sigaction ign {
+  }, old_sa{};
   ign.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGXFSZ, &ign, &old_sa), 0);
   rlimit lim = old;
@@ -374,7 +376,8 @@ TEST_P(FileEngineTest, PlainThreadMakesPlainCalls) {
 }
 
 TEST_P(FileEngineTest, RequestsOfFibersOnOneWorkerShareSubmitCalls) {
-  if (engine != "libaio") GTEST_SKIP() << "coalescing across fibers is a libaio feature (io_uring: one submit per batch)";
+  if (engine != "libaio")
+    GTEST_SKIP() << "coalescing across fibers is a libaio feature (io_uring: one submit per batch)";
   const std::string path = dir.file("coalesce");
   constexpr int kFibers = 64;  // the first ~8 submit alone (coalescing starts at 8 in flight)
   write_pattern(path, kFibers * 4096);

@@ -126,8 +126,8 @@ TEST_P(FileWatcherTest, ADirectoryReportsItsEntriesAndItsOwnDeletion) {
     write_file(d + "/index.html", "v2");
     ASSERT_EQ(::unlink((d + "/old.html").c_str()), 0);
     // One change per path, in the order the paths first changed.
-    EXPECT_EQ(next_of(*w), (std::vector<std::string>{d + "/new.html:CM:1", d + "/index.html:M:1",
-                                                     d + "/old.html:D:0"}));
+    EXPECT_EQ(next_of(*w),
+              (std::vector<std::string>{d + "/new.html:CM:1", d + "/index.html:M:1", d + "/old.html:D:0"}));
 
     std::filesystem::remove_all(d);
     auto last = next_of(*w);

@@ -74,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Outcome c = by_copy(in, out_cap, l);
   if (a.status != b.status || a.body != b.body || a.error != b.error) std::abort();
   if (a.status != c.status || a.body != c.body || a.error != c.error) std::abort();
-  if (a.status != ChunkedDecoder::Status::kNeedMore && (a.consumed != b.consumed || a.consumed != c.consumed)) std::abort();
+  if (a.status != ChunkedDecoder::Status::kNeedMore && (a.consumed != b.consumed || a.consumed != c.consumed))
+    std::abort();
   if (a.status == ChunkedDecoder::Status::kError && a.error != 400 && a.error != 413) std::abort();
   return 0;
 }

@@ -84,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (h.body_kind != pieces.head().body_kind || h.content_length != pieces.head().content_length) std::abort();
     if (h.content_length > limits.max_body_bytes) std::abort();
     size_t advance = whole.head_size();
-    if (h.body_kind == lionet::http::BodyKind::kContentLength) advance += static_cast<size_t>(std::min<uint64_t>(h.content_length, rest.size()));
+    if (h.body_kind == lionet::http::BodyKind::kContentLength)
+      advance += static_cast<size_t>(std::min<uint64_t>(h.content_length, rest.size()));
     pos += advance;
   }
   return 0;

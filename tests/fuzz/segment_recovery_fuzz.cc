@@ -65,9 +65,7 @@ using lionet::storage::Record;
     if (!(c)) __builtin_trap(); \
   } while (0)
 
-fs::path scratch_base() {
-  return fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-}
+fs::path scratch_base() { return fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path(); }
 
 fs::path scratch() {
   static const fs::path dir = scratch_base() / ("lionet-segment-fuzz-" + std::to_string(::getpid()));
@@ -98,35 +96,35 @@ std::string read_file(const fs::path& p) {
 struct SeedLog {
   std::vector<std::string> values;  // by offset; key "k", timestamp 1000 + batch number
   std::vector<int64_t> timestamps;
-  std::vector<int64_t> bases;       // segment base offsets
+  std::vector<int64_t> bases;  // segment base offsets
   std::map<std::string, std::string> files;
 };
 
 SeedLog make_seed_log(BatchFormat format) {
-    SeedLog s;
-    const fs::path dir = scratch_base() / ("lionet-segment-fuzz-seed-" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    {
-      auto log = Log::open(dir.string(), options(format));
-      CHECK(log.ok());
-      for (int b = 0; b < 12; ++b) {
-        std::vector<std::string> values;
-        for (int r = 0; r <= b % 3; ++r) values.push_back(std::string(100 + 37 * b + r, static_cast<char>('a' + b)));
-        std::vector<Record> batch;
-        for (auto& v : values) batch.push_back({"k", v, 1000 + b});
-        CHECK(log.value()->append_batch(batch).ok());
-        for (auto& v : values) {
-          s.values.push_back(v);
-          s.timestamps.push_back(1000 + b);
-        }
+  SeedLog s;
+  const fs::path dir = scratch_base() / ("lionet-segment-fuzz-seed-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  {
+    auto log = Log::open(dir.string(), options(format));
+    CHECK(log.ok());
+    for (int b = 0; b < 12; ++b) {
+      std::vector<std::string> values;
+      for (int r = 0; r <= b % 3; ++r) values.push_back(std::string(100 + 37 * b + r, static_cast<char>('a' + b)));
+      std::vector<Record> batch;
+      for (auto& v : values) batch.push_back({"k", v, 1000 + b});
+      CHECK(log.value()->append_batch(batch).ok());
+      for (auto& v : values) {
+        s.values.push_back(v);
+        s.timestamps.push_back(1000 + b);
       }
-      s.bases = log.value()->segment_base_offsets();
-      CHECK(s.bases.size() >= 2 && s.bases[0] == 0);
     }
-    for (const auto& e : fs::directory_iterator(dir)) s.files[e.path().filename().string()] = read_file(e.path());
-    fs::remove_all(dir, ec);
-    return s;
+    s.bases = log.value()->segment_base_offsets();
+    CHECK(s.bases.size() >= 2 && s.bases[0] == 0);
+  }
+  for (const auto& e : fs::directory_iterator(dir)) s.files[e.path().filename().string()] = read_file(e.path());
+  fs::remove_all(dir, ec);
+  return s;
 }
 
 BatchFormat g_format = BatchFormat::kLionet;  // this run's (byte 0, bit 3)

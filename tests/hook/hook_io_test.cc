@@ -97,7 +97,7 @@ TEST_P(HookIo, ReadParksFiberAndOthersRun) {
   rt.run([&] {
     EXPECT_TRUE(hook::is_io_active());
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    EXPECT_TRUE(kernel_nonblock(sv[0]));                 // kernel: non-blocking
+    EXPECT_TRUE(kernel_nonblock(sv[0]));  // kernel: non-blocking
     EXPECT_EQ(::fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);  // user: blocking, as asked
     auto writer = Scheduler::current()->spawn([&] {
       for (int i = 0; i < 5; ++i) {

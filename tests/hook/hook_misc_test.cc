@@ -192,38 +192,38 @@ TEST(HookErrno, ExactAfterHookedCallsWhileFibersMigrate) {
   // Fibers move between workers only by stealing, when a worker runs out of work; on a loaded
   // machine a batch may end without one move. Batches repeat (at most 20) until one did.
   for (int batch = 0; batch < 20 && moved_between_calls.load() == 0; ++batch) {
-  std::vector<JoinHandle<void>> hs;
-  for (int i = 0; i < kFibers; ++i) {
-    hs.push_back(rt.sched.spawn([&, i] {
-      int sv[2];
-      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-      timeval tv{0, 1000 + (i % 7) * 500};
-      ASSERT_EQ(::setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
-      for (int r = 0; r < kRounds; ++r) {
-        int w0 = this_fiber::worker_index();
-        char c;
-        errno = 12345;
-        ssize_t n = ::read(sv[0], &c, 1);  // parks until SO_RCVTIMEO, then EAGAIN
-        int e = errno;
-        if (this_fiber::worker_index() != w0) moved_in_call.fetch_add(1);
-        if (n != -1 || e != EAGAIN) wrong.fetch_add(1);
-        int s = ::socket(AF_INET, SOCK_STREAM, 0);
-        errno = 12345;
-        int cr = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-        e = errno;
-        if (cr != -1 || e != ECONNREFUSED) wrong.fetch_add(1);
-        ::close(s);
-        errno = 0;  // a call that fails at once, without a switch
-        if (::read(-1, &c, 1) != -1 || errno != EBADF) wrong.fetch_add(1);
-        int w1 = this_fiber::worker_index();
-        this_fiber::yield();
-        if (this_fiber::worker_index() != w1) moved_between_calls.fetch_add(1);
-      }
-      ::close(sv[0]);
-      ::close(sv[1]);
-    }));
-  }
-  for (auto& h : hs) h.join();
+    std::vector<JoinHandle<void>> hs;
+    for (int i = 0; i < kFibers; ++i) {
+      hs.push_back(rt.sched.spawn([&, i] {
+        int sv[2];
+        ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        timeval tv{0, 1000 + (i % 7) * 500};
+        ASSERT_EQ(::setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        for (int r = 0; r < kRounds; ++r) {
+          int w0 = this_fiber::worker_index();
+          char c;
+          errno = 12345;
+          ssize_t n = ::read(sv[0], &c, 1);  // parks until SO_RCVTIMEO, then EAGAIN
+          int e = errno;
+          if (this_fiber::worker_index() != w0) moved_in_call.fetch_add(1);
+          if (n != -1 || e != EAGAIN) wrong.fetch_add(1);
+          int s = ::socket(AF_INET, SOCK_STREAM, 0);
+          errno = 12345;
+          int cr = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+          e = errno;
+          if (cr != -1 || e != ECONNREFUSED) wrong.fetch_add(1);
+          ::close(s);
+          errno = 0;  // a call that fails at once, without a switch
+          if (::read(-1, &c, 1) != -1 || errno != EBADF) wrong.fetch_add(1);
+          int w1 = this_fiber::worker_index();
+          this_fiber::yield();
+          if (this_fiber::worker_index() != w1) moved_between_calls.fetch_add(1);
+        }
+        ::close(sv[0]);
+        ::close(sv[1]);
+      }));
+    }
+    for (auto& h : hs) h.join();
   }
   std::printf("[hook] errno test: %d migrations between calls, %d during calls\n", moved_between_calls.load(),
               moved_in_call.load());
@@ -263,9 +263,8 @@ TEST(HookDns, GetaddrinfoParksWhileOthersRun) {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::getnameinfo(reinterpret_cast<sockaddr*>(&sa), sizeof(sa), host, sizeof(host), nullptr, 0,
-                            NI_NUMERICHOST),
-              0);
+    EXPECT_EQ(
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), sizeof(sa), host, sizeof(host), nullptr, 0, NI_NUMERICHOST), 0);
     EXPECT_STREQ(host, "127.0.0.1");
     hostent* h = ::gethostbyname("localhost");
     ASSERT_NE(h, nullptr);

@@ -125,9 +125,8 @@ TEST(HookThirdParty, Hiredis500FibersBlpopOnOneWorker) {
   hook_test::raise_nofile(4096);
   const uint16_t port = free_local_port();
   ASSERT_NE(port, 0);
-  ServerProcess redis({"/usr/bin/redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1",
-                       "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-                       "--maxclients", "2000"},
+  ServerProcess redis({"/usr/bin/redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
+                       "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--maxclients", "2000"},
                       port);
   ASSERT_TRUE(redis.ready()) << "redis-server did not start on 127.0.0.1:" << port;
 
@@ -277,7 +276,7 @@ struct LibPq {
   }
 };
 constexpr int kConnectionOk = 0;  // CONNECTION_OK
-constexpr int kTuplesOk = 2;      // PGRES_TUPLES_OK
+constexpr int kTuplesOk = 2;  // PGRES_TUPLES_OK
 
 std::string postgres_bin_dir() {
   for (const char* v : {"17", "16", "15", "14", "13"}) {
@@ -310,18 +309,20 @@ TEST(HookThirdParty, Libpq100FibersPgSleepOnOneWorkerOfTheDefaultRuntime) {
   char tmpl[] = "/tmp/lionet-pg-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  if (::geteuid() == 0) { ASSERT_EQ(run_quiet({"chown", "postgres:postgres", dir}), 0); }
-  ASSERT_EQ(run_quiet(as_postgres({bin + "/initdb", "-D", dir + "/data", "-A", "trust", "-U", "postgres",
-                                   "--no-sync", "-E", "UTF8"})),
+  if (::geteuid() == 0) {
+    ASSERT_EQ(run_quiet({"chown", "postgres:postgres", dir}), 0);
+  }
+  ASSERT_EQ(run_quiet(as_postgres(
+                {bin + "/initdb", "-D", dir + "/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"})),
             0)
       << "initdb failed";
   hook_test::raise_nofile(4096);
   const uint16_t port = free_local_port();
   ASSERT_NE(port, 0);
   {
-    ServerProcess pg(as_postgres({bin + "/postgres", "-D", dir + "/data", "-p", std::to_string(port), "-k", dir,
-                                  "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c",
-                                  "fsync=off", "-c", "logging_collector=off"}),
+    ServerProcess pg(as_postgres({bin + "/postgres", "-D", dir + "/data", "-p", std::to_string(port), "-k", dir, "-c",
+                                  "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=off", "-c",
+                                  "logging_collector=off"}),
                      port);
     ASSERT_TRUE(pg.ready()) << "postgres did not start on 127.0.0.1:" << port;
     const std::string conninfo =
@@ -360,8 +361,8 @@ TEST(HookThirdParty, Libpq100FibersPgSleepOnOneWorkerOfTheDefaultRuntime) {
     }
     for (auto& h : hs) h.join();
     const double dt = seconds_since(t0);
-    std::printf("[hook] libpq: %d fibers x SELECT pg_sleep(0.2) on 1 worker: %.3f s (serial: %.0f s)\n", kFibers,
-                dt, kFibers * 0.2);
+    std::printf("[hook] libpq: %d fibers x SELECT pg_sleep(0.2) on 1 worker: %.3f s (serial: %.0f s)\n", kFibers, dt,
+                kFibers * 0.2);
     EXPECT_EQ(failed.load(), 0);
     EXPECT_EQ(ok.load(), kFibers);
     EXPECT_GE(dt, 0.19);

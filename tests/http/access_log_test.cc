@@ -54,7 +54,8 @@ std::string read_file(const std::string& path) {
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::size_t at = 0;
-  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(text.substr(at, nl - at));
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    out.push_back(text.substr(at, nl - at));
   EXPECT_EQ(at, text.size()) << "the file does not end with a whole line: " << text.substr(at);
   return out;
 }
@@ -81,7 +82,8 @@ struct Combined {
 };
 Combined parse_combined(const std::string& line) {
   // Escaping leaves no raw '"' inside a quoted field: [^"]* cannot run past a field's end.
-  static const std::regex re(R"RE(^(\S+) - - \[([^\]]+)\] "([^"]*)" (\d{3}) (\d+) "([^"]*)" "([^"]*)" (\d+\.\d{3})$)RE");
+  static const std::regex re(
+      R"RE(^(\S+) - - \[([^\]]+)\] "([^"]*)" (\d{3}) (\d+) "([^"]*)" "([^"]*)" (\d+\.\d{3})$)RE");
   std::smatch m;
   Combined c;
   if (!std::regex_match(line, m, re)) return c;
@@ -270,8 +272,7 @@ TEST_F(AccessLogTest, RefusedRequestsAreLoggedWithTheServersAnswer) {
   so.limits.max_header_bytes = 1024;
   so.header_timeout = 300ms;
   start({.flush_interval = 20ms}, so);
-  const std::string big =
-      ask(port(), "GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
+  const std::string big = ask(port(), "GET /big HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
   ASSERT_NE(big.find("431"), std::string::npos) << big;
   const std::string lf = ask(port(), "GET /lf HTTP/1.1\nHost: x\n\n");
   ASSERT_NE(lf.find("400"), std::string::npos) << lf;
@@ -458,8 +459,10 @@ TEST_F(AccessLogTest, JsonLinesParseAndCarryTheSameFields) {
   ASSERT_EQ(st, 0) << out;
   ASSERT_EQ(o.size(), 1u);
   EXPECT_NE(o[0].find(R"("uri": "/\u0001\u001f\u007f")"), std::string::npos) << o[0];
-  EXPECT_NE(o[0].find(R"("user_agent": "a\nb\u0000c\u00c0\u0080 \u00ed\u00a0\u0080 \u00e2\u0082 \u00f4\u0090\u0080\u0080 \ud83d\ude00")"),
-            std::string::npos)
+  EXPECT_NE(
+      o[0].find(
+          R"("user_agent": "a\nb\u0000c\u00c0\u0080 \u00ed\u00a0\u0080 \u00e2\u0082 \u00f4\u0090\u0080\u0080 \ud83d\ude00")"),
+      std::string::npos)
       << o[0];
   EXPECT_EQ(o[0].find("\"server\""), std::string::npos) << "no name, no key: " << o[0];
 }
@@ -504,7 +507,7 @@ TEST_F(AccessLogTest, ReopenAfterRenameSendsLaterLinesToANewFile) {
   ASSERT_TRUE(wait_lines(path_, 2)) << read_file(path_);
   const std::string rotated = path_ + ".1";
   ASSERT_EQ(std::rename(path_.c_str(), rotated.c_str()), 0);  // what logrotate does
-  log_->reopen();                                            // then SIGHUP
+  log_->reopen();  // then SIGHUP
   for (int i : {3, 4}) ask(port(), "GET /hello?n=" + std::to_string(i) + " HTTP/1.0\r\n\r\n");
   ASSERT_TRUE(wait_lines(path_, 2)) << "no new file at the path";
   auto fresh = by_request(finish());
@@ -551,7 +554,8 @@ TEST_F(AccessLogTest, AStuckWriterDropsLinesAndCountsThemButNeverDelaysARequest)
   uint64_t dropped_at_n1 = 0;
   for (int i = 1; i <= n2; ++i) {
     const TimePoint t = now();
-    ASSERT_TRUE(c.send("GET /hello?i=" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\nUser-Agent: " + agent + "\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send("GET /hello?i=" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\nUser-Agent: " + agent + "\r\n\r\n"));
     const std::string r = c.read_until("hello world");
     ASSERT_NE(r.find("hello world"), std::string::npos) << "request " << i << " not answered";
     slowest = std::max(slowest, now() - t);
@@ -590,7 +594,7 @@ TEST_F(AccessLogTest, ShortAndLongLinesAreWrittenExactlyAsFormatMakesThem) {
       e.server = "web";
     }
     entries[1].user_agent = quotes;  // long only once escaped
-    entries[2].user_agent = agent;   // long as it is
+    entries[2].user_agent = agent;  // long as it is
     entries[3].method = "";
     entries[3].request_line = "BREW /pot\x7f HTCPCP/1.0";
     std::string expected;

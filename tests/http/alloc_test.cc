@@ -52,8 +52,9 @@ uint64_t allocations_per_1000_requests(ServerOptions options) {
   TestServer ts(router.handler(), std::move(options), 1);
   ts.start();
   Socket c = Socket::connect_to(Address::ipv4_loopback(ts.port()), Deadline::after(std::chrono::seconds(5))).value();
-  static const char kReq[] = "GET /hello HTTP/1.1\r\nHost: h\r\nUser-Agent: t\r\nAccept: */*\r\n\r\n"
-                             "GET /topics/orders/p/3 HTTP/1.1\r\nHost: h\r\n\r\n";
+  static const char kReq[] =
+      "GET /hello HTTP/1.1\r\nHost: h\r\nUser-Agent: t\r\nAccept: */*\r\n\r\n"
+      "GET /topics/orders/p/3 HTTP/1.1\r\nHost: h\r\n\r\n";
   char buf[8192];
   auto round = [&] {
     if (!c.write(kReq, sizeof kReq - 1, Deadline::after(std::chrono::seconds(5)))) return false;
@@ -92,7 +93,8 @@ TEST(HotPath, KeptAliveRequestsDoNotAllocateWithTheAccessLogOn) {
 #endif
   const std::string path = "/tmp/lionet-alloc-access-" + std::to_string(::getpid()) + ".log";
   ServerOptions o;
-  o.access_log = std::make_shared<AccessLog>(AccessLogOptions{.path = path, .flush_interval = std::chrono::milliseconds(5)});
+  o.access_log =
+      std::make_shared<AccessLog>(AccessLogOptions{.path = path, .flush_interval = std::chrono::milliseconds(5)});
   auto log = o.access_log;
   const uint64_t allocs = allocations_per_1000_requests(std::move(o));
   EXPECT_LE(allocs, 20u) << allocs << " allocations for 1000 requests and their access log lines";

@@ -22,7 +22,7 @@ TEST(HttpDate, FormatsAndParsesRfc9110sExample) {
 
 TEST(HttpDate, RefusesEverythingButImfFixdate) {
   EXPECT_FALSE(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"));  // RFC 850
-  EXPECT_FALSE(parse_http_date("Sun Nov  6 08:49:37 1994"));        // asctime
+  EXPECT_FALSE(parse_http_date("Sun Nov  6 08:49:37 1994"));  // asctime
   EXPECT_FALSE(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"));
   EXPECT_FALSE(parse_http_date("Sun, 06 Xyz 1994 08:49:37 GMT"));
   EXPECT_FALSE(parse_http_date("Sun, 0x Nov 1994 08:49:37 GMT"));

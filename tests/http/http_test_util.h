@@ -63,7 +63,9 @@ class TestServer {
 // A raw client connection (plain-thread use: Socket falls back to poll).
 class RawClient {
  public:
-  explicit RawClient(uint16_t port) { sock_ = Socket::connect_to(Address::ipv4_loopback(port), Deadline::after(5s)).value(); }
+  explicit RawClient(uint16_t port) {
+    sock_ = Socket::connect_to(Address::ipv4_loopback(port), Deadline::after(5s)).value();
+  }
   bool send(std::string_view s) { return sock_.write(s.data(), s.size(), Deadline::after(5s)).ok(); }
   // Reads until `n` complete responses have been seen or the peer closes / `limit` passes.
   // Counting is by "HTTP/1.1 " at a response start; good for bodies without that text.

@@ -49,9 +49,7 @@ class HttpsTest : public ::testing::Test {
     server_.reset();
     if (!file_.empty()) ::unlink(file_.c_str());
   }
-  std::string url(const std::string& path) {
-    return "https://localhost:" + std::to_string(server_->port()) + path;
-  }
+  std::string url(const std::string& path) { return "https://localhost:" + std::to_string(server_->port()) + path; }
 
   Router router_;
   std::unique_ptr<TestServer> server_;
@@ -60,8 +58,8 @@ class HttpsTest : public ::testing::Test {
 
 TEST_F(HttpsTest, CurlWithCaCert) {
   if (!test::have_curl()) GTEST_SKIP() << "curl not installed";
-  std::string base = "curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" +
-                     std::to_string(server_->port()) + ":127.0.0.1 ";
+  std::string base = "curl -s --http1.1 --cacert " + cert().cert +
+                     " --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 ";
   int st = -1;
   EXPECT_EQ(test::shell(base + url("/hello"), &st), "hello tls");
   EXPECT_EQ(st, 0);
@@ -72,9 +70,8 @@ TEST_F(HttpsTest, CurlWithCaCert) {
       test::shell(base + "-o /dev/null -o /dev/null -w '%{num_connects}\\n' " + url("/hello") + " " + url("/hello"));
   EXPECT_EQ(connects, "1\n0\n");
   // Without the CA, curl refuses the self-signed certificate.
-  test::shell("curl -s --http1.1 --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 " +
-                  url("/hello"),
-              &st);
+  test::shell(
+      "curl -s --http1.1 --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 " + url("/hello"), &st);
   EXPECT_NE(st, 0);
 }
 

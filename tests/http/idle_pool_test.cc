@@ -94,8 +94,8 @@ TEST(IdlePool, DropsAnOldOneItsPeerClosedAndKeepsAnOpenOne) {
   bool gone = false, alive = false;
   pool.put(conn(&alive, open_pair[0]));
   pool.put(conn(&gone, sv[0]));  // the newest: taken first
-  ::close(sv[1]);                // its peer hangs up while it idles
-  EXPECT_FALSE(pool.take());     // peeked: end of stream, closed, not handed out
+  ::close(sv[1]);  // its peer hangs up while it idles
+  EXPECT_FALSE(pool.take());  // peeked: end of stream, closed, not handed out
   EXPECT_TRUE(gone);
   auto c = pool.take();
   ASSERT_TRUE(c);

@@ -150,26 +150,26 @@ TEST(RequestParser, VersionErrors) {
 
 TEST(RequestParser, MalformedInputIs400) {
   const char* bad[] = {
-      "GET  / HTTP/1.1\r\nHost: h\r\n\r\n",                 // double space
-      "GET / HTTP/1.1 \r\nHost: h\r\n\r\n",                 // trailing space
-      "G(T / HTTP/1.1\r\nHost: h\r\n\r\n",                  // method not a token
-      " GET / HTTP/1.1\r\nHost: h\r\n\r\n",                 // leading space
-      "GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n",             // control in target
-      "GET /\xff HTTP/1.1\r\nHost: h\r\n\r\n",              // non-ASCII in target
-      "GET / HTTP/1.1\nHost: h\r\n\r\n",                    // bare LF
-      "GET / HTTP/1.1\r\nHost: h\n\r\n",                    // bare LF in a field
-      "GET / HTTP/1.1\r\nHost: h\r\n\n",                    // bare LF ends the head
-      "GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n",            // bare CR
-      "GET / HTTP/1.1\r\nHost : h\r\n\r\n",                 // space before colon
+      "GET  / HTTP/1.1\r\nHost: h\r\n\r\n",  // double space
+      "GET / HTTP/1.1 \r\nHost: h\r\n\r\n",  // trailing space
+      "G(T / HTTP/1.1\r\nHost: h\r\n\r\n",  // method not a token
+      " GET / HTTP/1.1\r\nHost: h\r\n\r\n",  // leading space
+      "GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n",  // control in target
+      "GET /\xff HTTP/1.1\r\nHost: h\r\n\r\n",  // non-ASCII in target
+      "GET / HTTP/1.1\nHost: h\r\n\r\n",  // bare LF
+      "GET / HTTP/1.1\r\nHost: h\n\r\n",  // bare LF in a field
+      "GET / HTTP/1.1\r\nHost: h\r\n\n",  // bare LF ends the head
+      "GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n",  // bare CR
+      "GET / HTTP/1.1\r\nHost : h\r\n\r\n",  // space before colon
       "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n b\r\n\r\n",  // obs-fold
-      "GET / HTTP/1.1\r\n Host: h\r\n\r\n",                 // whitespace before first field
+      "GET / HTTP/1.1\r\n Host: h\r\n\r\n",  // whitespace before first field
       "GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: h\r\n: empty-name\r\n\r\n",
-      "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x00b\r\n\r\n",   // NUL in a value
-      "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x7f\r\n\r\n",    // DEL in a value
-      "GET / HTTP/1.1\r\n\r\n",                             // HTTP/1.1 without Host
-      "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",       // two Hosts
-      "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",                // bad Host
+      "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x00b\r\n\r\n",  // NUL in a value
+      "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x7f\r\n\r\n",  // DEL in a value
+      "GET / HTTP/1.1\r\n\r\n",  // HTTP/1.1 without Host
+      "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",  // two Hosts
+      "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",  // bad Host
       "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1 2\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0x10\r\n\r\n",
@@ -199,7 +199,9 @@ TEST(RequestParser, SmugglingCasesAreRejected) {
       {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400},
       {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400},
       {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding : chunked\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\x0b" "chunked\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\x0b"
+       "chunked\r\n\r\n",
+       400},
       {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
       {"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
       {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \r\n\r\n", 400},
@@ -376,22 +378,22 @@ TEST(ChunkedDecoder, UpperAndLowerHexAndLeadingZeros) {
 
 TEST(ChunkedDecoder, RejectsMalformedFraming) {
   const char* bad[] = {
-      "\r\nhello\r\n0\r\n\r\n",           // no size
-      "x\r\n",                            // not hex
-      "-5\r\nhello\r\n0\r\n\r\n",         // sign
-      "0x5\r\nhello\r\n0\r\n\r\n",        // 0x prefix
-      " 5\r\nhello\r\n0\r\n\r\n",         // leading space
-      "5 \r\nhello\r\n0\r\n\r\n",         // trailing space without ';'
-      "5\nhello\r\n0\r\n\r\n",            // bare LF
-      "5\rhello\r\n0\r\n\r\n",            // bare CR
-      "5\r\nhelloX\r\n0\r\n\r\n",         // data longer than the size
-      "5\r\nhello\n0\r\n\r\n",            // data not followed by CRLF
-      "5;a\x01\r\nhello\r\n0\r\n\r\n",    // control in an extension
-      "5;\"open\r\nhello\r\n0\r\n\r\n",   // unterminated quote (CR inside)
-      "0\r\n bad: fold\r\n\r\n",          // obs-fold trailer
-      "0\r\nNoColon\r\n\r\n",             // trailer without ':'
-      "0\r\nX: a\r\n\n",                  // bare LF at the end
-      "10000000000000000\r\n",            // 17 hex digits
+      "\r\nhello\r\n0\r\n\r\n",  // no size
+      "x\r\n",  // not hex
+      "-5\r\nhello\r\n0\r\n\r\n",  // sign
+      "0x5\r\nhello\r\n0\r\n\r\n",  // 0x prefix
+      " 5\r\nhello\r\n0\r\n\r\n",  // leading space
+      "5 \r\nhello\r\n0\r\n\r\n",  // trailing space without ';'
+      "5\nhello\r\n0\r\n\r\n",  // bare LF
+      "5\rhello\r\n0\r\n\r\n",  // bare CR
+      "5\r\nhelloX\r\n0\r\n\r\n",  // data longer than the size
+      "5\r\nhello\n0\r\n\r\n",  // data not followed by CRLF
+      "5;a\x01\r\nhello\r\n0\r\n\r\n",  // control in an extension
+      "5;\"open\r\nhello\r\n0\r\n\r\n",  // unterminated quote (CR inside)
+      "0\r\n bad: fold\r\n\r\n",  // obs-fold trailer
+      "0\r\nNoColon\r\n\r\n",  // trailer without ':'
+      "0\r\nX: a\r\n\n",  // bare LF at the end
+      "10000000000000000\r\n",  // 17 hex digits
   };
   for (const char* b : bad) {
     Decoded r = decode_all(b);

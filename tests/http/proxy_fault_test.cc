@@ -22,10 +22,10 @@ namespace lionet::http {
 namespace {
 using namespace std::chrono_literals;
 using test::field_values;
-using test::to;
 using test::ms_since;
 using test::ProxyHarness;
 using test::RawClient;
+using test::to;
 using RawUpstream = test::ProxyHarness::RawUpstream;
 
 // Raw upstream behaviours.

@@ -24,8 +24,8 @@ TEST(ProxyOptionsCheck, ParsesAnUpstreamLineWithAndWithoutAWeight) {
 }
 
 TEST(ProxyOptionsCheck, RefusesMalformedUpstreamLines) {
-  for (const char* bad : {"", "http://", "h:1/path", "h:1 weight=0", "h:1 weight=1001", "h:1 weight=2x", "h:1 w=2",
-                          "h:1 weight="}) {
+  for (const char* bad :
+       {"", "http://", "h:1/path", "h:1 weight=0", "h:1 weight=1001", "h:1 weight=2x", "h:1 w=2", "h:1 weight="}) {
     EXPECT_FALSE(parse_proxy_upstream(bad)) << bad;
   }
 }

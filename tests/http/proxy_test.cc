@@ -24,9 +24,9 @@ namespace lionet::http {
 namespace {
 using namespace std::chrono_literals;
 using test::field_values;
-using test::to;
 using test::ProxyHarness;
 using test::RawClient;
+using test::to;
 
 // The mirror's answer split: its first line, its header lines, its body.
 struct Mirrored {
@@ -119,8 +119,9 @@ TEST(ProxyMessages, ChunkExtensionsAndRequestTrailersDoNotReachTheUpstream) {
   });
   h.front(to({up.address()}));
   RawClient c(h.port());
-  ASSERT_TRUE(c.send("POST /x HTTP/1.1\r\nHost: f\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n"
-                     "5;name=val\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 42\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /x HTTP/1.1\r\nHost: f\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n"
+             "5;name=val\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 42\r\n\r\n"));
   std::string got = c.read_until("ok");
   EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
   std::lock_guard<std::mutex> lk(mu);
@@ -194,8 +195,9 @@ TEST(ProxyMessages, NoBodyFor204And304AndKeepAliveContinues) {
   });
   h.front(to({up.address()}));
   RawClient c(h.port());
-  ASSERT_TRUE(c.send("GET /204 HTTP/1.1\r\nHost: f\r\n\r\nGET /304 HTTP/1.1\r\nHost: f\r\n\r\n"
-                     "GET /x HTTP/1.1\r\nHost: f\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /204 HTTP/1.1\r\nHost: f\r\n\r\nGET /304 HTTP/1.1\r\nHost: f\r\n\r\n"
+             "GET /x HTTP/1.1\r\nHost: f\r\n\r\n"));
   std::string got = c.read_until("after");
   size_t a = got.find("HTTP/1.1 204"), b = got.find("HTTP/1.1 304"), d = got.find("HTTP/1.1 200");
   ASSERT_TRUE(a == 0 && b != std::string::npos && d != std::string::npos) << got;
@@ -283,9 +285,10 @@ TEST(ProxyMessages, ExpectContinueWorksAndTheUpstreamsInterimAnswersAreNotPassed
       if (!r || *r == 0) return;
       buf.append(tmp, *r);
     }
-    (void)s.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
-                  "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n" +
-                  std::string(expect ? "expect" : "plain") + buf.substr(end, 4));
+    (void)s.write(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n" +
+        std::string(expect ? "expect" : "plain") + buf.substr(end, 4));
   });
   h.front(to({up.address()}));
   RawClient c(h.port());
@@ -324,9 +327,10 @@ TEST(ProxyHeaders, HopByHopFieldsAreRemovedOnTheWayUp) {
   auto& up = h.mirror_upstream("a");
   h.front(to({up.address()}));
   RawClient c(h.port());
-  ASSERT_TRUE(c.send("POST /x HTTP/1.1\r\nHost: f\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: timeout=5\r\n"
-                     "TE: trailers\r\nProxy-Connection: keep-alive\r\nUpgrade: foo/1\r\nX-Secret: s3\r\n"
-                     "Transfer-Encoding: chunked\r\nX-Kept: yes\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /x HTTP/1.1\r\nHost: f\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: timeout=5\r\n"
+             "TE: trailers\r\nProxy-Connection: keep-alive\r\nUpgrade: foo/1\r\nX-Secret: s3\r\n"
+             "Transfer-Encoding: chunked\r\nX-Kept: yes\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
   std::string got = c.read_until("\n\nabc");
   size_t body = got.find("\r\n\r\n");
   ASSERT_NE(body, std::string::npos) << got;
@@ -372,9 +376,10 @@ TEST(ProxyHeaders, ForwardedFieldsAreAppendedAndProtoAndHostAreTheProxys) {
   auto& up = h.mirror_upstream("a");
   h.front(to({up.address()}));
   RawClient c(h.port());
-  ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: front.example:8080\r\nX-Forwarded-For: 10.0.0.1\r\n"
-                     "X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\nForwarded: for=10.0.0.1\r\n"
-                     "Connection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /x HTTP/1.1\r\nHost: front.example:8080\r\nX-Forwarded-For: 10.0.0.1\r\n"
+             "X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\nForwarded: for=10.0.0.1\r\n"
+             "Connection: close\r\n\r\n"));
   std::string got = c.read_until_closed();
   Mirrored m(got.substr(got.find("\r\n\r\n") + 4));
   EXPECT_EQ(m.values("x-forwarded-for"), std::vector<std::string>{"10.0.0.1, 127.0.0.1"}) << m.head;
@@ -558,8 +563,8 @@ TEST(ProxyPool, ConcurrentClientsOpenAtMostOneUpstreamConnectionEachAndReuseThem
   }
   for (auto& f : fibers) f.join();
   EXPECT_EQ(ok.load(), kClients * kEach);
-  std::printf("[ proxy    ] %d requests over %d client connections: %llu upstream connections\n",
-              kClients * kEach, kClients, static_cast<unsigned long long>(up.connections()));
+  std::printf("[ proxy    ] %d requests over %d client connections: %llu upstream connections\n", kClients * kEach,
+              kClients, static_cast<unsigned long long>(up.connections()));
   EXPECT_LE(up.connections(), static_cast<uint64_t>(kClients));
   EXPECT_EQ(up.requests.load(), kClients * kEach);
   // A second wave, sequential: served from the pool.
@@ -646,8 +651,7 @@ TEST(ProxyPool, AnIdleConnectionOlderThanIdleTimeoutIsNotReusedAndIsClosed) {
   ASSERT_TRUE(c.get(h.url("/")));
   EXPECT_EQ(up.connections(), 2u);
   // The old connection is gone on the upstream side (the new one is pooled).
-  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() == 1; }))
-      << up.server->tcp().connections();
+  EXPECT_TRUE(test::eventually([&] { return up.server->tcp().connections() == 1; })) << up.server->tcp().connections();
 }
 
 // With no request after it, a pooled connection is still closed once idle_timeout passes: the

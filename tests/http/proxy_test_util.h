@@ -210,7 +210,5 @@ bool eventually(P pred, Duration limit = std::chrono::seconds(3)) {
   return pred();
 }
 
-inline double ms_since(TimePoint t0) {
-  return std::chrono::duration<double, std::milli>(now() - t0).count();
-}
+inline double ms_since(TimePoint t0) { return std::chrono::duration<double, std::milli>(now() - t0).count(); }
 }  // namespace lionet::http::test

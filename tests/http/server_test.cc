@@ -108,7 +108,8 @@ class ServerTest : public ::testing::Test {
     router_.get("/peer", [](Request& q, Response& s) {
       auto peer = q.peer_address();
       auto local = q.local_address();
-      s.reply(200, (peer ? peer->to_string() : "?") + " " + (local ? local->to_string() : "?") + (q.is_tls() ? " tls" : " tcp"));
+      s.reply(200, (peer ? peer->to_string() : "?") + " " + (local ? local->to_string() : "?") +
+                       (q.is_tls() ? " tls" : " tcp"));
     });
     router_.get("/throw", [](Request&, Response&) { throw std::runtime_error("boom"); });
   }
@@ -238,8 +239,10 @@ TEST_F(ServerTest, Curl) {
                         ts->url("/count")),
             want);
   // Expect: 100-continue (curl waits for the 100 before sending).
-  std::string verbose = test::shell("curl -s -v --http1.1 -H 'Expect: 100-continue' --expect100-timeout 10 "
-                                    "--data-binary @" + f.path + " " + ts->url("/count") + " 2>&1");
+  std::string verbose = test::shell(
+      "curl -s -v --http1.1 -H 'Expect: 100-continue' --expect100-timeout 10 "
+      "--data-binary @" +
+      f.path + " " + ts->url("/count") + " 2>&1");
   EXPECT_NE(verbose.find("HTTP/1.1 100 Continue"), std::string::npos) << verbose;
   EXPECT_NE(verbose.find(want), std::string::npos);
   // Keep-alive: the second URL reuses the first connection.
@@ -281,8 +284,9 @@ TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
 TEST_F(ServerTest, LastChunkedWriteCarriesTheTerminatorOnce) {
   auto ts = start();
   RawClient c(ts->port());
-  ASSERT_TRUE(c.send("GET /stream-last HTTP/1.1\r\nHost: h\r\n\r\n"
-                     "GET /hello HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /stream-last HTTP/1.1\r\nHost: h\r\n\r\n"
+             "GET /hello HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
   std::string out = c.read_until_closed();
   const auto body_at = out.find("\r\n\r\n");
   ASSERT_NE(body_at, std::string::npos) << out;
@@ -296,9 +300,10 @@ TEST_F(ServerTest, LastChunkedWriteCarriesTheTerminatorOnce) {
 TEST_F(ServerTest, TrailersGoInTheChunkedTrailerSection) {
   auto ts = start();
   RawClient c(ts->port());
-  ASSERT_TRUE(c.send("GET /trailers HTTP/1.1\r\nHost: h\r\n\r\n"
-                     "GET /trailers?writer HTTP/1.1\r\nHost: h\r\n\r\n"
-                     "GET /trailers HTTP/1.0\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /trailers HTTP/1.1\r\nHost: h\r\n\r\n"
+             "GET /trailers?writer HTTP/1.1\r\nHost: h\r\n\r\n"
+             "GET /trailers HTTP/1.0\r\nHost: h\r\n\r\n"));
   std::string out = c.read_until_closed();
   const std::string memory = "Transfer-Encoding: chunked\r\n";
   EXPECT_NE(out.find(memory), std::string::npos) << out;
@@ -318,8 +323,9 @@ TEST_F(ServerTest, TrailersGoInTheChunkedTrailerSection) {
 TEST_F(ServerTest, PipelinedOneByteAtATime) {
   auto ts = start();
   RawClient c(ts->port());
-  std::string reqs = "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nabcd\r\n0\r\nT: 1\r\n\r\n"
-                     "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n";
+  std::string reqs =
+      "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nabcd\r\n0\r\nT: 1\r\n\r\n"
+      "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n";
   for (char ch : reqs) ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
   std::string out = c.read_until("hello world");
   EXPECT_NE(out.find("abcd"), std::string::npos) << out;
@@ -373,7 +379,9 @@ TEST_F(ServerTest, RefusedHeadIsWordedByItsRoute) {
   // A method the route does not take, a route without an answer, no route, and an answer with
   // another status than the refusal's: the server's plain text.
   for (const auto& [target, method] : {std::pair<std::string, std::string_view>{"/worded/1", "PUT"},
-                                      {"/echo", "POST"}, {"/nowhere", "POST"}, {"/unworded", "POST"}}) {
+                                       {"/echo", "POST"},
+                                       {"/nowhere", "POST"},
+                                       {"/unworded", "POST"}}) {
     out = exchange(target, method);
     EXPECT_EQ(out.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << method << " " << target << ": " << out;
     EXPECT_NE(out.find("\r\nContent-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << out;
@@ -410,7 +418,8 @@ TEST_F(ServerTest, LimitsAndMalformedRequestsAnswerAndClose) {
       {"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"},
       {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
        "HTTP/1.1 400 Bad Request"},
-      {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", "HTTP/1.1 400 Bad Request"},
+      {"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde",
+       "HTTP/1.1 400 Bad Request"},
       {"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 400 Bad Request"},
       {"POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "HTTP/1.1 501 Not Implemented"},
       {"GET / HTTP/1.1\r\nHost: h\nX: y\r\n\r\n", "HTTP/1.1 400 Bad Request"},
@@ -424,8 +433,9 @@ TEST_F(ServerTest, LimitsAndMalformedRequestsAnswerAndClose) {
   }
   // The smuggled second request is never answered.
   RawClient rc(ts->port());
-  ASSERT_TRUE(rc.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "0\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(
+      rc.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "0\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
   std::string out = rc.read_until_closed();
   EXPECT_EQ(out.find("hello world"), std::string::npos) << out;
 }
@@ -583,7 +593,9 @@ TEST_F(ServerTest, MaxKeepaliveRequestsAndStop) {
   o.max_keepalive_requests = 2;
   auto ts = start(o);
   RawClient c(ts->port());
-  ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: h\r\n\r\nGET /hello HTTP/1.1\r\nHost: "
+             "h\r\n\r\n"));
   std::string out = c.read_until_closed();
   size_t first = out.find("hello world"), second = out.find("hello world", first + 1);
   EXPECT_NE(second, std::string::npos);

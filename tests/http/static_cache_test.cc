@@ -14,8 +14,8 @@
 
 #include <chrono>
 #include <fstream>
-#include <string>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "http_test_util.h"
@@ -401,8 +401,9 @@ TEST(PrecompressedFiles, CurlCompressedDecodesToTheFile) {
   for (const char* enc : {"br", "gzip", "zstd"}) {
     SCOPED_TRACE(enc);
     std::string out = f.dir + "/out." + enc;
-    std::string hdr = test::shell("curl -s --http1.1 -D - -o " + out + " --compressed -H 'Accept-Encoding: " +
-                                  std::string(enc) + "' " + f.srv->url("/app.js"));
+    std::string hdr =
+        test::shell("curl -s --http1.1 -D - -o " + out + " --compressed -H 'Accept-Encoding: " + std::string(enc) +
+                    "' " + f.srv->url("/app.js"));
     EXPECT_NE(hdr.find(std::string("Content-Encoding: ") + enc), std::string::npos) << hdr;
     EXPECT_TRUE(read_file(out) == f.plain) << "decoded bytes differ from app.js";
   }

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -145,7 +145,9 @@ void check_all_sizes(bool tls) {
         // AUTO's defaults leave no CHUNK range (memory_max == sendfile_min): Content-Length always.
         bool chunked_expected = std::string_view(mode) == "chunk";
         EXPECT_EQ(r->chunked, chunked_expected) << path;
-        if (!chunked_expected) { EXPECT_EQ(r->header("Content-Length"), std::to_string(kSizes[i].bytes)) << path; }
+        if (!chunked_expected) {
+          EXPECT_EQ(r->header("Content-Length"), std::to_string(kSizes[i].bytes)) << path;
+        }
       }
     }
   });
@@ -400,7 +402,8 @@ TEST(StaticFiles, CurlRangeHeadConditional) {
   std::string head = test::shell("curl -s --http1.1 -I " + s.url("/chunk/f16k.bin"));
   EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
   EXPECT_NE(head.find("ETag: \""), std::string::npos) << head;
-  std::string code = test::shell("curl -s --http1.1 -o /dev/null -w '%{http_code}' -z 'Sun, 01 Jan 2090 00:00:00 GMT' " + u);
+  std::string code =
+      test::shell("curl -s --http1.1 -o /dev/null -w '%{http_code}' -z 'Sun, 01 Jan 2090 00:00:00 GMT' " + u);
   EXPECT_EQ(code, "304");
   std::string etag;
   size_t p = head.find("ETag: ");
@@ -409,8 +412,9 @@ TEST(StaticFiles, CurlRangeHeadConditional) {
   EXPECT_EQ(code, "304");
   if (s.tls_ok) {
     std::string tu = s.url("/auto/f1m.bin", true);
-    std::string got = test::shell("curl -s --http1.1 --cacert " + s.cert + " --resolve localhost:" +
-                                  std::to_string(s.https->port()) + ":127.0.0.1 -r 1000-1999 " + tu);
+    std::string got =
+        test::shell("curl -s --http1.1 --cacert " + s.cert + " --resolve localhost:" + std::to_string(s.https->port()) +
+                    ":127.0.0.1 -r 1000-1999 " + tu);
     EXPECT_EQ(got, s.data[7].substr(1000, 1000));
   }
 }

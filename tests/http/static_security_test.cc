@@ -50,7 +50,9 @@ struct Tree {
   }
   ~Tree() { test::shell("rm -rf " + dir); }
   static void put(const std::string& p, const std::string& d) { std::ofstream(p, std::ios::binary) << d; }
-  static void link(const std::string& target, const std::string& at) { ASSERT_EQ(::symlink(target.c_str(), at.c_str()), 0) << at; }
+  static void link(const std::string& target, const std::string& at) {
+    ASSERT_EQ(::symlink(target.c_str(), at.c_str()), 0) << at;
+  }
 };
 
 const std::vector<std::string> kAttacks = {

@@ -118,8 +118,8 @@ TEST(TryFiles, DirectoryCandidateServesItsIndexWithoutARedirect) {
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body, "docs index");
     EXPECT_EQ(f.req(c, "/spa/docs/")->body, "docs index");  // "$uri" ends in '/': its index
-    EXPECT_EQ(f.req(c, "/spa/")->body, kIndex);             // the root's index
-    EXPECT_EQ(f.req(c, "/spa/nodir")->status, 404);         // a directory without an index
+    EXPECT_EQ(f.req(c, "/spa/")->body, kIndex);  // the root's index
+    EXPECT_EQ(f.req(c, "/spa/nodir")->status, 404);  // a directory without an index
     EXPECT_EQ(f.req(c, "/spa/docs/index.html")->body, "docs index");
   });
 }
@@ -233,8 +233,8 @@ TEST(TryFiles, TraversalIsStillRefused) {
       EXPECT_EQ(r->body, "app\n") << p;
     }
     // Paths refused before any candidate: 404, and the fallback is not asked either.
-    for (const char* p : {"/spa/..%2fsecret.txt", "/spa/%2e%2e/secret.txt", "/spa/docs/../../secret.txt",
-                          "/spa/a%00b", "/spa/docs%5c..%5c..%5csecret.txt"}) {
+    for (const char* p : {"/spa/..%2fsecret.txt", "/spa/%2e%2e/secret.txt", "/spa/docs/../../secret.txt", "/spa/a%00b",
+                          "/spa/docs%5c..%5c..%5csecret.txt"}) {
       auto r = f.req(c, p);
       ASSERT_TRUE(r.ok()) << p;
       EXPECT_EQ(r->status, 404) << p;

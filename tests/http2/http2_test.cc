@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
 #include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../common/sanitizers.h"
 #include "../http/http_test_util.h"
@@ -133,8 +133,8 @@ class Http2Test : public ::testing::Test {
     }
     server_->start();
     base_ = (tls ? "https://localhost:" : "http://127.0.0.1:") + std::to_string(server_->port());
-    curl_ = tls ? "curl -s --http2 --cacert " + cert().cert + " --resolve localhost:" +
-                      std::to_string(server_->port()) + ":127.0.0.1 "
+    curl_ = tls ? "curl -s --http2 --cacert " + cert().cert +
+                      " --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 "
                 : "curl -s --http2-prior-knowledge ";
   }
   std::string url(const std::string& path) const { return base_ + path; }
@@ -166,9 +166,9 @@ TEST_F(Http2Test, H2OverTlsIsChosenByAlpn) {
   std::string out = dir_.path + "/hello";
   EXPECT_EQ(curl(url("/hello"), out), "2 200");
   EXPECT_EQ(read_file(out), "hello tls\n");
-  std::string http11 = shell("curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" +
-                             std::to_string(server_->port()) + ":127.0.0.1 -o /dev/null -w '%{http_version}' " +
-                             url("/hello"));
+  std::string http11 =
+      shell("curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" + std::to_string(server_->port()) +
+            ":127.0.0.1 -o /dev/null -w '%{http_version}' " + url("/hello"));
   EXPECT_EQ(http11, "1.1");
 }
 
@@ -251,8 +251,8 @@ TEST_F(Http2Test, StaticFilesRangeEtagAnd416MatchHttp11) {
   for (bool tls : {false, true}) {
     SCOPED_TRACE(tls ? "h2" : "h2c");
     start(tls);
-    const std::string http11 = tls ? "curl -s --http1.1 --cacert " + cert().cert + " --resolve localhost:" +
-                                         std::to_string(server_->port()) + ":127.0.0.1 "
+    const std::string http11 = tls ? "curl -s --http1.1 --cacert " + cert().cert +
+                                         " --resolve localhost:" + std::to_string(server_->port()) + ":127.0.0.1 "
                                    : "curl -s --http1.1 ";
     const std::string u = url("/static/data.bin");
     // Range: 206, the slice, its Content-Range.
@@ -360,7 +360,8 @@ TEST_F(Http2Test, GarbageAfterThePrefaceGetsGoawayAndOthersAreServed) {
   // The server's SETTINGS, then a GOAWAY frame (type 7) before it closes.
   bool goaway = false;
   for (size_t i = 0; i + 9 <= got.size();) {
-    size_t len = (static_cast<uint8_t>(got[i]) << 16) | (static_cast<uint8_t>(got[i + 1]) << 8) | static_cast<uint8_t>(got[i + 2]);
+    size_t len = (static_cast<uint8_t>(got[i]) << 16) | (static_cast<uint8_t>(got[i + 1]) << 8) |
+                 static_cast<uint8_t>(got[i + 2]);
     if (got[i + 3] == 7) goaway = true;
     i += 9 + len;
   }
@@ -503,12 +504,13 @@ TEST_F(Http2Limits, MaxRequestsEndsTheConnectionWithGoawayAfterItsLastStream) {
   start_with({.max_requests = 5});
   auto c = connect();
   std::string reqs;
-  for (uint32_t id = 1; id < 20; id += 2) reqs += frame(kHeaders, kEndHeaders | kEndStream, id, request_block("/hello"));
+  for (uint32_t id = 1; id < 20; id += 2)
+    reqs += frame(kHeaders, kEndHeaders | kEndStream, id, request_block("/hello"));
   ASSERT_TRUE(c->send(reqs));
   auto fs = frames_of(c->read_until_closed(3s));
   uint32_t last = 0;
   EXPECT_EQ(goaway_code(fs, &last), 0);  // NO_ERROR
-  EXPECT_EQ(last, 9u);                   // the 5th stream
+  EXPECT_EQ(last, 9u);  // the 5th stream
   int answered = 0;
   for (const auto& f : fs) answered += f.type == kHeaders;
   EXPECT_EQ(answered, 5);
@@ -549,9 +551,8 @@ TEST_F(Http2Test, H2specPassesEveryCaseOverH2cAndTls) {
     SCOPED_TRACE(tls ? "h2" : "h2c");
     start(tls);
     int st = -1;
-    std::string out = shell(h2spec + " -h 127.0.0.1 -p " + std::to_string(server_->port()) + (tls ? " -t -k" : "") +
-                                " -o 5 2>&1",
-                            &st);
+    std::string out = shell(
+        h2spec + " -h 127.0.0.1 -p " + std::to_string(server_->port()) + (tls ? " -t -k" : "") + " -o 5 2>&1", &st);
     size_t at = out.find(" tests, ");
     std::string summary = at == std::string::npos ? out : out.substr(out.rfind('\n', at) + 1);
     EXPECT_EQ(st, 0) << summary;

@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "io_test_util.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/sched/scheduler.h"
-#include "io_test_util.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -177,15 +177,19 @@ TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
   Rig rig(1, "io_uring");
   Pair p = make_socketpair();
   ASSERT_EQ(sys_write(p.b, "x", 1), 1);
-  EXPECT_EQ(rig.sched.spawn([&] {
-                char c;
-                return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
-              }).join(),
+  EXPECT_EQ(rig.sched
+                .spawn([&] {
+                  char c;
+                  return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
+                })
+                .join(),
             1);
-  EXPECT_EQ(rig.sched.spawn([&] {
-                char c;
-                return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
-              }).join(),
+  EXPECT_EQ(rig.sched
+                .spawn([&] {
+                  char c;
+                  return rig.io.recv(p.a, &c, 1, 0, lionet::now() - 1s);
+                })
+                .join(),
             -ETIMEDOUT);
   rig.close(p);
 }
@@ -215,7 +219,8 @@ TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
     for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
     char c;
     long r = -1;
-    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i) std::this_thread::sleep_for(1ms);
+    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i)
+      std::this_thread::sleep_for(1ms);
     EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
     rig.close(p.b);
   }
@@ -273,8 +278,8 @@ TEST_F(CompletionOpsTest, AcceptAndConnectOverLoopbackAndRefusedConnect) {
   auto acceptor = rig.sched.spawn([&] {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    const int64_t fd = rig.io.accept(lfd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC,
-                                     lionet::now() + 10s);
+    const int64_t fd =
+        rig.io.accept(lfd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC, lionet::now() + 10s);
     if (fd < 0) return std::string("accept error ") + std::to_string(fd);
     const long flags = ::syscall(SYS_fcntl, static_cast<int>(fd), F_GETFL);  // the kernel's, not the hooks' view
     char buf[8] = {};
@@ -318,10 +323,12 @@ TEST_F(CompletionOpsTest, StopCancelsACallThatWouldNeverComplete) {
   lionet::IOManager io(sched, {.backend = "io_uring", .uring_shared_ring_ops = true});
   Pair p = make_socketpair();
   std::atomic<int64_t> result{1};
-  sched.spawn([&] {
-    char c;
-    result = io.recv(p.a, &c, 1, 0, std::nullopt);
-  }).detach();
+  sched
+      .spawn([&] {
+        char c;
+        result = io.recv(p.a, &c, 1, 0, std::nullopt);
+      })
+      .detach();
   ASSERT_TRUE(await_waiters(io, p.a, 1));
   sched.stop();
   EXPECT_EQ(result.load(), -ECANCELED);

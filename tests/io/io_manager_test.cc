@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "io_test_util.h"
 #include "lionet/io/reactor.h"
 #include "lionet/sched/scheduler.h"
-#include "io_test_util.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -242,7 +242,8 @@ TEST_P(IoManagerTest, FdCancelledAndClosedWhileWaitedOnThenReused) {
   auto victim = rig.sched.spawn([&] { return rig.io.wait_readable(s.a, lionet::now() + 60s); });
   ASSERT_TRUE(await_waiters(rig.io, s.a, 1));
   // What the hooked close() does from another fiber: cancel, then close.
-  rig.sched.spawn([&] {
+  rig.sched
+      .spawn([&] {
         rig.io.cancel(s.a);
         sys_close(s.a);
       })
@@ -344,7 +345,9 @@ void second_wait_on_still_readable_fd(const std::string& backend, bool eof) {
   }
 }
 
-TEST_P(IoManagerTest, SecondWaitOnAStillReadableFdReturnsAtOnce) { second_wait_on_still_readable_fd(GetParam(), false); }
+TEST_P(IoManagerTest, SecondWaitOnAStillReadableFdReturnsAtOnce) {
+  second_wait_on_still_readable_fd(GetParam(), false);
+}
 TEST_P(IoManagerTest, SecondWaitAtEofReturnsAtOnce) { second_wait_on_still_readable_fd(GetParam(), true); }
 
 TEST_P(IoManagerTest, ReadyFdIsNoticedWithinThePollIntervalWhileTheOnlyWorkerIsBusy) {
@@ -501,10 +504,11 @@ TEST_P(IoManagerTest, DestroyedWhileWorkersIdleInsideItThenSchedulerStillRunsAnd
     }
     EXPECT_EQ(sched.driver(), sched.own_driver()) << "the scheduler's own driver is back (none: nullptr)";
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(sched.spawn([] {
-                     lionet::this_fiber::sleep_for(5ms);  // a timer, without any driver
-                     return 7;
-                   })
+    EXPECT_EQ(sched
+                  .spawn([] {
+                    lionet::this_fiber::sleep_for(5ms);  // a timer, without any driver
+                    return 7;
+                  })
                   .join(),
               7);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
@@ -556,8 +560,8 @@ TEST_P(IoManagerTest, WorkersPollingBeforeSleepingSeeEveryEdgeAndTimerAndSleepLe
   EXPECT_TRUE(sleeper.join());
   const uint64_t parks = sched.total_stats().parks - parks_before;
   // Without polling the worker parks once per round trip.
-  EXPECT_LT(parks, static_cast<uint64_t>(kRounds / 4)) << "workers slept " << parks << " times in " << answered
-                                                       << " round trips";
+  EXPECT_LT(parks, static_cast<uint64_t>(kRounds / 4))
+      << "workers slept " << parks << " times in " << answered << " round trips";
   io.cancel(p.a);
   io.cancel(p.b);
   sys_close(p.a);

@@ -118,11 +118,13 @@ TEST(Lifetimes, SchedulerDestroyedWithFibersWaitingOnIoReturnsAndTheyEndWithEcan
   {
     Scheduler sched({.threads = 2, .stop_io_grace = 100ms});
     pair = std::make_shared<Pair>(sched.spawn([] { return make_pair(); }).join());
-    sched.spawn([&] {
-      char c;
-      auto r = pair->server.read(&c, 1);  // nobody writes
-      result.store(r ? 0 : r.error().value());
-    }).detach();
+    sched
+        .spawn([&] {
+          char c;
+          auto r = pair->server.read(&c, 1);  // nobody writes
+          result.store(r ? 0 : r.error().value());
+        })
+        .detach();
     std::this_thread::sleep_for(50ms);
   }  // ~Scheduler: stop() cancels the IO wait once every worker has idled 100 ms
   EXPECT_EQ(result.load(), ECANCELED);
@@ -137,11 +139,13 @@ TEST(Lifetimes, IoManagerDestroyedWhileFibersWaitOnItThenSchedulerDestroyedWitho
     Scheduler sched({.threads = 1});
     Pair p = sched.spawn([] { return make_pair(); }).join();
     IOManager io(sched);  // replaces the scheduler's own driver
-    sched.spawn([&] {
-      char c;
-      auto r = p.server.read(&c, 1, Deadline::after(30s));
-      result.store(r ? 0 : r.error().value());
-    }).detach();
+    sched
+        .spawn([&] {
+          char c;
+          auto r = p.server.read(&c, 1, Deadline::after(30s));
+          result.store(r ? 0 : r.error().value());
+        })
+        .detach();
     std::this_thread::sleep_for(50ms);
   }  // ~IOManager first (its waiter sees ECANCELED), then ~Scheduler: no hang
   EXPECT_EQ(result.load(), ECANCELED);
@@ -198,12 +202,13 @@ TEST(Lifetimes, WaitsTimingOutWhileTheirIoManagerIsDestroyedEndCleanly) {
 TEST(Lifetimes, SocketsThatWaitedOnADestroyedIoManagerCloseSafely) {
   Scheduler sched({.threads = 1, .io = {.backend = "none"}});
   auto io = std::make_unique<IOManager>(sched);
-  Pair p = sched.spawn([] {
-                  Pair q = make_pair();
-                  char c;
-                  EXPECT_FALSE(q.server.read(&c, 1, Deadline::after(20ms)));  // waited here: remembered
-                  return q;
-                })
+  Pair p = sched
+               .spawn([] {
+                 Pair q = make_pair();
+                 char c;
+                 EXPECT_FALSE(q.server.read(&c, 1, Deadline::after(20ms)));  // waited here: remembered
+                 return q;
+               })
                .join();
   io.reset();
   p.server.close();  // plain close: no registration left to forget, nothing to crash on
@@ -238,10 +243,11 @@ TEST(Lifetimes, HttpClientOutlivesTheServerAndTheSchedulerItWasUsedWith) {
     server.listen(Address::ipv4_loopback(0));
     server.start();
     const std::string url = "http://" + server.addresses()[0].to_string() + "/";
-    const std::string body = sched.spawn([&] {
-                                    auto r = client->get(url);  // leaves a kept-alive connection in the pool
-                                    return r ? r->body : std::string("error");
-                                  })
+    const std::string body = sched
+                                 .spawn([&] {
+                                   auto r = client->get(url);  // leaves a kept-alive connection in the pool
+                                   return r ? r->body : std::string("error");
+                                 })
                                  .join();
     EXPECT_EQ(body, "pooled");
     server.stop(1s);

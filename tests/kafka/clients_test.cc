@@ -39,7 +39,8 @@ TEST(KafkaClients, KcatProducesAndConsumesWithKeysAndOffsets) {
   EXPECT_EQ(out, "k1=v1@0;trace=abc\nk2=v2@1;trace=abc\n=nokey@2;trace=abc\n");
   // -o end: a consumer started at the end sees only what is produced after it.
   std::string tail;
-  std::thread consumer([&] { tail = sh("timeout 30 kcat " + b + " -q -t kc -C -o end -c 1 -f '%k=%s@%o;%h\\n' 2>&1"); });
+  std::thread consumer(
+      [&] { tail = sh("timeout 30 kcat " + b + " -q -t kc -C -o end -c 1 -f '%k=%s@%o;%h\\n' 2>&1"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // its ListOffsets and first Fetch
   sh("printf 'k3:v3\\n' | timeout 30 kcat " + b + " -t kc -P -K: -H a=1 -H b=2 2>&1", &rc);
   consumer.join();
@@ -110,9 +111,10 @@ TEST(KafkaClients, KafkaPythonDefaultProducerAndConsumer) {
   ASSERT_TRUE(have(py + " -c 'import kafka'")) << py << " has no kafka-python: run scripts/install-deps.sh";
   KafkaFixture fx(storage::FlushPolicy::kEveryBatch);
   int rc = -1;
-  const std::string out = sh("timeout 90 " + py + " " + LIONET_SOURCE_DIR + "/tests/kafka/kafka_python_check.py 127.0.0.1:" +
-                                 std::to_string(fx.port()) + " kp 200 2>&1",
-                             &rc);
+  const std::string out =
+      sh("timeout 90 " + py + " " + LIONET_SOURCE_DIR +
+             "/tests/kafka/kafka_python_check.py 127.0.0.1:" + std::to_string(fx.port()) + " kp 200 2>&1",
+         &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, "OK 200\n") << out;
   auto rr = fx.store().find("kp", 0).value()->read(0, 1 << 20).value();
@@ -144,7 +146,8 @@ TEST(KafkaClients, KcatGroupConsumerCommitsAndASecondRunResumes) {
   auto lines = [](const std::string& out) {
     std::vector<std::string> v;
     std::size_t at = 0;
-    for (std::size_t nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) v.push_back(out.substr(at, nl - at));
+    for (std::size_t nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
+      v.push_back(out.substr(at, nl - at));
     return v;
   };
   const auto a = lines(first), c = lines(second);
@@ -166,9 +169,11 @@ TEST(KafkaClients, KcatGroupConsumerCommitsAndASecondRunResumes) {
   for (uint32_t p = 0; p < 3; ++p) {
     int64_t first_max = -1, second_min = INT64_MAX;
     for (const std::string& l : a)
-      if (std::stoi(l) == static_cast<int>(p)) first_max = std::max<int64_t>(first_max, std::stoll(l.substr(l.find(':') + 1)));
+      if (std::stoi(l) == static_cast<int>(p))
+        first_max = std::max<int64_t>(first_max, std::stoll(l.substr(l.find(':') + 1)));
     for (const std::string& l : c)
-      if (std::stoi(l) == static_cast<int>(p)) second_min = std::min<int64_t>(second_min, std::stoll(l.substr(l.find(':') + 1)));
+      if (std::stoi(l) == static_cast<int>(p))
+        second_min = std::min<int64_t>(second_min, std::stoll(l.substr(l.find(':') + 1)));
     if (second_min != INT64_MAX) {
       EXPECT_EQ(second_min, first_max + 1) << "partition " << p;
     }
@@ -186,9 +191,10 @@ TEST(KafkaClients, KafkaPythonGroupConsumerCommitsAndANewConsumerResumes) {
   to.partitions = 3;
   ASSERT_TRUE(fx.store().create_topic(to));
   int rc = -1;
-  const std::string out = sh("timeout 120 " + py + " " + LIONET_SOURCE_DIR + "/tests/kafka/kafka_python_group_check.py 127.0.0.1:" +
-                                 std::to_string(fx.port()) + " kpg 300 120 2>&1",
-                             &rc);
+  const std::string out =
+      sh("timeout 120 " + py + " " + LIONET_SOURCE_DIR +
+             "/tests/kafka/kafka_python_group_check.py 127.0.0.1:" + std::to_string(fx.port()) + " kpg 300 120 2>&1",
+         &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, "OK 120 180\n") << out;
   // The first consumer's commit went through this coordinator (a partition or more), and each

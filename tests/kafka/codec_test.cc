@@ -51,7 +51,9 @@ TEST(KafkaCodec, PrimitivesRoundTrip) {
 
 TEST(KafkaCodec, MalformedInputIsRefusedNotOverread) {
   {  // a string length past the frame
-    std::string b = "\x00\x10" "abc";
+    std::string b =
+        "\x00\x10"
+        "abc";
     Reader r(b);
     r.string();
     EXPECT_FALSE(r.ok());
@@ -68,7 +70,10 @@ TEST(KafkaCodec, MalformedInputIsRefusedNotOverread) {
     Reader r(b);
     r.array_count();
     EXPECT_FALSE(r.ok());
-    std::string c("\x7f\xff\xff\xff" "ab", 6);
+    std::string c(
+        "\x7f\xff\xff\xff"
+        "ab",
+        6);
     Reader r2(c);
     r2.array_count();
     EXPECT_FALSE(r2.ok());
@@ -102,9 +107,8 @@ TEST(KafkaRecordBatch, EncodeDecodeRoundTrip) {
   hw.varint(1);
   hw.raw("b");
   hw.varint(-1);
-  std::vector<OutRecord> recs = {{100, 1700000000000, "k1", "v1", {}},
-                                 {101, 1700000000005, "", "v2", hdr},
-                                 {102, 1699999999999, "k3", "", {}}};
+  std::vector<OutRecord> recs = {
+      {100, 1700000000000, "k1", "v1", {}}, {101, 1700000000005, "", "v2", hdr}, {102, 1699999999999, "k3", "", {}}};
   const std::string b = batch_of(recs);
   std::vector<DecodedBatch> out;
   const BatchError e = decode_batches(b, out);
@@ -235,7 +239,6 @@ TEST(KafkaRequests, DecodesEachApiAndRefusesEveryTruncation) {
   EXPECT_TRUE(supported(18, 0));
 }
 
-
 // The group APIs at the lowest and highest version implemented: each field read where its
 // version has it (Kafka's *Request.json), every truncation and a trailing byte refused.
 TEST(KafkaRequests, DecodesTheGroupApisAtEachVersionBoundary) {
@@ -255,7 +258,10 @@ TEST(KafkaRequests, DecodesTheGroupApisAtEachVersionBoundary) {
                      EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key, "g");
                      EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key_type, 0);
                    }});
-  cases.push_back({10, 2, body([](Writer& w) { w.string("tx"); w.i8(1); }),
+  cases.push_back({10, 2, body([](Writer& w) {
+                     w.string("tx");
+                     w.i8(1);
+                   }),
                    [](const RequestBody& b) { EXPECT_EQ(std::get<FindCoordinatorRequest>(b).key_type, 1); }});
   for (int16_t v : {0, 5}) {
     cases.push_back({11, v, body([v](Writer& w) {

@@ -397,7 +397,7 @@ TEST(KafkaGroups, TwoMembersJoinSyncAndGetTheLeadersAssignments) {
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(heartbeat(a, 3, "g", 2, ja.member_id), 0);  // CompletingRebalance: heartbeats are fine
   EXPECT_EQ(heartbeat(a, 3, "g", 1, ja.member_id), 22);  // ILLEGAL_GENERATION
-  EXPECT_EQ(heartbeat(a, 3, "g", 2, "nobody"), 25);      // UNKNOWN_MEMBER_ID
+  EXPECT_EQ(heartbeat(a, 3, "g", 2, "nobody"), 25);  // UNKNOWN_MEMBER_ID
   EXPECT_EQ(heartbeat(a, 0, "other", 2, ja.member_id), 25);
   s = read_sync(a, send_sync(a, 0, "g", 2, ja.member_id, {{ja.member_id, "p0,p1"}, {jb.member_id, "p2"}}), 0);
   EXPECT_EQ(s, std::make_pair(int16_t{0}, std::string("p0,p1")));
@@ -574,7 +574,8 @@ TEST(KafkaGroups, OffsetCommitAndFetchRoundTripWithTheirChecks) {
             (std::vector<int16_t>{0, 0}));
   EXPECT_EQ(commit(c, 7, "solo", -1, "", {{"t", 2, 30, ""}}), std::vector<int16_t>{0});
   for (int16_t v : {1, 5}) {
-    auto f = fetch(c, v, "solo", std::vector<std::pair<std::string, int32_t>>{{"t", 0}, {"t", 1}, {"t", 2}, {"nope", 0}});
+    auto f =
+        fetch(c, v, "solo", std::vector<std::pair<std::string, int32_t>>{{"t", 0}, {"t", 1}, {"t", 2}, {"nope", 0}});
     EXPECT_EQ(f[K("t", 0)].offset, 10);
     EXPECT_EQ(f[K("t", 0)].metadata.value_or("<null>"), "ten");
     EXPECT_EQ(f[K("t", 1)].offset, 20);
@@ -587,10 +588,14 @@ TEST(KafkaGroups, OffsetCommitAndFetchRoundTripWithTheirChecks) {
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(all[K("t", 2)].offset, 30);
   EXPECT_TRUE(fetch(c, 2, "nobody-committed", std::nullopt).empty());
-  EXPECT_EQ(fetch(c, 1, "nobody-committed", std::vector<std::pair<std::string, int32_t>>{{"t", 0}})[K("t", 0)].offset, -1);
+  EXPECT_EQ(fetch(c, 1, "nobody-committed", std::vector<std::pair<std::string, int32_t>>{{"t", 0}})[K("t", 0)].offset,
+            -1);
   // Per-partition checks: unknown topic or partition, metadata over 4096 bytes.
-  EXPECT_EQ(commit(c, 7, "solo", -1, "", {{"nope", 0, 1, std::nullopt}, {"t", 9, 1, std::nullopt},
-                                          {"t", 0, 11, std::string(4097, 'm')}, {"t", 0, 12, std::string(4096, 'm')}}),
+  EXPECT_EQ(commit(c, 7, "solo", -1, "",
+                   {{"nope", 0, 1, std::nullopt},
+                    {"t", 9, 1, std::nullopt},
+                    {"t", 0, 11, std::string(4097, 'm')},
+                    {"t", 0, 12, std::string(4096, 'm')}}),
             (std::vector<int16_t>{3, 3, 12, 0}));
   // A generation on a group that does not exist: ILLEGAL_GENERATION.
   EXPECT_EQ(commit(c, 7, "ghost", 3, "m", {{"t", 0, 1, std::nullopt}}), std::vector<int16_t>{22});
@@ -599,7 +604,8 @@ TEST(KafkaGroups, OffsetCommitAndFetchRoundTripWithTheirChecks) {
   JoinArgs j;
   j.member_id = member_id(m, j);
   ASSERT_EQ(join(m, 5, j).generation, 1);
-  EXPECT_EQ(commit(m, 7, "g", 1, j.member_id, {{"t", 0, 5, std::nullopt}}), std::vector<int16_t>{27});  // not synced yet
+  EXPECT_EQ(commit(m, 7, "g", 1, j.member_id, {{"t", 0, 5, std::nullopt}}),
+            std::vector<int16_t>{27});  // not synced yet
   ASSERT_EQ(read_sync(m, send_sync(m, 3, "g", 1, j.member_id, {}), 3).first, 0);
   EXPECT_EQ(commit(m, 7, "g", 1, j.member_id, {{"t", 0, 5, std::nullopt}}), std::vector<int16_t>{0});
   EXPECT_EQ(commit(m, 7, "g", 0, j.member_id, {{"t", 0, 6, std::nullopt}}), std::vector<int16_t>{22});
@@ -621,7 +627,8 @@ TEST(KafkaGroups, CommittedOffsetsSurviveARestart) {
     storage::Log* log = fx.store().find(kOffsetsTopic, 0).value();
     const int64_t end = log->end_offset();
     EXPECT_EQ(end, 3);
-    for (int i = 0; i < 5; ++i) EXPECT_EQ(commit(c, 7, "g", -1, "", {{"t", 0, 150, "second"}}), std::vector<int16_t>{0});
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(commit(c, 7, "g", -1, "", {{"t", 0, 150, "second"}}), std::vector<int16_t>{0});
     EXPECT_EQ(log->end_offset(), end);
   }
   fx.close();
@@ -669,7 +676,8 @@ TEST(KafkaGroups, MalformedGroupRequestsCloseOnlyTheirConnection) {
   // protocols) and the parked member generation 2 only at the 10 s rebalance deadline.
   ASSERT_TRUE(rebalance_begun(leader, 1, ja.member_id)) << "the parked JoinGroup never reached the group";
   const std::vector<std::pair<std::pair<int16_t, int16_t>, std::function<void(Writer&)>>> bad = {
-      {{11, 5}, [](Writer& w) {  // JoinGroup: a protocol count past the frame
+      {{11, 5},
+       [](Writer& w) {  // JoinGroup: a protocol count past the frame
          w.string("g");
          w.i32(10000);
          w.i32(10000);
@@ -678,7 +686,8 @@ TEST(KafkaGroups, MalformedGroupRequestsCloseOnlyTheirConnection) {
          w.string("consumer");
          w.array_count(1000);
        }},
-      {{14, 3}, [](Writer& w) {  // SyncGroup: a null assignment
+      {{14, 3},
+       [](Writer& w) {  // SyncGroup: a null assignment
          w.string("g");
          w.i32(1);
          w.string("m");
@@ -687,15 +696,18 @@ TEST(KafkaGroups, MalformedGroupRequestsCloseOnlyTheirConnection) {
          w.string("m");
          w.i32(-1);
        }},
-      {{12, 3}, [](Writer& w) {  // Heartbeat: cut short
+      {{12, 3},
+       [](Writer& w) {  // Heartbeat: cut short
          w.string("g");
          w.i32(1);
        }},
-      {{13, 3}, [](Writer& w) {  // LeaveGroup v3: a negative member count
+      {{13, 3},
+       [](Writer& w) {  // LeaveGroup v3: a negative member count
          w.string("g");
          w.array_count(-3);
        }},
-      {{8, 7}, [](Writer& w) {  // OffsetCommit: a metadata length past the frame
+      {{8, 7},
+       [](Writer& w) {  // OffsetCommit: a metadata length past the frame
          w.string("g");
          w.i32(-1);
          w.string("");
@@ -708,11 +720,13 @@ TEST(KafkaGroups, MalformedGroupRequestsCloseOnlyTheirConnection) {
          w.i32(-1);
          w.i16(500);
        }},
-      {{9, 1}, [](Writer& w) {  // OffsetFetch v1: a null topic list (v2+ only)
+      {{9, 1},
+       [](Writer& w) {  // OffsetFetch v1: a null topic list (v2+ only)
          w.string("g");
          w.array_count(-1);
        }},
-      {{10, 2}, [](Writer& w) {  // FindCoordinator: a byte after the last field
+      {{10, 2},
+       [](Writer& w) {  // FindCoordinator: a byte after the last field
          w.string("g");
          w.i8(0);
          w.i8(0);

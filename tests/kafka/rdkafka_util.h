@@ -38,14 +38,17 @@ inline std::unique_ptr<RdKafka::Conf> rd_conf(const std::map<std::string, std::s
 
 // Produces records [from, to) (see the header) with acks=all and idempotence; returns how many
 // were acknowledged without error (to - from when all went well).
-inline int64_t produce_numbered(const std::string& bootstrap, const std::string& topic, int32_t partitions, int64_t from,
-                                int64_t to) {
+inline int64_t produce_numbered(const std::string& bootstrap, const std::string& topic, int32_t partitions,
+                                int64_t from, int64_t to) {
   struct Reports : RdKafka::DeliveryReportCb {
     std::atomic<int64_t> ok{0}, failed{0};
     void dr_cb(RdKafka::Message& m) override { (m.err() == RdKafka::ERR_NO_ERROR ? ok : failed).fetch_add(1); }
   } reports;
-  auto conf = rd_conf({{"bootstrap.servers", bootstrap}, {"acks", "all"}, {"enable.idempotence", "true"},
-                       {"linger.ms", "5"}, {"log_level", "3"}});
+  auto conf = rd_conf({{"bootstrap.servers", bootstrap},
+                       {"acks", "all"},
+                       {"enable.idempotence", "true"},
+                       {"linger.ms", "5"},
+                       {"log_level", "3"}});
   std::string err;
   if (conf->set("dr_cb", &reports, err) != RdKafka::Conf::CONF_OK) throw std::runtime_error(err);
   std::unique_ptr<RdKafka::Producer> p(RdKafka::Producer::create(conf.get(), err));
@@ -56,8 +59,8 @@ inline int64_t produce_numbered(const std::string& bootstrap, const std::string&
     std::string key(1, 'k');  // (not "k" + ...: gcc 12's -Wrestrict false positive at -O3)
     key += value;
     const RdKafka::ErrorCode e =
-        p->produce(topic, static_cast<int32_t>(i % partitions), RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
-                   value.size(), key.data(), key.size(), 0, nullptr);
+        p->produce(topic, static_cast<int32_t>(i % partitions), RdKafka::Producer::RK_MSG_COPY,
+                   const_cast<char*>(value.data()), value.size(), key.data(), key.size(), 0, nullptr);
     if (e == RdKafka::ERR__QUEUE_FULL) {
       p->poll(10);
       continue;
@@ -166,8 +169,8 @@ class GroupMember : public RdKafka::RebalanceCb {
   }
 
   int64_t consumed() const { return consumed_.load(); }
-  int assignments() const { return assignments_.load(); }      // non-empty assignments received
-  int assigned_now() const { return assigned_now_.load(); }   // partitions held now
+  int assignments() const { return assignments_.load(); }  // non-empty assignments received
+  int assigned_now() const { return assigned_now_.load(); }  // partitions held now
   int revoke_commit_failures() const { return revoke_commit_failures_.load(); }
   int64_t errors() const { return errors_.load(); }
   RdKafka::KafkaConsumer& consumer() { return *consumer_; }

@@ -118,9 +118,9 @@ FetchResult read_fetch(RawClient& c, int32_t corr) {
   const std::string resp = c.recv();
   Reader r(resp);
   EXPECT_EQ(r.i32(), corr);
-  r.i32();                 // throttle
-  EXPECT_EQ(r.i16(), 0);   // top-level error
-  EXPECT_EQ(r.i32(), 0);   // session id
+  r.i32();  // throttle
+  EXPECT_EQ(r.i16(), 0);  // top-level error
+  EXPECT_EQ(r.i32(), 0);  // session id
   EXPECT_EQ(r.array_count(), 1);
   r.string();
   EXPECT_EQ(r.array_count(), 1);
@@ -183,7 +183,13 @@ TEST(KafkaServer, ApiVersionsV0V2AndTheV0RefusalOfV3) {
   w.i32(77);
   w.nullable_string(std::string_view("x"));
   w.i8(0);  // tagged fields
-  w.raw(std::string("\x04" "kcat" "\x06" "1.7.1" "\x00", 12));  // compact client software name and version
+  w.raw(
+      std::string("\x04"
+                  "kcat"
+                  "\x06"
+                  "1.7.1"
+                  "\x00",
+                  12));  // compact client software name and version
   w.patch_i32(at, static_cast<int32_t>(f.size() - 4));
   c.send_raw(f);
   const std::string resp = c.recv();
@@ -481,7 +487,8 @@ TEST(KafkaServer, ListOffsetsEarliestLatestAndByTime) {
   KafkaFixture fx;
   create(fx.store(), "t");
   RawClient c(fx.port());
-  ASSERT_EQ(produce(c, "t", 0, batch({{0, 1000, "", "a", {}}, {1, 2000, "", "b", {}}, {2, 3000, "", "c", {}}})).error, 0);
+  ASSERT_EQ(produce(c, "t", 0, batch({{0, 1000, "", "a", {}}, {1, 2000, "", "b", {}}, {2, 3000, "", "c", {}}})).error,
+            0);
   for (int16_t v : {2, 5}) {
     const int64_t stamps[] = {-2, -1, 1500, 3000, 9999};
     const int32_t corr = c.send(2, v, [&](Writer& w) {
@@ -594,7 +601,7 @@ TEST(KafkaServer, AnIdempotentBatchWhoseStateACrashLostIsNotAppendedTwice) {
   EXPECT_EQ(produce(c, "t", 0, batch_at(1, "b")).base_offset, 1);  // the retry: a duplicate
   EXPECT_EQ(fx.store().find("t", 0).value()->end_offset(), 3);
   EXPECT_EQ(produce(c, "t", 0, batch_at(2, "c")).base_offset, 3);  // the sequence goes on
-  EXPECT_EQ(produce(c, "t", 0, batch_at(4, "e")).error, 45);       // and gaps are still gaps
+  EXPECT_EQ(produce(c, "t", 0, batch_at(4, "e")).error, 45);  // and gaps are still gaps
   EXPECT_EQ(values(read_fetch(c, send_fetch(c, "t", 0, 0, 0))), (std::vector<std::string>{"a", "b", "http", "c"}));
   // Learned once: a second restart finds it in the state topic.
   fx.close();

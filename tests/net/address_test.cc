@@ -41,12 +41,13 @@ TEST(Address, ParsesUnixPathsAndAbstractNames) {
 }
 
 TEST(Address, RejectsMalformedInput) {
-  for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:8x",
-                          "[::1", "[::1]", "[::1]80", "::1:80", "localhost:80", "1.2.3.4.5:80", "unix:",
-                          "[127.0.0.1]:80x"}) {
+  for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:8x", "[::1",
+                          "[::1]", "[::1]80", "::1:80", "localhost:80", "1.2.3.4.5:80", "unix:", "[127.0.0.1]:80x"}) {
     auto r = Address::parse(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) { EXPECT_EQ(r.error(), std::errc::invalid_argument) << bad; }
+    if (!r.ok()) {
+      EXPECT_EQ(r.error(), std::errc::invalid_argument) << bad;
+    }
   }
   std::string long_path = "unix:/" + std::string(200, 'x');
   EXPECT_FALSE(Address::parse(long_path).ok());

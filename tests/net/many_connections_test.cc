@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "../common/sanitizers.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sync/wait_group.h"
 #include "net_test_util.h"
-#include "../common/sanitizers.h"
 
 extern char** environ;
 
@@ -59,38 +59,40 @@ int run_clients(uint16_t port, int n, const char* backend) {
   std::atomic<int> n_connected{0}, n_verified{0}, n_errors{0};
   Address addr = Address::ipv4_loopback(port);
   for (int g = 0; g < groups; ++g) {
-    sched.spawn([&, g] {
-      std::vector<Socket> mine;
-      for (int i = g; i < n; i += groups) {
-        auto s = Socket::connect_to(addr, Deadline::after(30s));
-        if (s) {
-          mine.push_back(std::move(*s));
-          n_connected++;
-        } else {
-          n_errors++;
-        }
-      }
-      connected.done();
-      connected.wait();  // every client connected before anyone echoes
-      for (size_t k = 0; k < mine.size(); ++k) {
-        std::string msg = test::pattern(kMsg, static_cast<unsigned>(g * 131 + k));
-        bool good = true;
-        for (int round = 0; round < kRounds && good; ++round) {
-          good = mine[k].write(msg.data(), msg.size(), Deadline::after(30s)).ok();
-          char buf[kMsg];
-          size_t got = 0;
-          while (good && got < kMsg) {
-            auto r = mine[k].read(buf + got, kMsg - got, Deadline::after(30s));
-            good = r.ok() && *r > 0;
-            if (good) got += *r;
+    sched
+        .spawn([&, g] {
+          std::vector<Socket> mine;
+          for (int i = g; i < n; i += groups) {
+            auto s = Socket::connect_to(addr, Deadline::after(30s));
+            if (s) {
+              mine.push_back(std::move(*s));
+              n_connected++;
+            } else {
+              n_errors++;
+            }
           }
-          good = good && std::string(buf, kMsg) == msg;
-        }
-        (good ? n_verified : n_errors)++;
-      }
-      echoed.done();
-      release.wait();  // hold every connection until the parent has looked
-    }).detach();
+          connected.done();
+          connected.wait();  // every client connected before anyone echoes
+          for (size_t k = 0; k < mine.size(); ++k) {
+            std::string msg = test::pattern(kMsg, static_cast<unsigned>(g * 131 + k));
+            bool good = true;
+            for (int round = 0; round < kRounds && good; ++round) {
+              good = mine[k].write(msg.data(), msg.size(), Deadline::after(30s)).ok();
+              char buf[kMsg];
+              size_t got = 0;
+              while (good && got < kMsg) {
+                auto r = mine[k].read(buf + got, kMsg - got, Deadline::after(30s));
+                good = r.ok() && *r > 0;
+                if (good) got += *r;
+              }
+              good = good && std::string(buf, kMsg) == msg;
+            }
+            (good ? n_verified : n_errors)++;
+          }
+          echoed.done();
+          release.wait();  // hold every connection until the parent has looked
+        })
+        .detach();
   }
   echoed.wait();
   std::printf("connected=%d verified=%d errors=%d\n", n_connected.load(), n_verified.load(), n_errors.load());

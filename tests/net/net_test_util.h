@@ -32,7 +32,8 @@ class Runtime {
   Runtime(int threads, const std::string& backend)
       // Shared-ring operations on: with io_uring, these tests cover net::Socket over the
       // completion-based calls with one worker and with several.
-      : sched_({.threads = threads}), io_(sched_, IOManagerOptions{.backend = backend, .uring_shared_ring_ops = true}) {}
+      : sched_({.threads = threads}),
+        io_(sched_, IOManagerOptions{.backend = backend, .uring_shared_ring_ops = true}) {}
   ~Runtime() { sched_.stop(); }
   Scheduler& sched() { return sched_; }
   IOManager& io() { return io_; }

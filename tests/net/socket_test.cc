@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "../common/sanitizers.h"
 #include "lionet/net/socket_stream.h"
 #include "lionet/sync/wait_group.h"
-#include "../common/sanitizers.h"
 #include "net_test_util.h"
 
 namespace lionet {
@@ -130,8 +130,7 @@ TEST_P(SocketTest, PeerResetIsAnErrorResultNeverACrash) {
     // Writes after the reset: EPIPE (MSG_NOSIGNAL), no SIGPIPE.
     auto w = p.server.write("x", 1);
     ASSERT_FALSE(w.ok());
-    EXPECT_TRUE(w.error() == std::errc::broken_pipe || w.error() == std::errc::connection_reset)
-        << w.error().message();
+    EXPECT_TRUE(w.error() == std::errc::broken_pipe || w.error() == std::errc::connection_reset) << w.error().message();
     // sendfile(2) has no MSG_NOSIGNAL: SIGPIPE must be ignored for the process to survive.
     char path[] = "/tmp/lionet-net-XXXXXX";
     int fd = ::mkstemp(path);
@@ -293,17 +292,21 @@ TEST_P(SocketTest, CloseRacesWithReaderAndWriterOnTwoWorkers) {
       Socket client = Socket::connect_to(addr).value();
       Socket server = listener.accept().value();
       WaitGroup wg(2);
-      rt.sched().spawn([&] {
-        char buf[64];
-        while (server.read(buf, sizeof buf).value_or(0) > 0) {
-        }
-        wg.done();
-      }).detach();
-      rt.sched().spawn([&] {
-        while (server.write(chunk.data(), chunk.size()).ok()) {
-        }
-        wg.done();
-      }).detach();
+      rt.sched()
+          .spawn([&] {
+            char buf[64];
+            while (server.read(buf, sizeof buf).value_or(0) > 0) {
+            }
+            wg.done();
+          })
+          .detach();
+      rt.sched()
+          .spawn([&] {
+            while (server.write(chunk.data(), chunk.size()).ok()) {
+            }
+            wg.done();
+          })
+          .detach();
       if (i % 2) this_fiber::yield();
       server.close();
       ASSERT_TRUE(wg.wait_for(10s)) << "a call did not return after close, iteration " << i;

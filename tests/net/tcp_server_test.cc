@@ -72,16 +72,18 @@ TEST_P(TcpServerTest, EchoesForManyClientsOnSeveralListeners) {
     std::atomic<int> ok{0};
     WaitGroup wg(clients);
     for (int i = 0; i < clients; ++i) {
-      rt.sched().spawn([&, i] {
-        auto c = Socket::connect_to(addrs[i % 2], Deadline::after(5s));
-        if (c) {
-          std::string msg = test::pattern(100 + i, i);
-          int good = 0;
-          for (int k = 0; k < rounds; ++k) good += echo_once(*c, msg);
-          if (good == rounds) ok++;
-        }
-        wg.done();
-      }).detach();
+      rt.sched()
+          .spawn([&, i] {
+            auto c = Socket::connect_to(addrs[i % 2], Deadline::after(5s));
+            if (c) {
+              std::string msg = test::pattern(100 + i, i);
+              int good = 0;
+              for (int k = 0; k < rounds; ++k) good += echo_once(*c, msg);
+              if (good == rounds) ok++;
+            }
+            wg.done();
+          })
+          .detach();
     }
     ASSERT_TRUE(wg.wait_for(30s));
     EXPECT_EQ(ok.load(), clients);
@@ -350,29 +352,31 @@ TEST_P(TcpServerTest, ClosesConnectionsItHasNoFiberForAndKeepsServingOthers) {
     server.listen(Address::ipv4_loopback(0));
     server.start();
     const Address addr = server.addresses()[0];
-    sched.spawn([&] {
-      std::vector<Socket> served;
-      int refused = 0;
-      for (int i = 0; i < 40 && refused < 3; ++i) {
-        auto c = Socket::connect_to(addr, Deadline::after(5s));
-        ASSERT_TRUE(c) << "connect " << i;
-        if (echo_once(*c, "hello " + std::to_string(i))) {
-          served.push_back(std::move(*c));
-        } else {
-          ++refused;  // closed at once: the client reads end of stream
-        }
-      }
-      EXPECT_EQ(refused, 3);
-      EXPECT_EQ(served.size(), kBudget - 2);
-      EXPECT_EQ(server.spawn_failures(), 3u);
-      for (size_t k = 0; k < served.size(); ++k) EXPECT_TRUE(echo_once(served[k], "still " + std::to_string(k)));
-      served.resize(served.size() - 5);  // five clients leave: their fibers end
-      ASSERT_TRUE(eventually([&] { return server.connections() == kBudget - 2 - 5; }));
-      ASSERT_TRUE(eventually([&] { return sched.alive() <= kBudget - 5; }));
-      auto again = Socket::connect_to(addr, Deadline::after(5s));
-      ASSERT_TRUE(again);
-      EXPECT_TRUE(echo_once(*again, "served again"));
-    }).join();
+    sched
+        .spawn([&] {
+          std::vector<Socket> served;
+          int refused = 0;
+          for (int i = 0; i < 40 && refused < 3; ++i) {
+            auto c = Socket::connect_to(addr, Deadline::after(5s));
+            ASSERT_TRUE(c) << "connect " << i;
+            if (echo_once(*c, "hello " + std::to_string(i))) {
+              served.push_back(std::move(*c));
+            } else {
+              ++refused;  // closed at once: the client reads end of stream
+            }
+          }
+          EXPECT_EQ(refused, 3);
+          EXPECT_EQ(served.size(), kBudget - 2);
+          EXPECT_EQ(server.spawn_failures(), 3u);
+          for (size_t k = 0; k < served.size(); ++k) EXPECT_TRUE(echo_once(served[k], "still " + std::to_string(k)));
+          served.resize(served.size() - 5);  // five clients leave: their fibers end
+          ASSERT_TRUE(eventually([&] { return server.connections() == kBudget - 2 - 5; }));
+          ASSERT_TRUE(eventually([&] { return sched.alive() <= kBudget - 5; }));
+          auto again = Socket::connect_to(addr, Deadline::after(5s));
+          ASSERT_TRUE(again);
+          EXPECT_TRUE(echo_once(*again, "served again"));
+        })
+        .join();
     server.stop(1s);
     sched.stop();
   }

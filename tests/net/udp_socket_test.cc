@@ -253,8 +253,8 @@ TEST_P(UdpSocketTest, RecvManyAfterAShortBatchSeesEverythingThatArrives) {
       EXPECT_EQ(*n, want);
       EXPECT_LT(now() - t0, 1s);
     };
-    batch({"1"}, 1);                 // short: the queue is empty now
-    batch({"2", "3"}, 2);            // arrived while nobody read
+    batch({"1"}, 1);  // short: the queue is empty now
+    batch({"2", "3"}, 2);  // arrived while nobody read
     batch({"4", "5", "6", "7"}, 4);  // full
     batch({"8"}, 1);
     auto sender = rt.sched().spawn([&] {
@@ -416,23 +416,25 @@ TEST_P(UdpSocketTest, ManyFibersOnOneWorkerEachWithItsOwnSocket) {
     WaitGroup wg(fibers);
     std::atomic<int> ok{0};
     for (int f = 0; f < fibers; ++f) {
-      rt.sched().spawn([&, f] {
-        UdpSocket c = UdpSocket::open(AF_INET).value();
-        if (c.connect(to).ok()) {
-          std::string buf(64, '\0');
-          int good = 0;
-          for (int i = 0; i < rounds; ++i) {
-            std::string m = tagged("", static_cast<size_t>(f));
-            m += tagged(":", static_cast<size_t>(i));
-            Datagram d = slot(buf);
-            if (!c.send(m.data(), m.size(), Deadline::after(10s)).ok()) break;
-            if (!c.recv(d, Deadline::after(10s)).ok() || text(d) != m) break;
-            ++good;
-          }
-          if (good == rounds) ++ok;
-        }
-        wg.done();
-      }).detach();
+      rt.sched()
+          .spawn([&, f] {
+            UdpSocket c = UdpSocket::open(AF_INET).value();
+            if (c.connect(to).ok()) {
+              std::string buf(64, '\0');
+              int good = 0;
+              for (int i = 0; i < rounds; ++i) {
+                std::string m = tagged("", static_cast<size_t>(f));
+                m += tagged(":", static_cast<size_t>(i));
+                Datagram d = slot(buf);
+                if (!c.send(m.data(), m.size(), Deadline::after(10s)).ok()) break;
+                if (!c.recv(d, Deadline::after(10s)).ok() || text(d) != m) break;
+                ++good;
+              }
+              if (good == rounds) ++ok;
+            }
+            wg.done();
+          })
+          .detach();
     }
     ASSERT_TRUE(wg.wait_for(60s));
     EXPECT_EQ(ok, fibers);

@@ -178,13 +178,20 @@ TEST(FiberDump, NamesEveryWayAFiberWaits) {
   spawn("offloader", [&] { lionet::offload([&] { offload_released.wait(); }); });
 
   const std::map<std::string, WaitKind> expected = {
-      {"fd-reader", WaitKind::kFdRead},   {"fd-writer", WaitKind::kFdWrite},
-      {"sleeper", WaitKind::kSleep},      {"chan-recv", WaitKind::kChannelRecv},
-      {"chan-send", WaitKind::kChannelSend}, {"selecter", WaitKind::kSelect},
-      {"mutex", WaitKind::kMutex},        {"condvar", WaitKind::kCondVar},
-      {"rw-shared", WaitKind::kSharedMutexShared}, {"semaphore", WaitKind::kSemaphore},
-      {"waitgroup", WaitKind::kWaitGroup}, {"event", WaitKind::kEvent},
-      {"joiner", WaitKind::kJoin},        {"joined-child", WaitKind::kEvent},
+      {"fd-reader", WaitKind::kFdRead},
+      {"fd-writer", WaitKind::kFdWrite},
+      {"sleeper", WaitKind::kSleep},
+      {"chan-recv", WaitKind::kChannelRecv},
+      {"chan-send", WaitKind::kChannelSend},
+      {"selecter", WaitKind::kSelect},
+      {"mutex", WaitKind::kMutex},
+      {"condvar", WaitKind::kCondVar},
+      {"rw-shared", WaitKind::kSharedMutexShared},
+      {"semaphore", WaitKind::kSemaphore},
+      {"waitgroup", WaitKind::kWaitGroup},
+      {"event", WaitKind::kEvent},
+      {"joiner", WaitKind::kJoin},
+      {"joined-child", WaitKind::kEvent},
       {"offloader", WaitKind::kOffload},
   };
   auto all_parked = [&](const std::vector<FiberInfo>& v) {
@@ -207,7 +214,9 @@ TEST(FiberDump, NamesEveryWayAFiberWaits) {
   for (const auto& f : v) EXPECT_GE(f.worker, 0) << f.name << " has run, so it has a worker";
 
   // The text names each wait the way an operator reads it.
-  auto expect_in = [&](const std::string& needle) { EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text; };
+  auto expect_in = [&](const std::string& needle) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  };
   expect_in("scheduler \"dumptest\": 2 workers");
   expect_in("\"fd-reader\"");
   expect_in("fd " + std::to_string(rd.fd[1]) + " read");
@@ -394,7 +403,8 @@ TEST(FiberDump, StressDumpsWhileFibersComeAndGo) {
   for (auto& h : spawners) h.join();
   outside.join();
   const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (finished.load() < kStressFibers && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
+  while (finished.load() < kStressFibers && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
   EXPECT_EQ(finished.load(), kStressFibers);
   while (dumps.load() < 3 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
   done.store(true, std::memory_order_release);
@@ -433,8 +443,12 @@ TEST(SchedulerStats, CountersMoveAsFibersRunYieldAndWait) {
   // Yields with another fiber runnable on a single worker: every yield switches.
   lionet::Scheduler one({.threads = 1});
   one.spawn([&] {
-       auto a = one.spawn([] { for (int k = 0; k < kYields; ++k) lionet::this_fiber::yield(); });
-       auto b = one.spawn([] { for (int k = 0; k < kYields; ++k) lionet::this_fiber::yield(); });
+       auto a = one.spawn([] {
+         for (int k = 0; k < kYields; ++k) lionet::this_fiber::yield();
+       });
+       auto b = one.spawn([] {
+         for (int k = 0; k < kYields; ++k) lionet::this_fiber::yield();
+       });
        a.join();
        b.join();
      })

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <string>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,17 +114,17 @@ TEST(Scheduler, YieldAlternatesFibersFairly) {
   std::vector<int> order;
   // Both are spawned from one fiber, so both are queued before either runs.
   s.spawn([&] {
-    auto body = [&order](int id) {
-      for (int i = 0; i < 3; ++i) {
-        order.push_back(id);
-        lionet::this_fiber::yield();
-      }
-    };
-    auto a = lionet::Scheduler::current()->spawn([&] { body(1); });
-    auto b = lionet::Scheduler::current()->spawn([&] { body(2); });
-    a.join();
-    b.join();
-  }).join();
+     auto body = [&order](int id) {
+       for (int i = 0; i < 3; ++i) {
+         order.push_back(id);
+         lionet::this_fiber::yield();
+       }
+     };
+     auto a = lionet::Scheduler::current()->spawn([&] { body(1); });
+     auto b = lionet::Scheduler::current()->spawn([&] { body(2); });
+     a.join();
+     b.join();
+   }).join();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2, 1, 2}));
 }
 
@@ -222,16 +222,17 @@ TEST(Scheduler, SpawnJoinBatchesOnTwoWorkersLoseNothing) {
   constexpr int kBatch = 1000;
   lionet::Scheduler s({.threads = 2});
   const int64_t sum = s.spawn([&] {
-                        std::vector<lionet::JoinHandle<int>> hs;
-                        hs.reserve(kBatch);
-                        int64_t total = 0;
-                        for (int r = 0; r < kRounds; ++r) {
-                          for (int i = 0; i < kBatch; ++i) hs.push_back(lionet::Scheduler::current()->spawn([i] { return i; }));
-                          for (auto& h : hs) total += h.join();
-                          hs.clear();
-                        }
-                        return total;
-                      }).join();
+                         std::vector<lionet::JoinHandle<int>> hs;
+                         hs.reserve(kBatch);
+                         int64_t total = 0;
+                         for (int r = 0; r < kRounds; ++r) {
+                           for (int i = 0; i < kBatch; ++i)
+                             hs.push_back(lionet::Scheduler::current()->spawn([i] { return i; }));
+                           for (auto& h : hs) total += h.join();
+                           hs.clear();
+                         }
+                         return total;
+                       }).join();
   EXPECT_EQ(sum, static_cast<int64_t>(kRounds) * kBatch * (kBatch - 1) / 2);
   s.stop();
   EXPECT_EQ(s.alive(), 0u);
@@ -242,9 +243,9 @@ TEST(Scheduler, StopWaitsForEveryFiber) {
   lionet::Scheduler s({.threads = 2});
   for (int i = 0; i < 100; ++i) {
     s.spawn([&finished] {
-      lionet::this_fiber::sleep_for(std::chrono::milliseconds(20));
-      finished.fetch_add(1);
-    }).detach();
+       lionet::this_fiber::sleep_for(std::chrono::milliseconds(20));
+       finished.fetch_add(1);
+     }).detach();
   }
   s.stop();
   EXPECT_EQ(finished.load(), 100);
@@ -256,11 +257,11 @@ TEST(Scheduler, StopWaitsForAParkedFiberUntilItIsWoken) {
   std::atomic<bool> published{false};
   std::atomic<bool> done{false};
   s.spawn([&] {
-    parker = lionet::Parker::current();
-    published.store(true, std::memory_order_release);
-    lionet::park();  // an early unpark is kept (NOTIFIED), so the order does not matter
-    done = true;
-  }).detach();
+     parker = lionet::Parker::current();
+     published.store(true, std::memory_order_release);
+     lionet::park();  // an early unpark is kept (NOTIFIED), so the order does not matter
+     done = true;
+   }).detach();
   std::thread waker([&] {
     while (!published.load(std::memory_order_acquire)) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -305,14 +306,17 @@ TEST(Scheduler, PinnedFiberStaysOnItsWorker) {
       {.name = "pinned", .pin_worker = 1});
   // Load the other worker too, so stealing has a reason to happen.
   std::vector<lionet::JoinHandle<void>> noise;
-  for (int i = 0; i < 100; ++i) noise.push_back(s.spawn([] {
-    for (int k = 0; k < 100; ++k) lionet::this_fiber::yield();
-  }));
+  for (int i = 0; i < 100; ++i)
+    noise.push_back(s.spawn([] {
+      for (int k = 0; k < 100; ++k) lionet::this_fiber::yield();
+    }));
   EXPECT_EQ(h.join(), (std::set<int>{1}));
   for (auto& n : noise) n.join();
 }
 
-TEST(Scheduler, GoOutsideASchedulerThrows) { EXPECT_THROW(lionet::go([] {}), std::logic_error); }
+TEST(Scheduler, GoOutsideASchedulerThrows) {
+  EXPECT_THROW(lionet::go([] {}), std::logic_error);
+}
 
 TEST(Scheduler, FiberIdsAreUniqueAndNonZeroInsideFibers) {
   lionet::Scheduler s({.threads = 2});

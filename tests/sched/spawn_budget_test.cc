@@ -5,9 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <thread>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -76,23 +76,25 @@ TEST(SpawnBudget, SpawnFromAFiberThrowsAtTheCallSiteAndRecovers) {
   lionet::Event release;
   std::atomic<long> finished{0};
   std::string error;
-  const long n = sched.spawn([&] {
-    return spawn_until_refused([&](auto fn) { lionet::go(fn); }, release, finished, error);
-  }).join();
+  const long n =
+      sched.spawn([&] { return spawn_until_refused([&](auto fn) { lionet::go(fn); }, release, finished, error); })
+          .join();
   // Workers reserve stacks in batches, so a few of the budget may sit unused in a batch.
   EXPECT_GT(n, 100 - 2 * 32 - 2);
   EXPECT_LT(n, 100);  // the spawner's own fiber holds one
   EXPECT_FALSE(error.empty());
   release.set();
-  const int after = sched.spawn([&] {
-    while (finished.load() < n) lionet::this_fiber::yield();
-    // Exited fibers' stacks can be had again, from a fiber too.
-    std::vector<lionet::JoinHandle<int>> hs;
-    for (int i = 0; i < 50; ++i) hs.push_back(sched.spawn([i] { return i; }));
-    int sum = 0;
-    for (auto& h : hs) sum += h.join();
-    return sum;
-  }).join();
+  const int after = sched
+                        .spawn([&] {
+                          while (finished.load() < n) lionet::this_fiber::yield();
+                          // Exited fibers' stacks can be had again, from a fiber too.
+                          std::vector<lionet::JoinHandle<int>> hs;
+                          for (int i = 0; i < 50; ++i) hs.push_back(sched.spawn([i] { return i; }));
+                          int sum = 0;
+                          for (auto& h : hs) sum += h.join();
+                          return sum;
+                        })
+                        .join();
   EXPECT_EQ(after, 49 * 50 / 2);
   EXPECT_EQ(finished.load(), n);
 }

@@ -20,7 +20,8 @@ TEST(Timer, FiresInDeadlineOrder) {
     std::vector<int> order;
     std::vector<lionet::Timer> timers;
     const auto base = lionet::now();
-    for (int i : {5, 1, 4, 2, 3}) timers.push_back(lionet::add_timer(base + i * 3ms, [&order, i] { order.push_back(i); }));
+    for (int i : {5, 1, 4, 2, 3})
+      timers.push_back(lionet::add_timer(base + i * 3ms, [&order, i] { order.push_back(i); }));
     lionet::this_fiber::sleep_until(base + 30ms);
     return order;
   });

@@ -17,8 +17,8 @@ using test::Runtime;
 
 // The first bytes of a real TLS ClientHello record (type 22, version 3.1, length 512) and of
 // its handshake header (ClientHello, length 508): a peer that stops after them.
-const unsigned char kClientHelloStart[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
-                                           0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+const unsigned char kClientHelloStart[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03,
+                                           0x03, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
 
 class AbuseTest : public ::testing::Test {
  protected:
@@ -161,7 +161,9 @@ TEST_F(AbuseTest, RandomBytesAfterTheHandshakeCloseOnlyThatConnection) {
     char b[64];
     auto r = c.read(b, sizeof b);  // the server's alert, then its close
     ASSERT_TRUE(!r || *r == 0);
-    if (!r) { EXPECT_NE(r.error(), std::errc::timed_out) << "the server did not close the connection"; }
+    if (!r) {
+      EXPECT_NE(r.error(), std::errc::timed_out) << "the server did not close the connection";
+    }
   });
   std::lock_guard lk(mu_);
   EXPECT_TRUE(handshake_errors_.empty());

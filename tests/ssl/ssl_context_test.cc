@@ -69,7 +69,8 @@ TEST(SslContextTest, GarbageCertificateIsNamed) {
 
 TEST(SslContextTest, GarbageKeyIsNamed) {
   auto o = test::server_options();
-  o.certificates[0].key_file = scratch_file("garbage-key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+  o.certificates[0].key_file =
+      scratch_file("garbage-key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
   std::string msg = server_error(o);
   EXPECT_NE(msg.find(o.certificates[0].key_file), std::string::npos) << msg;
 }

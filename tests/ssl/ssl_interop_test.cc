@@ -38,7 +38,8 @@ TEST_P(SClientTest, HandshakeVerifyAndResumption) {
     SslStream tls(ctx, s.socket());
     tls.set_timeouts(10s, 10s);
     if (!tls.handshake()) return;
-    if (!tls.write(std::string("hello from lionet, ") + tls.version() + (tls.session_reused() ? " resumed\n" : " new\n")))
+    if (!tls.write(std::string("hello from lionet, ") + tls.version() +
+                   (tls.session_reused() ? " resumed\n" : " new\n")))
       return;
     (void)tls.shutdown_write();
     char b[256];

@@ -122,7 +122,7 @@ TEST(SslStreamTest, AlpnPicksTheServersFirstCommonProtocol) {
   auto sctx = SslContext::server(so);
   std::string server_saw;
   Event server_handshaken;  // the kernel orders the write below before the client's read, but
-                            // TSan does not see through sockets: say it with an Event
+      // TSan does not see through sockets: say it with an Event
   TcpServer server(rt.io(), [&](SocketStream& s) {
     SslStream tls(sctx, s.socket());
     if (tls.handshake() && !server_handshaken.is_set()) {

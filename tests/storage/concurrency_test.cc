@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <random>
 #include <chrono>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -96,7 +96,7 @@ TEST(StorageConcurrency, ReadersDuringAppendsSeeOnlyWholeRecords) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_GE(records_seen.load(), total);  // both tail readers reached the end
-  EXPECT_GT(log->start_offset(), 0);      // retention did run under them
+  EXPECT_GT(log->start_offset(), 0);  // retention did run under them
 }
 
 TEST(StorageConcurrency, ConcurrentEveryBatchAppendersGetUniqueOffsets) {

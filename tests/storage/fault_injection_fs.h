@@ -57,9 +57,9 @@ class FaultInjectionFs final : public FileSystem {
  private:
   friend class FaultFile;
   struct State {
-    std::string durable;        // content at the last datasync
-    bool name_durable = true;   // false while created and its directory not synced since
-    bool changed = false;       // written, truncated or allocated since the last sync
+    std::string durable;  // content at the last datasync
+    bool name_durable = true;  // false while created and its directory not synced since
+    bool changed = false;  // written, truncated or allocated since the last sync
   };
   Result<void> before_write(std::size_t n, std::size_t* allowed);  // EIO when frozen
   void on_sync(const std::string& path, File& f);

@@ -197,8 +197,8 @@ TEST(StorageFaultInjectionFs, WritesIntoPreallocatedSpaceAreLostLikeAppends) {
     ASSERT_TRUE(fs.sync_dir(d.path()).ok());
     ASSERT_TRUE(f->pwrite("head", 4, 0).ok());
     ASSERT_TRUE(f->allocate(16).ok());
-    ASSERT_TRUE(f->datasync().ok());                // durable: "head" + 12 zeros
-    ASSERT_TRUE(f->pwrite("tail", 4, 4).ok());      // same size, never synced
+    ASSERT_TRUE(f->datasync().ok());  // durable: "head" + 12 zeros
+    ASSERT_TRUE(f->pwrite("tail", 4, 4).ok());  // same size, never synced
   }
   EXPECT_EQ(read_file(a), std::string("headtail") + std::string(8, '\0'));
   fs.crash(CrashMode::kDropUnsynced);

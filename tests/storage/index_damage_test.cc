@@ -156,8 +156,9 @@ TEST(StorageIndexDamage, DamagedBatchEndsALargeReadInsteadOfFailingIt) {
 // index from headers, so offset_for_time would trust them), or whose record timestamps overflow
 // int64: the scan cuts it from the active segment like any other bad batch.
 TEST(StorageIndexDamage, BatchWhoseHeaderTimestampsDisagreeWithItsRecordsIsCut) {
-  const std::vector<std::pair<int64_t, int64_t>> cases = {  // {record 1 timestamp delta, max_timestamp bump}
-      {0, 1},                                      // max_timestamp one more than the record's
+  const std::vector<std::pair<int64_t, int64_t>> cases = {
+      // {record 1 timestamp delta, max_timestamp bump}
+      {0, 1},  // max_timestamp one more than the record's
       {std::numeric_limits<int64_t>::max(), 0}};  // first_timestamp + delta overflows
   for (const auto& [delta1, max_ts_bump] : cases) {
     TempDir d;

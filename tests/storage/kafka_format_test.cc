@@ -21,8 +21,8 @@
 #include "lionet/storage/compression.h"
 #include "lionet/storage/crc32c.h"
 #include "lionet/storage/detail/kafka_format.h"
-#include "lionet/storage/kafka_batch.h"
 #include "lionet/storage/file_system.h"
+#include "lionet/storage/kafka_batch.h"
 #include "lionet/storage/log.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -174,8 +174,8 @@ TEST(StorageKafkaFormat, RecordsWithHeadersRoundTripAcrossReopen) {
   {
     auto log = Log::open(d.path(), opts()).value();
     const int64_t before = wall_ms();
-    const std::vector<Record> b1 = {Record{"k0", "v0", 1000, h1}, Record{"", "v1", -1, ""},
-                                    Record{"k2", "", 999, h2}, Record{"k3", big, 5000, ""}};
+    const std::vector<Record> b1 = {Record{"k0", "v0", 1000, h1}, Record{"", "v1", -1, ""}, Record{"k2", "", 999, h2},
+                                    Record{"k3", big, 5000, ""}};
     auto r1 = log->append_batch(b1);
     ASSERT_TRUE(r1.ok()) << r1.error().message();
     EXPECT_EQ(*r1, 0);
@@ -195,7 +195,7 @@ TEST(StorageKafkaFormat, RecordsWithHeadersRoundTripAcrossReopen) {
     EXPECT_LE(got[1].ts, after);
     EXPECT_GE(got[4].ts, before);
     EXPECT_LE(got[4].ts, after);
-    want = {Rec{0, 1000, "k0", "v0", h1}, Rec{1, got[1].ts, "", "v1", ""}, Rec{2, 999, "k2", "", h2},
+    want = {Rec{0, 1000, "k0", "v0", h1}, Rec{1, got[1].ts, "", "v1", ""},          Rec{2, 999, "k2", "", h2},
             Rec{3, 5000, "k3", big, ""},  Rec{4, got[4].ts, "single", "value", h2}, Rec{5, 7, "", "no key", ""}};
     EXPECT_EQ(got, want);
     // From every offset, one batch per read (max_bytes 1), including offsets inside a batch.
@@ -228,7 +228,7 @@ TEST(StorageKafkaFormat, KafkaBatchIsStoredAsSentExceptOffsetAndEpoch) {
   std::vector<Rec> first = make_recs(100, 3, 7000);  // wrong offsets: 100.. instead of 3..
   std::string b1 = kafka_batch(first);
   store_be<int32_t>(b1.data() + 12, 0x01020304);  // leader epoch (not covered by the CRC)
-  store_be<int64_t>(b1.data() + 43, 987654321);   // producer id, epoch, base sequence
+  store_be<int64_t>(b1.data() + 43, 987654321);  // producer id, epoch, base sequence
   store_be<int16_t>(b1.data() + 51, 3);
   store_be<int32_t>(b1.data() + 53, 17);
   fix_crc(b1);
@@ -486,62 +486,101 @@ TEST(StorageKafkaFormat, InvalidBatchesAreRefusedAndNothingAppended) {
     if (recrc) fix_crc(b);
     cases.push_back(Case{std::move(name), std::move(b)});
   };
-  with("bad CRC (a value byte changed)", [](std::string& b) { b[b.size() - 3] ^= 0x01; }, false);
-  with("bad CRC (CRC field changed)", [](std::string& b) { b[18] ^= 0x40; }, false);
-  with("magic 1", [](std::string& b) { b[16] = 1; }, false);
-  with("magic 0", [](std::string& b) { b[16] = 0; }, false);
-  with("magic 3", [](std::string& b) { b[16] = 3; }, false);
-  with("attributes: LogAppendTime (bit 3)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x08); }, true);
-  with("attributes: transactional (bit 4)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x10); }, true);
-  with("attributes: control (bit 5)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x20); }, true);
-  with("attributes: bit 6", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x40); }, true);
-  with("attributes: high byte", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x0100); }, true);
+  with(
+      "bad CRC (a value byte changed)", [](std::string& b) { b[b.size() - 3] ^= 0x01; }, false);
+  with(
+      "bad CRC (CRC field changed)", [](std::string& b) { b[18] ^= 0x40; }, false);
+  with(
+      "magic 1", [](std::string& b) { b[16] = 1; }, false);
+  with(
+      "magic 0", [](std::string& b) { b[16] = 0; }, false);
+  with(
+      "magic 3", [](std::string& b) { b[16] = 3; }, false);
+  with(
+      "attributes: LogAppendTime (bit 3)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x08); }, true);
+  with(
+      "attributes: transactional (bit 4)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x10); }, true);
+  with(
+      "attributes: control (bit 5)", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x20); }, true);
+  with(
+      "attributes: bit 6", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x40); }, true);
+  with(
+      "attributes: high byte", [](std::string& b) { store_be<int16_t>(b.data() + 21, 0x0100); }, true);
   for (int codec : {5, 6, 7}) {
-    with("codec " + std::to_string(codec), [codec](std::string& b) { store_be<int16_t>(b.data() + 21, codec); },
-         true);
+    with(
+        "codec " + std::to_string(codec), [codec](std::string& b) { store_be<int16_t>(b.data() + 21, codec); }, true);
   }
-  with("record count 2, last_offset_delta 2", [](std::string& b) { store_be<int32_t>(b.data() + 57, 2); }, true);
-  with("record count 4, last_offset_delta 2", [](std::string& b) { store_be<int32_t>(b.data() + 57, 4); }, true);
-  with("record count 3, last_offset_delta 3", [](std::string& b) { store_be<int32_t>(b.data() + 23, 3); }, true);
-  with("record count 0, last_offset_delta -1", [](std::string& b) {
-    store_be<int32_t>(b.data() + 57, 0);
-    store_be<int32_t>(b.data() + 23, -1);
-  }, true);
-  with("record count -1", [](std::string& b) { store_be<int32_t>(b.data() + 57, -1); }, true);
-  with("framing: first record's offset delta 1", [](std::string& b) { b[64] = 2; /* zig-zag 1 */ }, true);
-  with("framing: first record's length one more", [](std::string& b) { b[61] = static_cast<char>(b[61] + 2); },
-       true);
-  with("framing: first record's length one less", [](std::string& b) { b[61] = static_cast<char>(b[61] - 2); },
-       true);
-  with("framing: a trailing byte after the records", [](std::string& b) {
-    b.push_back('\0');
-    store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
-  }, true);
-  with("framing: last record cut short", [](std::string& b) {
-    b.pop_back();
-    store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
-  }, true);
-  with("batch_length one more than the bytes", [](std::string& b) {
-    store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 11));
-  }, false);
-  with("batch_length one less than the bytes", [](std::string& b) {
-    store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 13));
-  }, false);
-  with("batch_length negative", [](std::string& b) { store_be<int32_t>(b.data() + 8, -1); }, false);
-  with("shorter than a header", [](std::string& b) { b.resize(40); }, false);
-  with("empty bytes", [](std::string& b) { b.clear(); }, false);
-  with("gzip codec, records not gzip", [](std::string& b) { store_be<int16_t>(b.data() + 21, 1); }, true);
-  with("zstd codec, records not zstd", [](std::string& b) { store_be<int16_t>(b.data() + 21, 4); }, true);
-  with("compressed stream truncated", [&](std::string& b) {
-    b = compressed(good, 1);
-    b.resize(b.size() - 4);
-    store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
-  }, true);
-  with("compressed records with bad framing", [&](std::string& b) {
-    std::string bad = good;
-    bad[64] = 2;
-    b = compressed(bad, 3);
-  }, true);
+  with(
+      "record count 2, last_offset_delta 2", [](std::string& b) { store_be<int32_t>(b.data() + 57, 2); }, true);
+  with(
+      "record count 4, last_offset_delta 2", [](std::string& b) { store_be<int32_t>(b.data() + 57, 4); }, true);
+  with(
+      "record count 3, last_offset_delta 3", [](std::string& b) { store_be<int32_t>(b.data() + 23, 3); }, true);
+  with(
+      "record count 0, last_offset_delta -1",
+      [](std::string& b) {
+        store_be<int32_t>(b.data() + 57, 0);
+        store_be<int32_t>(b.data() + 23, -1);
+      },
+      true);
+  with(
+      "record count -1", [](std::string& b) { store_be<int32_t>(b.data() + 57, -1); }, true);
+  with(
+      "framing: first record's offset delta 1",
+      [](std::string& b) {
+        b[64] = 2; /* zig-zag 1 */
+      },
+      true);
+  with(
+      "framing: first record's length one more", [](std::string& b) { b[61] = static_cast<char>(b[61] + 2); }, true);
+  with(
+      "framing: first record's length one less", [](std::string& b) { b[61] = static_cast<char>(b[61] - 2); }, true);
+  with(
+      "framing: a trailing byte after the records",
+      [](std::string& b) {
+        b.push_back('\0');
+        store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
+      },
+      true);
+  with(
+      "framing: last record cut short",
+      [](std::string& b) {
+        b.pop_back();
+        store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
+      },
+      true);
+  with(
+      "batch_length one more than the bytes",
+      [](std::string& b) { store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 11)); }, false);
+  with(
+      "batch_length one less than the bytes",
+      [](std::string& b) { store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 13)); }, false);
+  with(
+      "batch_length negative", [](std::string& b) { store_be<int32_t>(b.data() + 8, -1); }, false);
+  with(
+      "shorter than a header", [](std::string& b) { b.resize(40); }, false);
+  with(
+      "empty bytes", [](std::string& b) { b.clear(); }, false);
+  with(
+      "gzip codec, records not gzip", [](std::string& b) { store_be<int16_t>(b.data() + 21, 1); }, true);
+  with(
+      "zstd codec, records not zstd", [](std::string& b) { store_be<int16_t>(b.data() + 21, 4); }, true);
+  with(
+      "compressed stream truncated",
+      [&](std::string& b) {
+        b = compressed(good, 1);
+        b.resize(b.size() - 4);
+        store_be<int32_t>(b.data() + 8, static_cast<int32_t>(b.size() - 12));
+      },
+      true);
+  with(
+      "compressed records with bad framing",
+      [&](std::string& b) {
+        std::string bad = good;
+        bad[64] = 2;
+        b = compressed(bad, 3);
+      },
+      true);
 
   for (const Case& c : cases) {
     for (bool after_good : {false, true}) {
@@ -586,8 +625,8 @@ TEST(StorageKafkaFormat, ReopeningInTheOtherFormatSealsTheActiveSegment) {
     std::vector<Rec> recs;
     for (int64_t i = 0; i < n; i++) {
       const int64_t off = log.end_offset() + i;
-      recs.push_back(Rec{off, 1000 + off, test::key_for(off), test::value_for(off),
-                         header_section({{"h", std::to_string(off)}})});
+      recs.push_back(
+          Rec{off, 1000 + off, test::key_for(off), test::value_for(off), header_section({{"h", std::to_string(off)}})});
     }
     const std::string b = codec == 0 ? kafka_batch(recs) : compressed(kafka_batch(recs), codec);
     const std::vector<std::string_view> in = {b};
@@ -644,7 +683,7 @@ TEST(StorageKafkaFormat, ReopeningInTheOtherFormatSealsTheActiveSegment) {
     EXPECT_EQ(log->segment_count(), 3u);
     EXPECT_EQ(log->segment_base_offsets(), (std::vector<int64_t>{0, 10, 20}));
     test::append_n(*log, 3, 3);  // 20..22
-    kafka_append(*log, 2, 3);    // 23..24, lz4: stored as a kLionet batch, headers dropped
+    kafka_append(*log, 2, 3);  // 23..24, lz4: stored as a kLionet batch, headers dropped
     const std::string k25 = test::key_for(25), v25 = test::value_for(25);
     auto r = log->append(Record{k25, v25, 1025, header_section({{"dropped", "here"}})});  // 25
     ASSERT_TRUE(r.ok()) << r.error().message();
@@ -803,10 +842,10 @@ TEST(StorageKafkaFormat, SealedKafkaSegmentsReadEveryOffsetThroughTheirIndex) {
 
 // The log of the recovery tests: three kKafka batches (with headers; the middle one gzip).
 struct RecoveryLog {
-  std::vector<Rec> recs;          // offsets 0..8
-  std::vector<uint64_t> pos;      // the three batch positions
+  std::vector<Rec> recs;  // offsets 0..8
+  std::vector<uint64_t> pos;  // the three batch positions
   std::vector<int64_t> ends = {3, 7, 9};
-  std::string bytes;              // the segment file
+  std::string bytes;  // the segment file
 };
 RecoveryLog write_recovery_log(const std::string& dir) {
   RecoveryLog rl;
@@ -862,8 +901,8 @@ TEST(StorageKafkaFormat, RecoveryCutsATornLastBatch) {
   const RecoveryLog rl = write_recovery_log(d.path());
   const uint64_t last = rl.pos[2];
   const uint64_t size = rl.bytes.size();
-  for (uint64_t cut : {last + 1, last + 8, last + 11, last + 12, last + 30, last + 60, last + 61, last + 70,
-                       size - 1}) {
+  for (uint64_t cut :
+       {last + 1, last + 8, last + 11, last + 12, last + 30, last + 60, last + 61, last + 70, size - 1}) {
     expect_recovered(d.path(), rl, rl.bytes.substr(0, cut), 7, last, "cut at " + std::to_string(cut));
   }
   // Inside the compressed middle batch: the last two go.
@@ -953,8 +992,8 @@ TEST(StorageKafkaFormat, TruncateInsideACompressedBatchKeepsItsFirstRecords) {
         ASSERT_EQ(sb->first_offset, 3);
         const uint64_t bpos = sb->position;
         const int64_t bbase = *(std::upper_bound(bases.begin(), bases.end(), int64_t{3}) - 1);
-        const std::size_t kept_segments = static_cast<std::size_t>(
-            std::upper_bound(bases.begin(), bases.end(), int64_t{3}) - bases.begin());
+        const std::size_t kept_segments =
+            static_cast<std::size_t>(std::upper_bound(bases.begin(), bases.end(), int64_t{3}) - bases.begin());
         const std::string path = segment_file(d.path(), bbase, ".log");
 
         auto t = log->truncate_to(6);
@@ -1043,8 +1082,7 @@ TEST(StorageKafkaFormat, TruncateWhosePlainRewriteExceedsMaxBatchBytesLosesNothi
     auto t = log->truncate_to(1);
     std::vector<Rec> want = recs;
     if (t.ok()) want.resize(1);  // else refused: nothing may have changed
-    SCOPED_TRACE(t.ok() ? std::string("truncate_to(1) succeeded")
-                        : "truncate_to(1) refused: " + t.error().message());
+    SCOPED_TRACE(t.ok() ? std::string("truncate_to(1) succeeded") : "truncate_to(1) refused: " + t.error().message());
     EXPECT_EQ(log->end_offset(), static_cast<int64_t>(want.size()));
     EXPECT_EQ(read_all(*log, 0), want);
     const int64_t next = static_cast<int64_t>(want.size());
@@ -1066,8 +1104,7 @@ TEST(StorageKafkaFormat, TruncateWhosePlainRewriteExceedsMaxBatchBytesLosesNothi
 //     reopen, including good records appended after it.
 TEST(StorageKafkaFormat, MalformedHeaderSectionCostsNoAcknowledgedRecord) {
   const std::vector<std::string> bad_sections = {std::string("\x02", 1), std::string("\x01", 1),
-                                                 std::string("\x02\x02k", 3),
-                                                 header_section({{"k", "v"}}) + "x"};
+                                                 std::string("\x02\x02k", 3), header_section({{"k", "v"}}) + "x"};
   for (std::size_t i = 0; i < bad_sections.size(); i++) {
     SCOPED_TRACE("malformed header section " + std::to_string(i));
     TempDir d;

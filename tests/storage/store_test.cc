@@ -39,7 +39,7 @@ TEST(StorageStore, TopicsFromOptionsWithOverrides) {
   }
   auto info = store->describe("orders").value();
   EXPECT_EQ(info.partitions.size(), 3u);
-  EXPECT_EQ(info.options.segment_bytes, 4096u);     // overridden
+  EXPECT_EQ(info.options.segment_bytes, 4096u);  // overridden
   EXPECT_EQ(info.options.flush_policy, FlushPolicy::kNone);  // store-wide
   EXPECT_EQ(store->log("orders", 3).error(), Errc::kInvalidArgument);
   Log* p1 = store->log("orders", 1).value();

@@ -115,13 +115,13 @@ TEST(Mutex, ContendedSlowPathLosesNoWakeup) {
   lionet::WaitGroup wg(kFibers);
   for (int f = 0; f < kFibers; ++f) {
     s.spawn([&] {
-      for (int i = 0; i < kIters; ++i) {
-        std::unique_lock<lionet::Mutex> g(mu);
-        lionet::this_fiber::yield();
-        ++counter;
-      }
-      wg.done();
-    }).detach();
+       for (int i = 0; i < kIters; ++i) {
+         std::unique_lock<lionet::Mutex> g(mu);
+         lionet::this_fiber::yield();
+         ++counter;
+       }
+       wg.done();
+     }).detach();
   }
   ASSERT_TRUE(wg.wait_for(60s)) << "fibers stuck on the mutex: a lost wake-up";
   EXPECT_EQ(counter, long{kFibers} * kIters);

@@ -18,9 +18,10 @@ using namespace std::chrono_literals;
 TEST(Offload, ReturnsTheResultFromAPoolThread) {
   lionet::Scheduler s({.threads = 1});
   auto worker_thread = s.spawn([] { return std::this_thread::get_id(); }).join();
-  auto [ran_on, value] = s.spawn([] {
-                           return lionet::offload([] { return std::make_pair(std::this_thread::get_id(), std::string("ok")); });
-                         }).join();
+  auto [ran_on, value] =
+      s.spawn([] {
+         return lionet::offload([] { return std::make_pair(std::this_thread::get_id(), std::string("ok")); });
+       }).join();
   EXPECT_NE(ran_on, worker_thread);
   EXPECT_EQ(value, "ok");
 }

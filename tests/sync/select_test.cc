@@ -30,8 +30,12 @@ TEST(Select, FairAmongReadyCases) {
     int k = lionet::select(lionet::recv_case(a, va), lionet::recv_case(b, vb), lionet::send_case(out, 3));
     ASSERT_GE(k, 0);
     ASSERT_LT(k, 3);
-    if (k == 0) { ASSERT_EQ(va, 1); }
-    if (k == 1) { ASSERT_EQ(vb, 2); }
+    if (k == 0) {
+      ASSERT_EQ(va, 1);
+    }
+    if (k == 1) {
+      ASSERT_EQ(vb, 2);
+    }
     ++hits[k];
   }
   for (int k = 0; k < 3; ++k) {

@@ -36,8 +36,7 @@ TEST(SyslogParse, Rfc5424AsLoggerSendsIt) {
 
 TEST(SyslogParse, Rfc5424ExamplesFromTheRfc) {
   // RFC 5424 6.5 example 1: no SD, a BOM before MSG, a zone-less... (Z) timestamp.
-  auto m = parse("<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - \xEF\xBB\xBF'su root' failed",
-                 kNow);
+  auto m = parse("<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - \xEF\xBB\xBF'su root' failed", kNow);
   EXPECT_EQ(m.format, Format::kRfc5424);
   EXPECT_EQ(m.facility, 4);
   EXPECT_EQ(m.severity, 2);
@@ -51,8 +50,9 @@ TEST(SyslogParse, Rfc5424ExamplesFromTheRfc) {
   EXPECT_EQ(m.procid, "8710");
   EXPECT_EQ(m.msg, "");
   // Example 4: structured data with an escaped quote and bracket, then MSG.
-  m = parse(R"(<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 [exampleSDID@32473 iut="3" eventSource="App\"li\]cation"][b@1 x="y"] An application event)",
-            kNow);
+  m = parse(
+      R"(<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 [exampleSDID@32473 iut="3" eventSource="App\"li\]cation"][b@1 x="y"] An application event)",
+      kNow);
   EXPECT_FALSE(m.malformed);
   EXPECT_EQ(m.structured_data, R"([exampleSDID@32473 iut="3" eventSource="App\"li\]cation"][b@1 x="y"])");
   EXPECT_EQ(m.msg, "An application event");
@@ -108,11 +108,11 @@ TEST(SyslogParse, Rfc3164AsLoggerAndOldDaemonsSendIt) {
 
 TEST(SyslogParse, MalformedInputIsKeptWholeAndFlagged) {
   for (std::string bad : {"no pri at all", "<>1 x", "<192>1 - - - - - -", "<01>x", "<1234>x", "<13",
-                          "<13>1 2003-10-11 host app - - - msg",          // timestamp without 'T'
+                          "<13>1 2003-10-11 host app - - - msg",  // timestamp without 'T'
                           "<13>1 2003-10-11T22:14:15.0000001Z h a - - -",  // 7 fraction digits
-                          "<13>1 - host app - - [unterminated sd",        // SD never closed
-                          "<13>1 - host app - -",                         // no SD field
-                          "<13>1 - host app - - -x",                      // SD then not a space
+                          "<13>1 - host app - - [unterminated sd",  // SD never closed
+                          "<13>1 - host app - -",  // no SD field
+                          "<13>1 - host app - - -x",  // SD then not a space
                           ""}) {
     const auto m = parse(bad, kNow);
     EXPECT_TRUE(m.malformed) << bad;
@@ -125,8 +125,9 @@ TEST(SyslogParse, MalformedInputIsKeptWholeAndFlagged) {
 TEST(SyslogJson, ValuesParseAndCarryEveryFieldEscaped) {
   std::string out;
   to_json(parse("<13>1 - h\"x a - - - line\n2 \"q\" \xff end", kNow), "127.0.0.1", false, out);
-  EXPECT_EQ(out,
-            R"({"format":"rfc5424","facility":1,"severity":5,"host":"h\"x","app":"a","msg":"line\u000A2 \"q\" \u00FF end","peer":"127.0.0.1"})");
+  EXPECT_EQ(
+      out,
+      R"({"format":"rfc5424","facility":1,"severity":5,"host":"h\"x","app":"a","msg":"line\u000A2 \"q\" \u00FF end","peer":"127.0.0.1"})");
   out.clear();
   to_json(parse("garbage\x01", kNow), "", true, out);
   EXPECT_EQ(out, R"({"format":"raw","malformed":true,"msg":"garbage\u0001","truncated":true})");

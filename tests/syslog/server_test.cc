@@ -192,8 +192,7 @@ TEST_P(SyslogServerTest, EveryDatagramIsStoredOrCountedAsAKernelDrop) {
   const uint64_t sent = send_paced(port_, n, 50000);
   ASSERT_EQ(sent, n);
   const auto end = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < end &&
-         server_->stats().received + server_->kernel_drops() < sent)
+  while (std::chrono::steady_clock::now() < end && server_->stats().received + server_->kernel_drops() < sent)
     std::this_thread::sleep_for(20ms);
   ASSERT_TRUE(wait_received(0));
   const auto st = server_->stats();

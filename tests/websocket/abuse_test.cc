@@ -77,8 +77,8 @@ TEST_F(WsAbuse, EachViolationGetsItsCloseCodeAndTheServerKeepsServing) {
       {"invalid UTF-8 in one frame", client_frame(true, 0x1, "\xC0\xAF"), 1007},
       {"2^63 payload length", std::string("\x82\xFF\x80\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04", 14), 1002},
       {"continuation without a message", client_frame(true, 0x0, "x"), 1002},
-      {"message over max_message_size", client_frame(false, 0x2, std::string(40000, 'a')) +
-                                            client_frame(true, 0x0, std::string(40000, 'b')), 1009},
+      {"message over max_message_size",
+       client_frame(false, 0x2, std::string(40000, 'a')) + client_frame(true, 0x0, std::string(40000, 'b')), 1009},
       {"close frame with 1 byte", client_frame(true, 0x8, "\x03"), 1002},
       {"close frame with code 1006", client_frame(true, 0x8, "\x03\xEE"), 1002},
   };

@@ -61,34 +61,65 @@ TEST(WsDeflateNegotiation, TheServerTakesTheFirstAcceptableOfferAndAnswersWithTh
       {"permessage-deflate", DeflateOptions{}, false, "", {}},  // not enabled on our side
       {"x-webkit-deflate-frame", on(), false, "", {}},
       {"permessage-deflate; client_max_window_bits", on(), true, "permessage-deflate", {}},
-      {"permessage-deflate; client_max_window_bits", small_windows, true,
-       "permessage-deflate; server_max_window_bits=10; client_max_window_bits=11", {false, false, 10, 11}},
+      {"permessage-deflate; client_max_window_bits",
+       small_windows,
+       true,
+       "permessage-deflate; server_max_window_bits=10; client_max_window_bits=11",
+       {false, false, 10, 11}},
       // The client did not offer client_max_window_bits: it cannot be limited, 15 it is.
-      {"permessage-deflate", small_windows, true, "permessage-deflate; server_max_window_bits=10", {false, false, 10, 15}},
-      {"permessage-deflate; client_max_window_bits=12", on(), true,
-       "permessage-deflate; client_max_window_bits=12", {false, false, 15, 12}},
-      {"permessage-deflate; server_max_window_bits=12", small_windows, true,
-       "permessage-deflate; server_max_window_bits=10", {false, false, 10, 15}},
-      {"permessage-deflate; server_max_window_bits=9", on(), true,
-       "permessage-deflate; server_max_window_bits=9", {false, false, 9, 15}},
+      {"permessage-deflate",
+       small_windows,
+       true,
+       "permessage-deflate; server_max_window_bits=10",
+       {false, false, 10, 15}},
+      {"permessage-deflate; client_max_window_bits=12",
+       on(),
+       true,
+       "permessage-deflate; client_max_window_bits=12",
+       {false, false, 15, 12}},
+      {"permessage-deflate; server_max_window_bits=12",
+       small_windows,
+       true,
+       "permessage-deflate; server_max_window_bits=10",
+       {false, false, 10, 15}},
+      {"permessage-deflate; server_max_window_bits=9",
+       on(),
+       true,
+       "permessage-deflate; server_max_window_bits=9",
+       {false, false, 9, 15}},
       // 8 bits for our window: zlib cannot; the next offer is taken instead.
       {"permessage-deflate; server_max_window_bits=8, permessage-deflate", on(), true, "permessage-deflate", {}},
-      {"permessage-deflate; client_max_window_bits", asks_eight, true,
-       "permessage-deflate; client_max_window_bits=9", {false, false, 15, 9}},
-      {"permessage-deflate; server_no_context_takeover; client_no_context_takeover", on(), true,
-       "permessage-deflate; server_no_context_takeover; client_no_context_takeover", {true, true, 15, 15}},
-      {"permessage-deflate", no_takeover, true,
-       "permessage-deflate; server_no_context_takeover; client_no_context_takeover", {true, true, 15, 15}},
-      {"permessage-deflate; server_max_window_bits=\"11\"", on(), true,
-       "permessage-deflate; server_max_window_bits=11", {false, false, 11, 15}},
+      {"permessage-deflate; client_max_window_bits",
+       asks_eight,
+       true,
+       "permessage-deflate; client_max_window_bits=9",
+       {false, false, 15, 9}},
+      {"permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+       on(),
+       true,
+       "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+       {true, true, 15, 15}},
+      {"permessage-deflate",
+       no_takeover,
+       true,
+       "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+       {true, true, 15, 15}},
+      {"permessage-deflate; server_max_window_bits=\"11\"",
+       on(),
+       true,
+       "permessage-deflate; server_max_window_bits=11",
+       {false, false, 11, 15}},
       // Bad offers are skipped, not fatal.
       {"permessage-deflate; foo", on(), false, "", {}},
       {"permessage-deflate; server_max_window_bits=16", on(), false, "", {}},
       {"permessage-deflate; server_max_window_bits", on(), false, "", {}},
       {"permessage-deflate; server_no_context_takeover=1", on(), false, "", {}},
       {"permessage-deflate; client_no_context_takeover; client_no_context_takeover", on(), false, "", {}},
-      {"permessage-deflate; foo, permessage-deflate; client_no_context_takeover", on(), true,
-       "permessage-deflate; client_no_context_takeover", {false, true, 15, 15}},
+      {"permessage-deflate; foo, permessage-deflate; client_no_context_takeover",
+       on(),
+       true,
+       "permessage-deflate; client_no_context_takeover",
+       {false, true, 15, 15}},
   };
   for (const ServerCase& c : cases) {
     SCOPED_TRACE(c.offer);
@@ -127,7 +158,8 @@ TEST(WsDeflateNegotiation, TheClientOffersItsOptionsAndChecksTheAnswer) {
   EXPECT_TRUE(a->accepted);
   EXPECT_EQ(a->params.server_max_window_bits, 15);
   EXPECT_EQ(a->params.client_max_window_bits, 15);
-  a = accept_deflate_response({"permessage-deflate; client_max_window_bits=10; client_no_context_takeover"}, on(), &why);
+  a = accept_deflate_response({"permessage-deflate; client_max_window_bits=10; client_no_context_takeover"}, on(),
+                              &why);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->params.client_max_window_bits, 10);
   EXPECT_TRUE(a->params.client_no_context_takeover);
@@ -141,14 +173,14 @@ TEST(WsDeflateNegotiation, TheClientOffersItsOptionsAndChecksTheAnswer) {
     DeflateOptions ours;
   };
   const Bad bad[] = {
-      {{"permessage-deflate"}, DeflateOptions{}},                      // not offered
-      {{"x-other"}, on()},                                             // not offered
-      {{"permessage-deflate", "permessage-deflate"}, on()},            // twice
-      {{"permessage-deflate; client_max_window_bits"}, on()},          // needs a value in an answer
-      {{"permessage-deflate; client_max_window_bits=8"}, on()},        // zlib cannot
-      {{"permessage-deflate; server_max_window_bits=12"}, o},          // larger than asked (10)
-      {{"permessage-deflate"}, o},                                     // ignored our window and takeover
-      {{"permessage-deflate; client_max_window_bits=13"}, o},          // above the 12 offered
+      {{"permessage-deflate"}, DeflateOptions{}},  // not offered
+      {{"x-other"}, on()},  // not offered
+      {{"permessage-deflate", "permessage-deflate"}, on()},  // twice
+      {{"permessage-deflate; client_max_window_bits"}, on()},  // needs a value in an answer
+      {{"permessage-deflate; client_max_window_bits=8"}, on()},  // zlib cannot
+      {{"permessage-deflate; server_max_window_bits=12"}, o},  // larger than asked (10)
+      {{"permessage-deflate"}, o},  // ignored our window and takeover
+      {{"permessage-deflate; client_max_window_bits=13"}, o},  // above the 12 offered
       {{"permessage-deflate; mystery_param"}, on()},
   };
   for (const Bad& b : bad) {
@@ -301,8 +333,8 @@ TEST(WsDeflateReader, CompressedMessagesInflateAndRsv1BreaksTheRulesElsewhere) {
   }
   const Bad bad[] = {
       {"RSV1 without permessage-deflate", compressed_frame(true, 0x1, z, 0x40), false, 1002},
-      {"RSV1 on a continuation", compressed_frame(false, 0x1, z.substr(0, 5), 0x40) +
-                                     compressed_frame(true, 0x0, z.substr(5), 0x40), true, 1002},
+      {"RSV1 on a continuation",
+       compressed_frame(false, 0x1, z.substr(0, 5), 0x40) + compressed_frame(true, 0x0, z.substr(5), 0x40), true, 1002},
       {"RSV1 on a ping", client_frame(true, 0x9, "p", true, 0x40), true, 1002},
       {"RSV2 with permessage-deflate", client_frame(true, 0x1, "x", true, 0x20), true, 1002},
       {"bytes that do not inflate", compressed_frame(true, 0x2, "\xff\xff\xff\xff", 0x40), true, 1007},
@@ -349,13 +381,15 @@ class WsDeflate : public ::testing::Test {
 
 void round_trips(Socket& ws) {
   const std::string big = http::test::pattern(3u << 20, 5);  // compressible, under the 4 MiB limit
-  const Message sent[] = {Message::text("hello"), Message::text("hello"), Message::binary(std::string("\0\1\2", 3)),
-                          Message::text(""), Message::binary(""), Message::text("\xE2\x82\xAC" + std::string(1000, 'e')),
-                          Message::binary(big), Message::binary(big)};
+  const Message sent[] = {
+      Message::text("hello"), Message::text("hello"), Message::binary(std::string("\0\1\2", 3)),
+      Message::text(""),      Message::binary(""),    Message::text("\xE2\x82\xAC" + std::string(1000, 'e')),
+      Message::binary(big),   Message::binary(big)};
   for (const Message& m : sent) {
     ASSERT_TRUE(ws.send(m));
     auto got = ws.receive();
-    ASSERT_TRUE(got) << ws.close_code() << " " << ws.close_reason() << " at message of size " << m.data.size() << " #" << (&m - sent);
+    ASSERT_TRUE(got) << ws.close_code() << " " << ws.close_reason() << " at message of size " << m.data.size() << " #"
+                     << (&m - sent);
     EXPECT_EQ(got->type, m.type);
     EXPECT_TRUE(got->data == m.data) << "size " << got->data.size() << " vs " << m.data.size();
   }

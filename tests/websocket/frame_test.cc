@@ -72,19 +72,20 @@ TEST(WsFrame, HeaderRoundTripsForEveryLengthForm) {
 TEST(WsFrame, HeaderRulesGiveTheirCloseCodes) {
   FrameHeader fh;
   auto code = [&](std::string_view bytes, bool expect_masked = true, uint64_t max = UINT64_MAX) {
-    auto o = parse_frame_header(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {expect_masked, max}, &fh);
+    auto o =
+        parse_frame_header(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {expect_masked, max}, &fh);
     return o.status == ParseOutcome::kError ? o.close_code : 0;
   };
-  EXPECT_EQ(code(std::string("\x81\x02", 2)), 1002);             // unmasked, at a server
-  EXPECT_EQ(code(std::string("\x81\x82", 2), false), 1002);      // masked, at a client
-  EXPECT_EQ(code(std::string("\xC1\x80", 2)), 1002);             // RSV1
-  EXPECT_EQ(code(std::string("\xA1\x80", 2)), 1002);             // RSV2
-  EXPECT_EQ(code(std::string("\x91\x80", 2)), 1002);             // RSV3
+  EXPECT_EQ(code(std::string("\x81\x02", 2)), 1002);  // unmasked, at a server
+  EXPECT_EQ(code(std::string("\x81\x82", 2), false), 1002);  // masked, at a client
+  EXPECT_EQ(code(std::string("\xC1\x80", 2)), 1002);  // RSV1
+  EXPECT_EQ(code(std::string("\xA1\x80", 2)), 1002);  // RSV2
+  EXPECT_EQ(code(std::string("\x91\x80", 2)), 1002);  // RSV3
   for (char op : {'\x83', '\x87', '\x8B', '\x8F'}) EXPECT_EQ(code(std::string{op, '\x80'}), 1002);
-  EXPECT_EQ(code(std::string("\x09\x80", 2)), 1002);             // ping without FIN
-  EXPECT_EQ(code(std::string("\x89\xFE\x00\x7E", 4)), 1002);     // 126-byte ping
+  EXPECT_EQ(code(std::string("\x09\x80", 2)), 1002);  // ping without FIN
+  EXPECT_EQ(code(std::string("\x89\xFE\x00\x7E", 4)), 1002);  // 126-byte ping
   EXPECT_EQ(code(std::string("\x82\xFF\x80\x00\x00\x00\x00\x00\x00\x00", 10)), 1002);  // 2^63
-  EXPECT_EQ(code(std::string("\x82\xFE\x04\x00", 4), true, 1023), 1009);              // 1024 > 1023
+  EXPECT_EQ(code(std::string("\x82\xFE\x04\x00", 4), true, 1023), 1009);  // 1024 > 1023
   EXPECT_EQ(code(std::string("\x82\xFE\x04\x00", 4), true, 1024), 0);
 }
 
@@ -103,24 +104,28 @@ TEST(WsFrame, MaskingInPiecesEqualsMaskingWhole) {
   EXPECT_EQ(whole, copied);
   uint8_t k[4];
   std::memcpy(k, &kKey, 4);
-  for (size_t i = 0; i < s.size(); ++i) ASSERT_EQ(static_cast<uint8_t>(whole[i]), static_cast<uint8_t>(s[i] ^ k[i % 4]));
+  for (size_t i = 0; i < s.size(); ++i)
+    ASSERT_EQ(static_cast<uint8_t>(whole[i]), static_cast<uint8_t>(s[i] ^ k[i % 4]));
 }
 
 TEST(WsUtf8, AcceptsWellFormedAndRejectsTheRest) {
   EXPECT_TRUE(valid_utf8(""));
   EXPECT_TRUE(valid_utf8("plain ascii, long enough for the fast path"));
   EXPECT_TRUE(valid_utf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"));
-  EXPECT_FALSE(valid_utf8("\xC0\x80"));          // overlong NUL
-  EXPECT_FALSE(valid_utf8("\xE0\x80\xAF"));      // overlong '/'
-  EXPECT_FALSE(valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(valid_utf8("\xC0\x80"));  // overlong NUL
+  EXPECT_FALSE(valid_utf8("\xE0\x80\xAF"));  // overlong '/'
+  EXPECT_FALSE(valid_utf8("\xED\xA0\x80"));  // surrogate U+D800
   EXPECT_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(valid_utf8("\xF5\x80\x80\x80"));
   EXPECT_FALSE(valid_utf8("\x80"));
-  EXPECT_FALSE(valid_utf8("\xE2\x82"));          // truncated
+  EXPECT_FALSE(valid_utf8("\xE2\x82"));  // truncated
 }
 
 TEST(WsUtf8, IncrementalAnswersMatchWholeAtEverySplit) {
-  const std::string s = "ab\xF0\x9F\x98\x80" "cd\xE2\x82\xAC" "e\xC3\xA9";
+  const std::string s =
+      "ab\xF0\x9F\x98\x80"
+      "cd\xE2\x82\xAC"
+      "e\xC3\xA9";
   for (size_t cut = 0; cut <= s.size(); ++cut) {
     Utf8Validator v;
     ASSERT_TRUE(v.feed(s.data(), cut));
@@ -136,7 +141,8 @@ TEST(WsUtf8, IncrementalAnswersMatchWholeAtEverySplit) {
 
 TEST(WsReader, AssemblesFragmentsWithControlFramesBetweenAtAnyReadSize) {
   const std::string wire = frame(false, 0x1, "Hel") + frame(true, 0x9, "p1") + frame(false, 0x0, "lo, ") +
-                           frame(true, 0xA, "") + frame(true, 0x0, "w\xC3\xB6rld") + frame(true, 0x2, std::string(300, 'x'));
+                           frame(true, 0xA, "") + frame(true, 0x0, "w\xC3\xB6rld") +
+                           frame(true, 0x2, std::string(300, 'x'));
   for (size_t step : {1u, 2u, 5u, 64u, 4096u}) {
     FrameReader r(true, 1 << 20, 1 << 20);
     Message msg;
@@ -153,7 +159,8 @@ TEST(WsReader, AssemblesFragmentsWithControlFramesBetweenAtAnyReadSize) {
       if (ev.kind == ReadEvent::kMessage) seen.push_back((msg.is_text() ? "text:" : "binary:") + msg.data);
       if (ev.kind == ReadEvent::kFail) FAIL() << ev.text;
       if (ev.kind == ReadEvent::kNeedMore && pos == wire.size()) break;
-      if (ev.kind != ReadEvent::kNeedMore && pos == avail && avail < wire.size()) avail = std::min(wire.size(), avail + step);
+      if (ev.kind != ReadEvent::kNeedMore && pos == avail && avail < wire.size())
+        avail = std::min(wire.size(), avail + step);
     }
     ASSERT_EQ(seen.size(), 4u) << step;
     EXPECT_EQ(seen[0], "ping:p1");
@@ -200,7 +207,8 @@ TEST(WsReader, EveryRuleAcrossFramesGivesItsCloseCode) {
       {"new message inside a fragmented one", frame(false, 0x1, "a") + frame(true, 0x1, "b"), 1002},
       {"invalid UTF-8 split across fragments", frame(false, 0x1, "ok\xED") + frame(true, 0x0, "\xA0\x80"), 1007},
       {"text ending inside a character", frame(true, 0x1, "\xE2\x82"), 1007},
-      {"message over the limit", frame(false, 0x2, std::string(600, 'a')) + frame(true, 0x0, std::string(600, 'b')), 1009},
+      {"message over the limit", frame(false, 0x2, std::string(600, 'a')) + frame(true, 0x0, std::string(600, 'b')),
+       1009},
       {"close with a 1-byte payload", frame(true, 0x8, "\x03"), 1002},
       {"close with code 1005", frame(true, 0x8, "\x03\xED"), 1002},
       {"close with code 999", frame(true, 0x8, "\x03\xE7"), 1002},
@@ -251,10 +259,10 @@ TEST(WsReader, AClientRejectsMaskedFramesAndAcceptsPlainOnes) {
 TEST(WsHandshake, AcceptKeyIsRfc6455sExample) {
   EXPECT_EQ(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
   EXPECT_TRUE(valid_client_key("dGhlIHNhbXBsZSBub25jZQ=="));
-  EXPECT_FALSE(valid_client_key("dGhlIHNhbXBsZSBub25jZQ="));    // 23 characters
-  EXPECT_FALSE(valid_client_key("dGhlIHNhbXBsZSBub25jZR=="));   // not 16 bytes exactly (stray bits)
+  EXPECT_FALSE(valid_client_key("dGhlIHNhbXBsZSBub25jZQ="));  // 23 characters
+  EXPECT_FALSE(valid_client_key("dGhlIHNhbXBsZSBub25jZR=="));  // not 16 bytes exactly (stray bits)
   EXPECT_FALSE(valid_client_key("dGhlIHNhbXBsZSBub25j!Q=="));
-  EXPECT_FALSE(valid_client_key("YWJj"));                       // 3 bytes
+  EXPECT_FALSE(valid_client_key("YWJj"));  // 3 bytes
   std::string k = make_client_key();
   EXPECT_TRUE(valid_client_key(k)) << k;
   EXPECT_NE(make_client_key(), k);

@@ -35,12 +35,12 @@ class Interop : public ::testing::Test {
 std::unique_ptr<http::Router> make_router(Endings& endings) {
   auto r = std::make_unique<http::Router>();
   r->get("/echo", accept([&endings](Socket& ws) {
-    Message m;
-    while (ws.receive(m)) {
-      if (!ws.send(m)) break;
-    }
-    endings.add(ws.close_code(), ws.close_reason());
-  }));
+           Message m;
+           while (ws.receive(m)) {
+             if (!ws.send(m)) break;
+           }
+           endings.add(ws.close_code(), ws.close_reason());
+         }));
   Options deflate;
   deflate.deflate.enabled = true;
   r->get("/echo-deflate", accept(
@@ -53,9 +53,9 @@ std::unique_ptr<http::Router> make_router(Endings& endings) {
                               },
                               deflate));
   r->get("/close", accept([&endings](Socket& ws) {
-    if (ws.receive()) (void)ws.close(4000, "server bye");
-    endings.add(ws.close_code(), ws.close_reason());
-  }));
+           if (ws.receive()) (void)ws.close(4000, "server bye");
+           endings.add(ws.close_code(), ws.close_reason());
+         }));
   return r;
 }
 
@@ -75,10 +75,10 @@ void run_python_client(uint16_t port, bool tls, const std::string& ca, Endings& 
   const std::string out = echo.output();
   EXPECT_EQ(st, 0) << out;
   EXPECT_NE(out.find("EXT " + expect_ext + "\n"), std::string::npos) << "expected extensions " << expect_ext << ":\n"
-                                                                      << out;
-  for (const char* step : {"OK text echo", "OK binary echo", "OK empty text echo", "OK empty binary echo",
-                           "OK fragmented text echo", "OK fragmented binary echo", "OK 16 MiB binary echo",
-                           "OK ping answered by a pong"}) {
+                                                                     << out;
+  for (const char* step :
+       {"OK text echo", "OK binary echo", "OK empty text echo", "OK empty binary echo", "OK fragmented text echo",
+        "OK fragmented binary echo", "OK 16 MiB binary echo", "OK ping answered by a pong"}) {
     EXPECT_NE(out.find(step), std::string::npos) << step << " missing in:\n" << out;
   }
   // Our close frame reached the client: it echoed the client's code (over TLS too: the peer's
@@ -229,8 +229,7 @@ TEST_F(NodeInterop, NodeClientWithoutCompressionAgainstACompressingServer) {
 // The LioNet client against the Python server: every path of ws_peer.py's handler.
 // compress: our client offers permessage-deflate; agreed: whether the server is expected to
 // accept it.
-void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls, bool compress = false,
-                       bool agreed = false) {
+void run_lionet_client(lionet::test::Runtime& rt, uint16_t port, bool tls, bool compress = false, bool agreed = false) {
   ClientOptions o;
   if (tls) o.tls = SslContext::client(lionet::test::client_options());
   o.deflate.enabled = compress;

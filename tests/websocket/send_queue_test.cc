@@ -73,32 +73,32 @@ class WsSendQueue : public ::testing::Test {
                               o));
     // /mixed: send() and try_send() interleaved from one fiber; then try_send after close.
     router_.get("/mixed", accept([this](Socket& ws) {
-      if (!ws.receive()) return;
-      bool ok = ws.try_send_text("a") == SendResult::kQueued;
-      ok = ok && ws.send_text("b");
-      ok = ok && ws.try_send_text("c") == SendResult::kQueued;
-      ok = ok && ws.try_send_text("d") == SendResult::kQueued;
-      ok = ok && ws.send_text("e");
-      ok = ok && ws.try_send_text("f") == SendResult::kQueued;  // goes out before the close frame
-      mixed_ok_ = ok;
-      (void)ws.close(4300, "mixed done");
-      mixed_after_close_ = ws.try_send_text("late");
-      endings_.add(ws.close_code(), ws.close_reason());
-    }));
+                  if (!ws.receive()) return;
+                  bool ok = ws.try_send_text("a") == SendResult::kQueued;
+                  ok = ok && ws.send_text("b");
+                  ok = ok && ws.try_send_text("c") == SendResult::kQueued;
+                  ok = ok && ws.try_send_text("d") == SendResult::kQueued;
+                  ok = ok && ws.send_text("e");
+                  ok = ok && ws.try_send_text("f") == SendResult::kQueued;  // goes out before the close frame
+                  mixed_ok_ = ok;
+                  (void)ws.close(4300, "mixed done");
+                  mixed_after_close_ = ws.try_send_text("late");
+                  endings_.add(ws.close_code(), ws.close_reason());
+                }));
     // /room: members register for broadcasts until their peer closes.
     router_.get("/room", accept([this](Socket& ws) {
-      {
-        std::lock_guard<std::mutex> g(room_mu_);
-        room_.push_back(&ws);
-      }
-      while (ws.receive()) {
-      }
-      {
-        std::lock_guard<std::mutex> g(room_mu_);
-        std::erase(room_, &ws);
-      }
-      endings_.add(ws.close_code(), ws.close_reason());
-    }));
+                  {
+                    std::lock_guard<std::mutex> g(room_mu_);
+                    room_.push_back(&ws);
+                  }
+                  while (ws.receive()) {
+                  }
+                  {
+                    std::lock_guard<std::mutex> g(room_mu_);
+                    std::erase(room_, &ws);
+                  }
+                  endings_.add(ws.close_code(), ws.close_reason());
+                }));
     server_ = std::make_unique<TestServer>(router_.handler());
     server_->start();
   }

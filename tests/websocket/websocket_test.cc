@@ -42,11 +42,11 @@ class WsTest : public ::testing::Test {
                              },
                              echo_opts));
     router_.get("/close/{code}", accept([this](Socket& ws, const http::Request& req) {
-      // The path parameter is still readable: the request lives as long as the socket.
-      const uint16_t code = static_cast<uint16_t>(std::stoi(std::string(req.param("code"))));
-      if (ws.receive()) (void)ws.close(code, "closing " + std::string(req.param("code")));
-      endings_.add(ws.close_code(), ws.close_reason());
-    }));
+                  // The path parameter is still readable: the request lives as long as the socket.
+                  const uint16_t code = static_cast<uint16_t>(std::stoi(std::string(req.param("code"))));
+                  if (ws.receive()) (void)ws.close(code, "closing " + std::string(req.param("code")));
+                  endings_.add(ws.close_code(), ws.close_reason());
+                }));
     Options proto;
     proto.subprotocols = {"chat.v2", "chat"};
     router_.get("/proto", accept(
@@ -88,8 +88,11 @@ class WsTest : public ::testing::Test {
 
 void echo_round_trips(Socket& ws) {
   std::string big = http::test::pattern(1 << 20, 7);
-  const Message sent[] = {Message::text("hello"), Message::binary(std::string("\0\1\2", 3)), Message::text(""),
-                          Message::binary(""), Message::text("\xE2\x82\xAC" + std::string(1000, 'e')),
+  const Message sent[] = {Message::text("hello"),
+                          Message::binary(std::string("\0\1\2", 3)),
+                          Message::text(""),
+                          Message::binary(""),
+                          Message::text("\xE2\x82\xAC" + std::string(1000, 'e')),
                           Message::binary(big)};
   for (const Message& m : sent) {
     ASSERT_TRUE(ws.send(m));
@@ -291,10 +294,12 @@ TEST_F(WsTest, BadHandshakesAreRefusedWithTheirStatus) {
           "Sec-WebSocket-Version: 8\r\n\r\n");
   EXPECT_NE(r.find("HTTP/1.1 426 "), std::string::npos) << r;
   EXPECT_NE(r.find("Sec-WebSocket-Version: 13"), std::string::npos) << r;
-  r = ask("GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+  r =
+      ask("GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
           "Sec-WebSocket-Key: c2hvcnQ=\r\nSec-WebSocket-Version: 13\r\n\r\n");
   EXPECT_NE(r.find("HTTP/1.1 400 "), std::string::npos) << r;
-  r = ask("GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+  r =
+      ask("GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
           "Sec-WebSocket-Version: 13\r\n\r\n");
   EXPECT_NE(r.find("HTTP/1.1 400 "), std::string::npos) << "no key: " << r;
   r = ask("GET /echo HTTP/1.0\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" + key +

@@ -31,9 +31,7 @@ namespace lionet::websocket::test {
 using namespace std::chrono_literals;
 using http::test::shell;
 
-inline Duration scaled(Duration d) {
-  return std::chrono::duration_cast<Duration>(d * lionet::test::kSlowdown);
-}
+inline Duration scaled(Duration d) { return std::chrono::duration_cast<Duration>(d * lionet::test::kSlowdown); }
 
 // One frame as a client sends it (masked with a fixed key) or with `masked` false.
 inline std::string client_frame(bool fin, uint8_t opcode, std::string_view payload, bool masked = true,
@@ -172,8 +170,10 @@ inline std::string python_websockets_missing() {
                                     "print(websockets.__version__)' 2>&1",
                                 &st);
   if (st == 0) return {};
-  return "Python websockets is not importable by " + python() + " (run scripts/install-deps.sh, or set the CMake "
-         "cache variable LIONET_TEST_PYTHON): " + out;
+  return "Python websockets is not importable by " + python() +
+         " (run scripts/install-deps.sh, or set the CMake "
+         "cache variable LIONET_TEST_PYTHON): " +
+         out;
 }
 // Node with the npm package ws under LIONET_TEST_NODE_PATH (install-deps' prefix). A test
 // that needs it fails when it is missing, as for Python.
@@ -182,9 +182,9 @@ inline std::vector<std::string> node_command(const std::string& script) {
 }
 inline std::string node_ws_missing() {
   int st = -1;
-  const std::string out = shell(std::string("NODE_PATH='") + LIONET_TEST_NODE_PATH + "' '" + LIONET_TEST_NODE +
-                                    "' -e \"require('ws')\" 2>&1",
-                                &st);
+  const std::string out = shell(
+      std::string("NODE_PATH='") + LIONET_TEST_NODE_PATH + "' '" + LIONET_TEST_NODE + "' -e \"require('ws')\" 2>&1",
+      &st);
   if (st == 0) return {};
   return std::string("Node's ws is not loadable by ") + LIONET_TEST_NODE + " with NODE_PATH=" + LIONET_TEST_NODE_PATH +
          " (run scripts/install-deps.sh, or set LIONET_TEST_NODE / LIONET_TEST_NODE_PATH): " + out;
@@ -246,7 +246,8 @@ class Child {
     while (now() < end) {
       std::string out = output();
       size_t p = out.find("PORT ");
-      if (p != std::string::npos && out.find('\n', p) != std::string::npos) return static_cast<uint16_t>(std::stoi(out.substr(p + 5)));
+      if (p != std::string::npos && out.find('\n', p) != std::string::npos)
+        return static_cast<uint16_t>(std::stoi(out.substr(p + 5)));
       std::this_thread::sleep_for(10ms);
     }
     return 0;

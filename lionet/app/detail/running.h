@@ -21,6 +21,7 @@
 #include "lionet/app/storage_api.h"
 #include "lionet/base/metrics.h"
 #include "lionet/http/access_log.h"
+#include "lionet/http/proxy.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http2/server.h"
@@ -28,7 +29,6 @@
 #include "lionet/kafka/server.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
-#include "lionet/http/proxy.h"
 #include "lionet/storage/store.h"
 #include "lionet/syslog/server.h"
 
@@ -50,10 +50,10 @@ struct Pool {
 
 // Per-server counters for /metrics (relaxed: statistics only, see base/metrics.h).
 struct ServerMetrics {
-  Counter status[5];   // responses by class 1xx..5xx, as the handlers set them
-  Histogram latency;   // handler time: head parsed -> handler returned (body writers excluded)
-  Counter bytes_in;    // bytes read from clients (TLS: plaintext)
-  Counter bytes_out;   // bytes written to clients (TLS: plaintext)
+  Counter status[5];  // responses by class 1xx..5xx, as the handlers set them
+  Histogram latency;  // handler time: head parsed -> handler returned (body writers excluded)
+  Counter bytes_in;  // bytes read from clients (TLS: plaintext)
+  Counter bytes_out;  // bytes written to clients (TLS: plaintext)
 };
 
 // An https server's TLS context as it is now: swapped by Runtime::reload_tls (`watch: true`),
@@ -78,11 +78,11 @@ struct Running {
   http2::Stats h2;  // its HTTP/2 connections (http, https)
   bool started = false;
   std::unique_ptr<http::Router> router;  // http(s); the server below points into it
-  std::unique_ptr<http::Server> http;    // http(s)
-  std::unique_ptr<TcpServer> tcp;        // echo
-  std::shared_ptr<TlsSlot> tls;          // https
+  std::unique_ptr<http::Server> http;  // http(s)
+  std::unique_ptr<TcpServer> tcp;  // echo
+  std::shared_ptr<TlsSlot> tls;  // https
   std::unique_ptr<syslog::Server> syslog;  // syslog (no listener() of its own)
-  std::unique_ptr<kafka::Server> kafka;    // kafka
+  std::unique_ptr<kafka::Server> kafka;  // kafka
   // Its proxy routes (path -> proxy), for health checks and /metrics; the router's handlers
   // hold them too.
   std::vector<std::pair<std::string, std::shared_ptr<http::Proxy>>> proxies;

@@ -36,10 +36,10 @@ using ContextEntry = void (*)(Transfer);
 
 // A suspended (or running) execution context and what the sanitizers need to know of it.
 struct ExecutionContext {
-  void* fctx = nullptr;          // saved fcontext_t; valid while suspended
+  void* fctx = nullptr;  // saved fcontext_t; valid while suspended
   void* stack_bottom = nullptr;  // lowest usable address of its stack (ASan)
   std::size_t stack_size = 0;
-  void* tsan_fiber = nullptr;    // TSan's fiber handle
+  void* tsan_fiber = nullptr;  // TSan's fiber handle
   void* asan_fake_stack = nullptr;
 };
 
@@ -78,9 +78,7 @@ void on_context_start() noexcept;
 #else
 // Without sanitizers a switch is the raw primitive alone, called inline from the scheduler's
 // switch path (measured: an out-of-line wrapper cost ~1 ns of a yield).
-inline Transfer jump(ExecutionContext&, ExecutionContext& to, void* data) noexcept {
-  return raw_switch(to.fctx, data);
-}
+inline Transfer jump(ExecutionContext&, ExecutionContext& to, void* data) noexcept { return raw_switch(to.fctx, data); }
 [[noreturn]] inline void jump_final(ExecutionContext& to, void* data) noexcept {
   raw_switch(to.fctx, data);
   __builtin_unreachable();

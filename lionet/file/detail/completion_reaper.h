@@ -100,12 +100,12 @@ class ReapedContext {
  private:
   void reaper_main() noexcept;
   void spawn_reaper() noexcept;  // holds the reaper role; reaps inline if no fiber can be had
-  void drain() noexcept;        // reaps until nothing is left (reaper role held)
+  void drain() noexcept;  // reaps until nothing is left (reaper role held)
   void release_reaper_role() noexcept;  // the exit handshake; spawns a reaper if needed
   const int efd_;
   IOManager* const iom_;
   FileEngine* const engine_;
-  std::atomic<int64_t> inflight_{0};     // writers: submitters (+), the reaper (-)
+  std::atomic<int64_t> inflight_{0};  // writers: submitters (+), the reaper (-)
   std::atomic<bool> reaper_active_{false};
   friend class ReapedEngineBase;
 };

@@ -63,7 +63,7 @@ class FdTable {
  public:
   static constexpr int kChunkBits = 10;
   static constexpr int kChunkSize = 1 << kChunkBits;  // entries per chunk
-  static constexpr int kMaxChunks = 1 << 11;         // fds up to 2M are tracked
+  static constexpr int kMaxChunks = 1 << 11;  // fds up to 2M are tracked
 
   // The entry of fd, allocating its chunk if needed; nullptr if fd < 0 or beyond the limit
   // (such fds are passed through).
@@ -89,8 +89,6 @@ int64_t timeval_to_ns(long sec, long usec) noexcept;
 
 // Deadline for a timeout in ns (0 = none).
 inline bool has_timeout(int64_t ns) noexcept { return ns != 0; }
-inline TimePoint deadline_after(int64_t ns) noexcept {
-  return now() + std::chrono::nanoseconds(ns);
-}
+inline TimePoint deadline_after(int64_t ns) noexcept { return now() + std::chrono::nanoseconds(ns); }
 
 }  // namespace lionet::hook::detail

@@ -20,55 +20,55 @@
 #include <atomic>
 
 // X(name, function pointer type)
-#define LIONET_HOOK_REAL_FUNCTIONS(X)                                                        \
-  X(sleep, unsigned (*)(unsigned))                                                           \
-  X(usleep, int (*)(useconds_t))                                                             \
-  X(nanosleep, int (*)(const timespec*, timespec*))                                          \
-  X(clock_nanosleep, int (*)(clockid_t, int, const timespec*, timespec*))                    \
-  X(socket, int (*)(int, int, int))                                                          \
-  X(socketpair, int (*)(int, int, int, int*))                                                \
-  X(connect, int (*)(int, const sockaddr*, socklen_t))                                       \
-  X(accept, int (*)(int, sockaddr*, socklen_t*))                                             \
-  X(accept4, int (*)(int, sockaddr*, socklen_t*, int))                                       \
-  X(read, ssize_t (*)(int, void*, size_t))                                                   \
-  X(readv, ssize_t (*)(int, const iovec*, int))                                              \
-  X(recv, ssize_t (*)(int, void*, size_t, int))                                              \
-  X(recvfrom, ssize_t (*)(int, void*, size_t, int, sockaddr*, socklen_t*))                   \
-  X(recvmsg, ssize_t (*)(int, msghdr*, int))                                                 \
-  X(write, ssize_t (*)(int, const void*, size_t))                                            \
-  X(writev, ssize_t (*)(int, const iovec*, int))                                             \
-  X(pread, ssize_t (*)(int, void*, size_t, off_t))                                           \
-  X(open, int (*)(const char*, int, ...))                                                    \
-  X(open64, int (*)(const char*, int, ...))                                                  \
-  X(openat, int (*)(int, const char*, int, ...))                                             \
-  X(openat64, int (*)(int, const char*, int, ...))                                           \
-  X(pwrite, ssize_t (*)(int, const void*, size_t, off_t))                                    \
-  X(preadv, ssize_t (*)(int, const iovec*, int, off_t))                                      \
-  X(pwritev, ssize_t (*)(int, const iovec*, int, off_t))                                     \
-  X(preadv2, ssize_t (*)(int, const iovec*, int, off_t, int))                                \
-  X(pwritev2, ssize_t (*)(int, const iovec*, int, off_t, int))                               \
-  X(fsync, int (*)(int))                                                                     \
-  X(fdatasync, int (*)(int))                                                                 \
-  X(send, ssize_t (*)(int, const void*, size_t, int))                                        \
-  X(sendto, ssize_t (*)(int, const void*, size_t, int, const sockaddr*, socklen_t))          \
-  X(sendmsg, ssize_t (*)(int, const msghdr*, int))                                           \
-  X(sendfile, ssize_t (*)(int, int, off_t*, size_t))                                         \
-  X(close, int (*)(int))                                                                     \
-  X(shutdown, int (*)(int, int))                                                             \
-  X(fcntl, int (*)(int, int, ...))                                                           \
-  X(ioctl, int (*)(int, unsigned long, ...))                                                 \
-  X(getsockopt, int (*)(int, int, int, void*, socklen_t*))                                   \
-  X(setsockopt, int (*)(int, int, int, const void*, socklen_t))                              \
-  X(poll, int (*)(pollfd*, nfds_t, int))                                                     \
-  X(select, int (*)(int, fd_set*, fd_set*, fd_set*, timeval*))                               \
-  X(dup, int (*)(int))                                                                       \
-  X(dup2, int (*)(int, int))                                                                 \
-  X(dup3, int (*)(int, int, int))                                                            \
-  X(pipe, int (*)(int*))                                                                     \
-  X(pipe2, int (*)(int*, int))                                                               \
-  X(getaddrinfo, int (*)(const char*, const char*, const addrinfo*, addrinfo**))             \
+#define LIONET_HOOK_REAL_FUNCTIONS(X)                                                          \
+  X(sleep, unsigned (*)(unsigned))                                                             \
+  X(usleep, int (*)(useconds_t))                                                               \
+  X(nanosleep, int (*)(const timespec*, timespec*))                                            \
+  X(clock_nanosleep, int (*)(clockid_t, int, const timespec*, timespec*))                      \
+  X(socket, int (*)(int, int, int))                                                            \
+  X(socketpair, int (*)(int, int, int, int*))                                                  \
+  X(connect, int (*)(int, const sockaddr*, socklen_t))                                         \
+  X(accept, int (*)(int, sockaddr*, socklen_t*))                                               \
+  X(accept4, int (*)(int, sockaddr*, socklen_t*, int))                                         \
+  X(read, ssize_t (*)(int, void*, size_t))                                                     \
+  X(readv, ssize_t (*)(int, const iovec*, int))                                                \
+  X(recv, ssize_t (*)(int, void*, size_t, int))                                                \
+  X(recvfrom, ssize_t (*)(int, void*, size_t, int, sockaddr*, socklen_t*))                     \
+  X(recvmsg, ssize_t (*)(int, msghdr*, int))                                                   \
+  X(write, ssize_t (*)(int, const void*, size_t))                                              \
+  X(writev, ssize_t (*)(int, const iovec*, int))                                               \
+  X(pread, ssize_t (*)(int, void*, size_t, off_t))                                             \
+  X(open, int (*)(const char*, int, ...))                                                      \
+  X(open64, int (*)(const char*, int, ...))                                                    \
+  X(openat, int (*)(int, const char*, int, ...))                                               \
+  X(openat64, int (*)(int, const char*, int, ...))                                             \
+  X(pwrite, ssize_t (*)(int, const void*, size_t, off_t))                                      \
+  X(preadv, ssize_t (*)(int, const iovec*, int, off_t))                                        \
+  X(pwritev, ssize_t (*)(int, const iovec*, int, off_t))                                       \
+  X(preadv2, ssize_t (*)(int, const iovec*, int, off_t, int))                                  \
+  X(pwritev2, ssize_t (*)(int, const iovec*, int, off_t, int))                                 \
+  X(fsync, int (*)(int))                                                                       \
+  X(fdatasync, int (*)(int))                                                                   \
+  X(send, ssize_t (*)(int, const void*, size_t, int))                                          \
+  X(sendto, ssize_t (*)(int, const void*, size_t, int, const sockaddr*, socklen_t))            \
+  X(sendmsg, ssize_t (*)(int, const msghdr*, int))                                             \
+  X(sendfile, ssize_t (*)(int, int, off_t*, size_t))                                           \
+  X(close, int (*)(int))                                                                       \
+  X(shutdown, int (*)(int, int))                                                               \
+  X(fcntl, int (*)(int, int, ...))                                                             \
+  X(ioctl, int (*)(int, unsigned long, ...))                                                   \
+  X(getsockopt, int (*)(int, int, int, void*, socklen_t*))                                     \
+  X(setsockopt, int (*)(int, int, int, const void*, socklen_t))                                \
+  X(poll, int (*)(pollfd*, nfds_t, int))                                                       \
+  X(select, int (*)(int, fd_set*, fd_set*, fd_set*, timeval*))                                 \
+  X(dup, int (*)(int))                                                                         \
+  X(dup2, int (*)(int, int))                                                                   \
+  X(dup3, int (*)(int, int, int))                                                              \
+  X(pipe, int (*)(int*))                                                                       \
+  X(pipe2, int (*)(int*, int))                                                                 \
+  X(getaddrinfo, int (*)(const char*, const char*, const addrinfo*, addrinfo**))               \
   X(getnameinfo, int (*)(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int)) \
-  X(gethostbyname, hostent* (*)(const char*))                                                \
+  X(gethostbyname, hostent* (*)(const char*))                                                  \
   X(gethostbyname_r, int (*)(const char*, hostent*, char*, size_t, hostent**, int*))
 
 namespace lionet::hook::detail {

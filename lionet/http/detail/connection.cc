@@ -234,7 +234,8 @@ Result<size_t> Connection::read_body(void* out, size_t n) {
     if (now() >= body_deadline_) return fail_read(ReadOutcome::kTimeout, {});
     set_read_deadline(body_deadline_);
     auto r = stream_.read(out, static_cast<size_t>(std::min<uint64_t>(n, body_left_)));
-    if (!r) return fail_read(r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError, r.error());
+    if (!r)
+      return fail_read(r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError, r.error());
     if (*r == 0) return fail_read(ReadOutcome::kEof, {});
     body_left_ -= *r;
     body_done_ = body_left_ == 0;
@@ -493,7 +494,8 @@ bool Connection::handle_request() {
     response_.set_close();
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
   }
-  if (response_.status() == 101) [[unlikely]] return take_over();
+  if (response_.status() == 101) [[unlikely]]
+    return take_over();
   bool keep = h.keep_alive && !response_.close() && !(stopping_ && stopping_->load(std::memory_order_acquire)) &&
               !(options_.max_keepalive_requests && served_ >= options_.max_keepalive_requests);
   if (!body_done_) {
@@ -560,8 +562,8 @@ bool Connection::take_over() noexcept {
   std::string().swap(out_);  // the connection may live long: the head's buffer goes back now
   if (!sent) return false;
   stream_.set_timeouts(std::nullopt, std::nullopt);
-  Takeover t{stream_, std::string_view(buf_.get() + body_pos_, w_ - body_pos_), request_, stopping_,
-             [](void* c) { static_cast<Connection*>(c)->release_buffers(); }, this};
+  Takeover t{stream_,   std::string_view(buf_.get() + body_pos_, w_ - body_pos_),        request_,
+             stopping_, [](void* c) { static_cast<Connection*>(c)->release_buffers(); }, this};
   try {
     fn(t);
   } catch (const std::exception& e) {

@@ -42,7 +42,7 @@ struct UpConn : PooledConnection {
 struct Proxy::Upstream {
   explicit Upstream(const IdlePoolOptions& o) : pool(o) {}
   std::string address;  // as configured
-  std::string host;     // for SNI and a missing Host
+  std::string host;  // for SNI and a missing Host
   bool tls = false;
   std::vector<Address> addrs;
   unsigned weight = 1;
@@ -64,7 +64,6 @@ struct Proxy::Upstream {
     return !check_down.load(std::memory_order_relaxed) && down_until.load(std::memory_order_relaxed) <= ticks(t);
   }
 };
-
 
 struct Proxy::Health {
   Mutex mu;

@@ -94,7 +94,7 @@ bool accepts_encoding(std::string_view header, std::string_view coding);
 // One resolved file: what a request needs to answer without touching the file system again.
 // Immutable once published in the cache (checked_ms aside), so readers hold no lock.
 struct FileEntry {
-  std::string key;   // its cache key (the decoded request path, or "<path>\0<suffix>")
+  std::string key;  // its cache key (the decoded request path, or "<path>\0<suffix>")
   std::string path;  // relative to the root, as opened (a directory's index appended)
   bool missing = false;  // a precompressed sibling that does not exist (a negative entry)
   uint64_t size = 0;
@@ -103,7 +103,7 @@ struct FileEntry {
   ino_t ino = 0;
   dev_t dev = 0;
   std::string etag, last_modified;
-  std::shared_ptr<FdOwner> fd;              // null when data holds the bytes (or missing)
+  std::shared_ptr<FdOwner> fd;  // null when data holds the bytes (or missing)
   std::shared_ptr<const std::string> data;  // MEMORY: the file's bytes
   mutable std::atomic<int64_t> checked_ms{0};  // CLOCK_MONOTONIC_COARSE ms of the last check
 

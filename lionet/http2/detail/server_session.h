@@ -79,11 +79,11 @@ struct H2Stream final : http::detail::BodySource {
   std::string body;
   size_t body_read = 0;
   bool body_eof = false;
-  bool reset = false;         // closed by the peer or the connection: no more IO
+  bool reset = false;  // closed by the peer or the connection: no more IO
   bool handler_done = false;  // the handler returned: DATA is consumed and dropped
-  uint64_t body_total = 0;    // DATA bytes received
+  uint64_t body_total = 0;  // DATA bytes received
   bool body_too_large = false;  // over max_body_bytes: the rest is dropped, reads fail EMSGSIZE
-  CondVar cv;                 // body bytes, writer room, reset
+  CondVar cv;  // body bytes, writer room, reset
 
   // Response body source, read by the session (data provider).
   enum class Src : uint8_t { kNone, kMemory, kFile, kWriter } src = Src::kNone;
@@ -95,13 +95,13 @@ struct H2Stream final : http::detail::BodySource {
   size_t pipe_read = 0;
   bool pipe_eof = false;
   bool deferred = false;  // the session was told NGHTTP2_ERR_DEFERRED
-  bool sending = false;   // a response body is submitted and its end not yet framed
+  bool sending = false;  // a response body is submitted and its end not yet framed
 
   // Access log (guarded by Session::mu_).
-  TimePoint started{};     // the request's HEADERS frame began
+  TimePoint started{};  // the request's HEADERS frame began
   uint64_t body_sent = 0;  // DATA payload bytes framed
-  int status_sent = 0;     // the status of the response submitted (0: none)
-  int refused = 0;         // 400: refused as malformed, the handler never ran
+  int status_sent = 0;  // the status of the response submitted (0: none)
+  int refused = 0;  // 400: refused as malformed, the handler never ran
   bool logged = false;
   std::vector<std::string> resp_names;  // lowercased header names for the nv array
 
@@ -176,10 +176,10 @@ class Session {
   std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
   detail::OutBuf out_;  // output gathered by flush()
-  int32_t max_peer_stream_ = 0;     // highest stream id a client HEADERS frame has used
+  int32_t max_peer_stream_ = 0;  // highest stream id a client HEADERS frame has used
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
   // Limits (see Options).
-  int terminate(uint32_t code);      // GOAWAY code, then the connection ends
+  int terminate(uint32_t code);  // GOAWAY code, then the connection ends
   // Writer bytes (or their end) for a stream the session was told to defer: frame them again.
   void resume(H2Stream& st) {
     if (!st.deferred) return;
@@ -192,25 +192,25 @@ class Session {
     nghttp2_submit_goaway(s_, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, nullptr, 0);
     goaway_sent_ = true;
   }
-  void fail(ssize_t rv);             // mem_recv failed: GOAWAY (if none is queued), then end
+  void fail(ssize_t rv);  // mem_recv failed: GOAWAY (if none is queued), then end
   bool terminated_ = false;
   bool write_shut_ = false;
   bool write_failed_ = false;  // a write to the peer failed: no lingering close
   bool peer_eof_ = false;  // no more input will come
-  CondVar drained_;        // a handler finished (run() waits for the last ones at end of input)
-  int running_ = 0;        // handler fibers that have not yet submitted their response
+  CondVar drained_;  // a handler finished (run() waits for the last ones at end of input)
+  int running_ = 0;  // handler fibers that have not yet submitted their response
   uint64_t streams_opened_ = 0;
   bool goaway_sent_ = false;
   int32_t goaway_last_ = INT32_MAX;  // streams above it are refused once goaway_sent_
   double reset_tokens_ = 0;
   TimePoint reset_refill_{};
-  uint32_t continuations_ = 0;       // CONTINUATION frames of the header block being received
-  uint64_t block_bytes_ = 0;         // its size as sent
+  uint32_t continuations_ = 0;  // CONTINUATION frames of the header block being received
+  uint64_t block_bytes_ = 0;  // its size as sent
   uint32_t empty_frames_ = 0;
-  TimePoint last_write_{};           // the last time flush() wrote bytes
-  uint64_t conn_id_ = 0;             // for fiber names
+  TimePoint last_write_{};  // the last time flush() wrote bytes
+  uint64_t conn_id_ = 0;  // for fiber names
   http::AccessLog* const alog_ = c_.options.access_log.get();  // null: no access log
-  http::RemoteAddr peer_;            // the client, for the access log (looked up once)
+  http::RemoteAddr peer_;  // the client, for the access log (looked up once)
 };
 
 }  // namespace lionet::http2::detail

@@ -13,8 +13,8 @@
 
 #include <atomic>
 #include <csignal>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <ctime>
 
 struct pollfd;

@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <tuple>
 #include <string_view>
+#include <tuple>
 
 #include "lionet/base/result.h"
-#include "lionet/storage/log.h"
 #include "lionet/storage/fwd.h"
+#include "lionet/storage/log.h"
 
 namespace lionet::kafka::detail {
 // Orders a map's std::tuple keys that hold std::strings and lookups by the same tuple of

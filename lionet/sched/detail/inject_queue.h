@@ -20,7 +20,8 @@ class InjectQueue {
   void push_batch(Fiber* first, Fiber* last, uint32_t n) noexcept {
     last->next_ = nullptr;
     std::lock_guard<std::mutex> lk(mu_);
-    if (tail_) tail_->next_ = first; else head_ = first;
+    if (tail_) tail_->next_ = first;
+    else head_ = first;
     tail_ = last;
     // release: a worker that sees len_ > 0 and then locks sees the list anyway (the mutex
     // orders it); relaxed would do, release documents intent for the empty() fast path.

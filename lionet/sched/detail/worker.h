@@ -5,9 +5,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -42,13 +42,13 @@ class OwnerCounter {
 enum class AfterSwitch : uint8_t {
   kNothing,  // from the worker's main loop
   kRequeue,  // yield: put prev at the tail of the worker's own FIFO (Worker::mine)
-  kPark,     // park: prev waits for unpark() (unless NOTIFIED already)
+  kPark,  // park: prev waits for unpark() (unless NOTIFIED already)
   kParkUnlock,  // park_and_unlock: prev is PARKED (a store), then SwitchMsg::lock is released
-  kFinish,   // prev's body returned: release its stack, wake its joiner, drop the reference
+  kFinish,  // prev's body returned: release its stack, wake its joiner, drop the reference
 };
 struct SwitchMsg {
   Worker* worker;  // the worker performing the switch: the resumed side runs on it (no TLS read)
-  Fiber* prev;     // null when switching out of the main loop
+  Fiber* prev;  // null when switching out of the main loop
   AfterSwitch action;
   SpinLock* lock = nullptr;  // kParkUnlock: released after prev is PARKED
 };
@@ -75,13 +75,13 @@ class alignas(kCacheLine) Worker {
 
   // ---- Any thread ----
   void push_pinned(Fiber* f) noexcept;  // f is pinned to this worker
-  void wake() noexcept;                 // futex-wake this worker if it sleeps
+  void wake() noexcept;  // futex-wake this worker if it sleeps
 
   SchedulerImpl* const sched;
   const int index;
 
   // Owned by this worker's thread unless noted.
-  LocalQueue queue;               // stealable by others (see local_queue.h)
+  LocalQueue queue;  // stealable by others (see local_queue.h)
   // The oldest few fibers of `queue`, claimed with one CAS (LocalQueue::pop_batch) so that
   // the CAS is paid once per kPopBatch switches. Not stealable: at most kPopBatch - 1 fibers
   // wait here while their worker runs a fiber that does not yield.
@@ -89,7 +89,7 @@ class alignas(kCacheLine) Worker {
   Fiber* popped[kPopBatch];
   uint32_t popped_pos = 0, popped_len = 0;
   Fiber* lifo_slot = nullptr;
-  uint32_t lifo_streak = 0;       // consecutive LIFO runs, capped (kMaxLifoStreak)
+  uint32_t lifo_streak = 0;  // consecutive LIFO runs, capped (kMaxLifoStreak)
   // Fibers this worker requeued itself (yields): an intrusive FIFO through Fiber::next_, owner
   // only, no atomics, not stealable. publish_mine() moves its older half into `queue` when
   // another worker is idle (protocol 2). mine_turn: the slow tick gives `mine` one turn ahead
@@ -117,8 +117,8 @@ class alignas(kCacheLine) Worker {
   // once a steal from us is seen or every worker is busy.
   uint32_t publish_every = 1, publish_countdown = 1;
   uint64_t stolen_seen = 0;  // stolen_from as of the last publish_mine()
-  bool searching = false;         // counted in SchedulerImpl::idle_state_ searching
-  ExecutionContext main_ctx;      // this thread's own stack
+  bool searching = false;  // counted in SchedulerImpl::idle_state_ searching
+  ExecutionContext main_ctx;  // this thread's own stack
   StackCache stacks;
   // Stack reservations (StackPool::reserve), taken in batches of kStackCreditBatch for spawns
   // here (stack_credits: not used yet); fibers that took their stacks here, not yet given back
@@ -128,8 +128,8 @@ class alignas(kCacheLine) Worker {
   TimerQueue timers;
   uint64_t rng;
 
-  SpinLock pinned_mu;                  // protects pinned
-  std::deque<Fiber*> pinned;           // fibers pinned here, woken from any thread
+  SpinLock pinned_mu;  // protects pinned
+  std::deque<Fiber*> pinned;  // fibers pinned here, woken from any thread
   std::atomic<uint32_t> pinned_len{0};  // written under pinned_mu
 
   // Steals taken from this worker's ring (thieves add; relaxed: a hint for publish_mine()).
@@ -158,17 +158,17 @@ class alignas(kCacheLine) Worker {
   alignas(kCacheLine) FiberRegistryShard registry;
   std::atomic<Fiber*> handback{nullptr};
   void hand_back(Fiber* f) noexcept;  // any worker
-  void drain_handback() noexcept;     // this worker
+  void drain_handback() noexcept;  // this worker
 
  private:
   Fiber* next_runnable() noexcept;  // fast local sources only
-  Fiber* slow_tick() noexcept;      // every kSlowTickInterval scheduling points
+  Fiber* slow_tick() noexcept;  // every kSlowTickInterval scheduling points
   void push_mine(Fiber* f) noexcept;
   Fiber* pop_mine() noexcept;
-  void publish_mine() noexcept;     // share yielders with idle workers (protocol 2)
+  void publish_mine() noexcept;  // share yielders with idle workers (protocol 2)
   void overflow(Fiber* f) noexcept;  // the ring is full: `mine`, or half the ring to inject
   void spill(Fiber* f) noexcept;
-  Fiber* find_work() noexcept;      // local, then steal, then inject (main loop)
+  Fiber* find_work() noexcept;  // local, then steal, then inject (main loop)
   Fiber* steal_work() noexcept;
   Fiber* take_inject() noexcept;
   void run_fiber(Fiber* f) noexcept;  // from the main loop
@@ -220,7 +220,7 @@ class SchedulerImpl {
   // The driver the poller went into (no_driver(): it found none); nullptr while `polling` is
   // free or the poller has not re-read `driver` yet. seq_cst: protocol 8b.
   std::atomic<Driver*> polling_driver{nullptr};
-  Driver* take_driver() noexcept;     // after winning `polling`: the driver to use, announced
+  Driver* take_driver() noexcept;  // after winning `polling`: the driver to use, announced
   void release_polling() noexcept;
   static Driver* no_driver() noexcept;
   // Worker::wake() calls inside driver->wake(): set_driver() waits for them to leave before
@@ -238,8 +238,8 @@ class SchedulerImpl {
   std::atomic<uint32_t> external_wakers{0};  // spawns from threads that are not our workers
   std::mutex sleepers_mu;
   std::vector<Worker*> sleepers;  // guarded by sleepers_mu
-  std::mutex stop_mu;             // serializes stop()
-  bool stopped = false;           // guarded by stop_mu
+  std::mutex stop_mu;  // serializes stop()
+  bool stopped = false;  // guarded by stop_mu
   // Worker threads that left run(), guarded by exit_mu; stop() waits on exit_cv.
   std::mutex exit_mu;
   std::condition_variable exit_cv;

@@ -44,16 +44,11 @@ long bio_ctrl(BIO* b, int cmd, long /*num*/, void* /*ptr*/) {
   auto* io = static_cast<TlsIo*>(BIO_get_data(b));
   switch (cmd) {
     case BIO_CTRL_FLUSH:
-    case BIO_CTRL_DUP:
-      return 1;
-    case BIO_CTRL_PENDING:
-      return static_cast<long>(io->in.len - io->in_pos);
-    case BIO_CTRL_WPENDING:
-      return static_cast<long>(io->out.len);
-    case BIO_CTRL_EOF:
-      return io->in_eof && io->in.len == io->in_pos;
-    default:
-      return 0;  // includes BIO_CTRL_GET_KTLS_SEND/RECV: never kTLS
+    case BIO_CTRL_DUP: return 1;
+    case BIO_CTRL_PENDING: return static_cast<long>(io->in.len - io->in_pos);
+    case BIO_CTRL_WPENDING: return static_cast<long>(io->out.len);
+    case BIO_CTRL_EOF: return io->in_eof && io->in.len == io->in_pos;
+    default: return 0;  // includes BIO_CTRL_GET_KTLS_SEND/RECV: never kTLS
   }
 }
 

@@ -42,11 +42,11 @@ struct TlsIo {
   // The output buffer is sent once it would pass this (OpenSSL then sees "retry write").
   static constexpr size_t kOutLimit = 64 * 1024;
 
-  ByteBuffer in;     // in.data[in_pos, in.len) not yet consumed by OpenSSL
+  ByteBuffer in;  // in.data[in_pos, in.len) not yet consumed by OpenSSL
   size_t in_pos = 0;
   bool in_eof = false;  // the socket reached end of stream
-  ByteBuffer out;       // records not yet handed to the socket
-  ByteBuffer sending;   // records being sent by the flusher
+  ByteBuffer out;  // records not yet handed to the socket
+  ByteBuffer sending;  // records being sent by the flusher
 };
 
 // A BIO over io (not owned). Reads and writes never block: empty input or a full output

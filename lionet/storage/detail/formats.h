@@ -35,8 +35,8 @@ inline bool batch_valid(BatchFormat f, const char* p, const BatchHeader& h, std:
 // inflate within max_inflated bytes; a max timestamp that is not its records'). A compressed
 // batch's records are inflated into `scratch` and the views point there.
 template <class F>
-bool for_each_record(BatchFormat f, const char* p, const BatchHeader& h, std::size_t max_inflated,
-                     std::string& scratch, F&& fn) {
+bool for_each_record(BatchFormat f, const char* p, const BatchHeader& h, std::size_t max_inflated, std::string& scratch,
+                     F&& fn) {
   if (f != BatchFormat::kKafka) return for_each_record(p, h, fn);
   std::string_view records;
   if (kafka_records(p, h, max_inflated, scratch, records) != Inflate::kOk) return false;

@@ -203,9 +203,9 @@ Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index
   ScanResult res;
   res.next_offset = seg.base_offset();
   std::vector<char> buf(std::max<std::size_t>(1 << 20, hdr));
-  std::string scratch;    // a compressed batch's inflated records
-  uint64_t buf_pos = 0;   // file position of buf[0]
-  std::size_t have = 0;   // valid bytes in buf
+  std::string scratch;  // a compressed batch's inflated records
+  uint64_t buf_pos = 0;  // file position of buf[0]
+  std::size_t have = 0;  // valid bytes in buf
   uint64_t pos = 0;
   auto stop = [&](std::string why) {
     res.stopped_early = true;

@@ -115,8 +115,8 @@ class Segment {
 
   mutable std::atomic<uint64_t> hint_{~uint64_t{0}};  // rel_offset << 32 | position
 
-  lionet::Mutex sync_mu_;                // one fdatasync at a time
-  std::atomic<uint64_t> synced_{0};      // bytes known durable (written under sync_mu_)
+  lionet::Mutex sync_mu_;  // one fdatasync at a time
+  std::atomic<uint64_t> synced_{0};  // bytes known durable (written under sync_mu_)
 };
 
 // The segment of `list` (ordered by base offset) that holds `offset`; nullptr when offset is
@@ -129,18 +129,17 @@ inline const std::shared_ptr<Segment>* segment_holding(const std::vector<std::sh
 }
 
 struct ScanResult {
-  uint64_t valid_end = 0;        // end of the last good batch
-  int64_t next_offset = 0;       // one past its last record
+  uint64_t valid_end = 0;  // end of the last good batch
+  int64_t next_offset = 0;  // one past its last record
   int64_t max_ts = std::numeric_limits<int64_t>::min();
   uint64_t batches = 0;
-  bool stopped_early = false;    // bytes after valid_end are not data (bad or torn batch)
-  bool zero_tail = false;        // stopped at a zero length: preallocated space, not damage
-  std::string reason;            // why it stopped early (for the recovery log line)
+  bool stopped_early = false;  // bytes after valid_end are not data (bad or torn batch)
+  bool zero_tail = false;  // stopped at a zero length: preallocated space, not damage
+  std::string reason;  // why it stopped early (for the recovery log line)
 };
 
 // Reads the whole segment file, validating every batch (framing, CRC, offset continuity from
 // the segment's base), and rebuilds seg's index and published state from the good prefix.
-Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index_interval,
-                                uint32_t max_batch_bytes);
+Result<ScanResult> scan_segment(Segment& seg, uint64_t file_size, uint32_t index_interval, uint32_t max_batch_bytes);
 
 }  // namespace lionet::storage::detail

@@ -57,7 +57,7 @@ struct WaitNode {
 struct Taken {
   WaitNode* node = nullptr;
   bool plain = false;  // true: the waker must unpark `parker` after releasing the lock (W2)
-  Parker parker;       // copy of node->parker, for plain nodes
+  Parker parker;  // copy of node->parker, for plain nodes
   explicit operator bool() const noexcept { return node != nullptr; }
 };
 
@@ -211,7 +211,8 @@ bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint
                 const void* object) noexcept {
   WaitClaim claim;
   WaitNode node;
-  if (deadline) node.claim = &claim; else node.parker = Parker::current();
+  if (deadline) node.claim = &claim;
+  else node.parker = Parker::current();
   lock.lock();
   if (done()) {
     lock.unlock();

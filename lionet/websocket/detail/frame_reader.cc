@@ -125,7 +125,8 @@ void FrameReader::take(Message& msg, size_t k) noexcept {
   offset_ += k;
   remaining_ -= k;
   filled_ += k;
-  if (msg.type == MessageType::kText && !utf8_.feed(p, k)) fail(close_code::kInvalidPayload, "text message is not valid UTF-8");
+  if (msg.type == MessageType::kText && !utf8_.feed(p, k))
+    fail(close_code::kInvalidPayload, "text message is not valid UTF-8");
 }
 
 void FrameReader::take_compressed(Message& msg, char* p, size_t k) {
@@ -160,8 +161,10 @@ ReadEvent FrameReader::end_data_frame(Message& msg) {
         !utf8_.feed(msg.data.data() + before, std::min<size_t>(filled_, max_message_) - before)) {
       return fail(close_code::kInvalidPayload, "text message is not valid UTF-8");
     }
-    if (st == Inflater::Status::kTooBig) return fail(close_code::kTooBig, "message larger than the limit once decompressed");
-    if (st == Inflater::Status::kBadData) return fail(close_code::kInvalidPayload, "compressed data that does not inflate");
+    if (st == Inflater::Status::kTooBig)
+      return fail(close_code::kTooBig, "message larger than the limit once decompressed");
+    if (st == Inflater::Status::kBadData)
+      return fail(close_code::kInvalidPayload, "compressed data that does not inflate");
   }
   if (msg.type == MessageType::kText && !utf8_.complete()) {
     return fail(close_code::kInvalidPayload, "text message is not valid UTF-8");
@@ -176,12 +179,9 @@ ReadEvent FrameReader::end_control_frame() {
   if (hdr_.masked) apply_mask(control_, control_len_, hdr_.mask_key, 0);
   std::string_view payload(control_, control_len_);
   switch (hdr_.opcode) {
-    case Opcode::kPing:
-      return {ReadEvent::kPing, 0, payload};
-    case Opcode::kPong:
-      return {ReadEvent::kPong, 0, payload};
-    default:
-      break;
+    case Opcode::kPing: return {ReadEvent::kPing, 0, payload};
+    case Opcode::kPong: return {ReadEvent::kPong, 0, payload};
+    default: break;
   }
   // Close (RFC 6455 5.5.1): empty, or a 2-byte code and a UTF-8 reason.
   if (payload.empty()) {
@@ -189,7 +189,8 @@ ReadEvent FrameReader::end_control_frame() {
     return end_;
   }
   if (payload.size() == 1) return fail(close_code::kProtocolError, "close frame with a 1-byte payload");
-  const uint16_t code = static_cast<uint16_t>((static_cast<uint8_t>(payload[0]) << 8) | static_cast<uint8_t>(payload[1]));
+  const uint16_t code =
+      static_cast<uint16_t>((static_cast<uint8_t>(payload[0]) << 8) | static_cast<uint8_t>(payload[1]));
   if (!sendable_close_code(code)) return fail(close_code::kProtocolError, "close frame with an invalid code");
   if (!valid_utf8(payload.substr(2))) return fail(close_code::kInvalidPayload, "close reason is not valid UTF-8");
   end_ = {ReadEvent::kClose, code, payload.substr(2)};

@@ -90,7 +90,7 @@ class FrameReader {
   State state_ = State::kHeader;
   FrameHeader hdr_;
   uint64_t remaining_ = 0;  // payload bytes of the current frame not yet received
-  uint64_t offset_ = 0;     // payload bytes of the current frame received (the mask's phase)
+  uint64_t offset_ = 0;  // payload bytes of the current frame received (the mask's phase)
   bool in_message_ = false;
   size_t filled_ = 0;  // bytes of the open message received (msg.data may be longer: room)
   // permessage-deflate: the inflater (null unless agreed), whether the open message is

@@ -34,10 +34,12 @@ int main() {
   lionet::Scheduler sched({.threads = 2, .name = "consumer"});
 
   // A fiber that may resume on either worker.
-  const int answer = sched.spawn([] {
-                             lionet::this_fiber::yield();
-                             return lionet::this_fiber::id() != 0 ? 42 : -1;
-                           }).join();
+  const int answer = sched
+                         .spawn([] {
+                           lionet::this_fiber::yield();
+                           return lionet::this_fiber::id() != 0 ? 42 : -1;
+                         })
+                         .join();
   if (answer != 42) return failed("fiber returned " + std::to_string(answer));
 
   // lionet::Mutex: 8 fibers x 500 read-yield-write increments, each under lock()/unlock().
@@ -60,17 +62,19 @@ int main() {
   if (counter != kFibers * kRounds) return failed("mutex counter " + std::to_string(counter));
 
   // lionet::Channel: a producer fiber sends 1..100 and closes; this fiber sums until nullopt.
-  const int sum = sched.spawn([] {
-                          lionet::Channel<int> ch(4);
-                          auto producer = lionet::Scheduler::current()->spawn([&] {
-                            for (int i = 1; i <= 100; ++i) ch.send(i);
-                            ch.close();
-                          });
-                          int total = 0;
-                          while (std::optional<int> v = ch.recv()) total += *v;
-                          producer.join();
-                          return total;
-                        }).join();
+  const int sum = sched
+                      .spawn([] {
+                        lionet::Channel<int> ch(4);
+                        auto producer = lionet::Scheduler::current()->spawn([&] {
+                          for (int i = 1; i <= 100; ++i) ch.send(i);
+                          ch.close();
+                        });
+                        int total = 0;
+                        while (std::optional<int> v = ch.recv()) total += *v;
+                        producer.join();
+                        return total;
+                      })
+                      .join();
   if (sum != 5050) return failed("channel sum " + std::to_string(sum));
 
   // http::Server with a plain route and a WebSocket echo route, on a free loopback port.
@@ -86,30 +90,32 @@ int main() {
   server.start();
   const std::string base = "127.0.0.1:" + std::to_string(server.addresses()[0].port());
 
-  const std::string web = sched.spawn([&]() -> std::string {
-                                 lionet::http::Client client({.user_agent = "lionet-consumer"});
-                                 auto r = client.get("http://" + base + "/hello");
-                                 if (!r) return "http request: " + r.error().message();
-                                 if (r->status != 200 || r->body != "hello\n") {
-                                   return "http answer " + std::to_string(r->status) + " '" + r->body + "'";
-                                 }
-                                 lionet::websocket::ClientOptions wo;
-                                 wo.max_message_size = 1 << 16;
-                                 lionet::websocket::ConnectInfo info;
-                                 auto ws = lionet::websocket::connect("ws://" + base + "/ws", wo, &info);
-                                 if (!ws) return "websocket connect: " + ws.error().message() + " " + info.failure;
-                                 if (!(*ws)->send_text("ping")) return "websocket send failed";
-                                 auto echo = (*ws)->receive();
-                                 if (!echo || !echo->is_text() || echo->data != "ping") return "websocket echo wrong";
-                                 if (!(*ws)->close()) return "websocket close failed";
-                                 return "";
-                               }).join();
+  const std::string web = sched
+                              .spawn([&]() -> std::string {
+                                lionet::http::Client client({.user_agent = "lionet-consumer"});
+                                auto r = client.get("http://" + base + "/hello");
+                                if (!r) return "http request: " + r.error().message();
+                                if (r->status != 200 || r->body != "hello\n") {
+                                  return "http answer " + std::to_string(r->status) + " '" + r->body + "'";
+                                }
+                                lionet::websocket::ClientOptions wo;
+                                wo.max_message_size = 1 << 16;
+                                lionet::websocket::ConnectInfo info;
+                                auto ws = lionet::websocket::connect("ws://" + base + "/ws", wo, &info);
+                                if (!ws) return "websocket connect: " + ws.error().message() + " " + info.failure;
+                                if (!(*ws)->send_text("ping")) return "websocket send failed";
+                                auto echo = (*ws)->receive();
+                                if (!echo || !echo->is_text() || echo->data != "ping") return "websocket echo wrong";
+                                if (!(*ws)->close()) return "websocket close failed";
+                                return "";
+                              })
+                              .join();
   server.stop(std::chrono::seconds(2));
   sched.stop();
   if (!web.empty()) return failed(web);
 
   const int structs = designated_initializer_structs();
-  std::printf("lionet consumer OK: %d (mutex %ld, channel %d, http 200, websocket echo, %d option structs)\n",
-              answer, counter, sum, structs);
+  std::printf("lionet consumer OK: %d (mutex %ld, channel %d, http 200, websocket echo, %d option structs)\n", answer,
+              counter, sum, structs);
   return 0;
 }
