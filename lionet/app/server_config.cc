@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <set>
 
+#include "lionet/app/static_route.h"
+#include "lionet/app/websocket_route.h"
 #include "lionet/config/fields.h"
 #include "lionet/http/static_files.h"
 #include "lionet/net/address.h"
@@ -52,14 +54,12 @@ TryFiles split_try_files(const std::vector<std::string>& entries) {
   return t;
 }
 
-namespace {
 bool valid_route_name(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
   return true;
 }
-}  // namespace
 
 std::string access_log_key(const std::string& path) {
   return path == "stdout" ? path : std::filesystem::path(path).lexically_normal().string();
@@ -125,14 +125,6 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
 
 namespace lionet::config {
 namespace {
-// A bad value in a struct field: the error points at the field's line and names it in the key
-// ("servers[0].type"), as container elements are named by the containers.
-[[noreturn]] void field_error(const YAML::Node& n, const char* field, std::string reason) {
-  const YAML::Node f = n[field];
-  ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
-  e.prepend_path(std::string(".") + field);
-  throw e;
-}
 // A bad value in routes[j].field of the server node n (a rule across the server's routes):
 // the error points at that field's line, keyed "servers[i].routes[j].field".
 [[noreturn]] void route_error(const YAML::Node& n, std::size_t j, const char* field, std::string reason) {
@@ -315,10 +307,11 @@ WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) 
 YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) { return kWorkerPoolFields.encode(w); }
 
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
-  expect_keys(n, kRouteFields, kStaticRouteFields, kDebugFibersRouteFields, kWebSocketRouteFields,
+  expect_keys(n, kRouteFields, app::static_route_fields(), kDebugFibersRouteFields, app::websocket_route_fields(),
               app::proxy_route_fields());
   RouteConfig r;
-  for (const auto* fields : {&kRouteFields, &kStaticRouteFields, &kDebugFibersRouteFields, &kWebSocketRouteFields})
+  for (const auto* fields :
+       {&kRouteFields, &app::static_route_fields(), &kDebugFibersRouteFields, &app::websocket_route_fields()})
     fields->read(n, r);
   if (n["path"] && (r.path.empty() || r.path[0] != '/')) field_error(n, "path", "a route path starts with '/'");
   if (n["name"] && !app::valid_route_name(r.name))
@@ -331,64 +324,15 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   if (r.type == "proxy") r.proxy = app::read_proxy_route(n);
   if (r.type == "storage" && !r.name.empty())
     field_error(n, "name", "a storage route cannot be named: it is several routes under its path, not one handler");
-  if (!r.try_files.empty() && r.type != "static")
-    field_error(n, "try_files", "only a static route takes try_files (this one is " + r.type + ")");
-  for (std::size_t i = 0; i < r.try_files.size(); ++i) {
-    const std::string& e = r.try_files[i];
-    const bool last = i + 1 == r.try_files.size();
-    if (e.starts_with('=') || e.starts_with('@')) {
-      if (!last) field_error(n, "try_files", "'" + e + "' may only be the last entry (the fallback)");
-      if (i == 0) field_error(n, "try_files", "'" + e + "' needs a file candidate before it (\"$uri\", ...)");
-      if (e[0] == '@' && !app::valid_route_name(std::string_view(e).substr(1)))
-        field_error(n, "try_files", "'" + e + "' is not @ and a route name");
-      if (e[0] == '=') {
-        int code = 0;
-        const auto [p, ec] = std::from_chars(e.data() + 1, e.data() + e.size(), code);
-        if (ec != std::errc() || p != e.data() + e.size() || code < 200 || code > 599)
-          field_error(n, "try_files", "'" + e + "' is not an HTTP status (=200 .. =599)");
-      }
-    } else if (std::string why = http::try_files_candidate_error(e); !why.empty()) {
-      field_error(n, "try_files", why);
-    }
-  }
-  if (r.type == "websocket") {
-    if (r.send_queue_bytes < 1024 || r.send_queue_bytes > (std::size_t{1} << 30))
-      field_error(n, "send_queue_bytes", "must be in 1024..1073741824");
-    if (r.handler != "echo") field_error(n, "handler", "unknown websocket handler '" + r.handler + "' (expected echo)");
-    if (r.max_message_size < 1 || r.max_message_size > (std::size_t{1} << 30))
-      field_error(n, "max_message_size", "must be in 1..1073741824");
-    if (r.ping_interval.count() < 0 || r.ping_interval.count() > 3600000)
-      field_error(n, "ping_interval", "must be in 0ms..3600000ms (0: no keepalive pings)");
-  }
-  if (r.type == "static" && r.root.empty()) conversion_error(n, "a static route needs a root directory");
-  if (!http::parse_file_mode(r.mode)) {  // the static handler's own parser: one list of modes
-    std::string modes;
-    for (auto m : http::kFileModes) modes.append(modes.empty() ? "" : ", ").append(http::file_mode_name(m));
-    field_error(n, "mode", "unknown file mode '" + r.mode + "' (expected one of " + modes + ")");
-  }
-  if (r.memory_max > r.sendfile_min) conversion_error(n, "memory_max must not exceed sendfile_min");
-  if (r.chunk_size < 512 || r.chunk_size > 16 * 1024 * 1024) {
-    field_error(n, "chunk_size", "must be in 512..16777216");
-  }
-  if (r.open_file_cache > 1000000) field_error(n, "open_file_cache", "must be in 0..1000000");
-  if (r.open_file_cache_valid.count() < 0 || r.open_file_cache_valid.count() > 3600000) {
-    field_error(n, "open_file_cache_valid", "must be in 0ms..3600000ms");
-  }
-  for (size_t i = 0; i < r.precompressed.size(); ++i) {
-    const std::string& e = r.precompressed[i];
-    if (e != "br" && e != "gzip" && e != "zstd") {
-      field_error(n, "precompressed", "unknown encoding '" + e + "' (expected br, gzip or zstd)");
-    }
-    for (size_t j = 0; j < i; ++j)
-      if (r.precompressed[j] == e) field_error(n, "precompressed", "encoding '" + e + "' listed twice");
-  }
+  app::check_static_route(n, r);
+  app::check_websocket_route(n, r);
   return r;
 }
 YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
   YAML::Node n = kRouteFields.encode(r);
-  if (r.type == "static") kStaticRouteFields.write(n, r);
+  if (r.type == "static") app::static_route_fields().write(n, r);
   if (r.type == "debug_fibers") kDebugFibersRouteFields.write(n, r);
-  if (r.type == "websocket") kWebSocketRouteFields.write(n, r);
+  if (r.type == "websocket") app::websocket_route_fields().write(n, r);
   if (r.type == "proxy") app::proxy_route_fields().write(n, r.proxy);
   return n;
 }
@@ -488,3 +432,8 @@ YAML::Node ConfigTraits<ServerConfig>::to_yaml(const ServerConfig& s) {
   return n;
 }
 }  // namespace lionet::config
+
+namespace lionet::app {
+const config::Fields<RouteConfig>& static_route_fields() { return config::kStaticRouteFields; }
+const config::Fields<RouteConfig>& websocket_route_fields() { return config::kWebSocketRouteFields; }
+}  // namespace lionet::app

@@ -183,4 +183,11 @@ void expect_keys(const YAML::Node& n, std::span<const std::string_view> allowed)
 void expect_keys(const YAML::Node& n, std::initializer_list<std::string_view> allowed) {
   detail::expect_keys(n, std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
+void field_error(const YAML::Node& n, const char* field, std::string reason) {
+  const YAML::Node f = n[field];
+  ConversionError e(f ? f.Mark() : n.Mark(), std::move(reason));
+  e.prepend_path(std::string(".") + field);
+  throw e;
+}
+
 }  // namespace lionet::config

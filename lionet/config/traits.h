@@ -72,6 +72,9 @@ class ConversionError : public std::runtime_error {
 };
 
 [[noreturn]] void conversion_error(const YAML::Node& node, std::string reason);
+// A bad value in a struct's field: the error points at the field's line (or the struct's, when
+// the field is absent) and names it in the key path (".field"), as container elements are named.
+[[noreturn]] void field_error(const YAML::Node& n, const char* field, std::string reason);
 
 // Primary template: deliberately undefined. "incomplete type ConfigTraits<X>" means X needs a
 // specialisation (see the top of this file).

@@ -11,7 +11,9 @@
 #include "lionet/app/config_binding.cc"  // NOLINT: app/ is not part of the library
 #include "lionet/app/proxy_route.cc"  // NOLINT
 #include "lionet/app/server_config.cc"  // NOLINT
+#include "lionet/app/static_route.cc"  // NOLINT
 #include "lionet/app/storage_binding.cc"  // NOLINT
+#include "lionet/app/websocket_route.cc"  // NOLINT
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lionet;
