@@ -1,9 +1,9 @@
 // lionet/http/static_cache.cc: StaticFiles' open-file cache: the map and its two LRU lists
 // (entries holding an fd, bounded by open_file_cache; entries holding bytes, by cache_bytes),
-// find / put / drop / evict under Impl::mu, the freshness check (still_fresh: one stat, or
-// none within open_file_cache_valid), entries made with their ETag and Last-Modified
+// put / drop / evict under Impl::mu, entries made with their ETag and Last-Modified
 // (make_entry), precompressed siblings (sibling, with negative entries), MEMORY mode's bytes
-// (bytes_of) and invalidate / invalidate_all. Owns the map, the lists and their lock (never
+// (bytes_of) and invalidate / invalidate_all. The per-request hit path (cache_find, still_fresh,
+// lookup) is in static_files.cc beside serve(), so that it inlines there. Owns the map, the lists and their lock (never
 // held across I/O); the types are detail/static_files.h, opening and resolving a path is
 // static_path.cc, serving is static_files.cc.
 #include <sys/stat.h>
@@ -25,25 +25,6 @@ using detail::FdOwner;
 using detail::FileEntry;
 using detail::mtime_ns_of;
 using detail::read_exact;
-
-namespace {
-
-int64_t coarse_now_ms() noexcept {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-}  // namespace
-
-std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(const std::string& key) {
-  std::lock_guard lk(mu);
-  auto it = map.find(key);
-  if (it == map.end()) return nullptr;
-  auto& lru = it->second.in_memory ? mem_lru : fd_lru;
-  lru.splice(lru.begin(), lru, it->second.pos);
-  return it->second.entry;
-}
 
 void StaticFiles::Impl::erase_locked(std::unordered_map<std::string, Slot>::iterator it) {
   if (it->second.in_memory) {
@@ -74,28 +55,6 @@ void StaticFiles::Impl::cache_put(std::shared_ptr<const FileEntry> e) {
   while (cached_bytes > opt.cache_bytes && !mem_lru.empty()) erase_locked(map.find(mem_lru.back()));
 }
 
-bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
-  int64_t now = 0;
-  if (valid_ms > 0) {
-    now = coarse_now_ms();
-    if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
-  }
-  struct stat st;
-  bool ok =
-      ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st) : e.missing && errno == ENOENT;
-  if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
-  return ok;
-}
-
-std::shared_ptr<const FileEntry> StaticFiles::Impl::lookup(const std::string& key) {
-  std::shared_ptr<const FileEntry> e = cache_find(key);
-  if (e && !still_fresh(*e)) {
-    cache_drop(key, e.get());
-    e = nullptr;
-  }
-  return e;
-}
-
 std::shared_ptr<FileEntry> StaticFiles::Impl::make_entry(std::string key, std::string path, int fd,
                                                          const struct stat& st, std::string_view etag_tag) {
   auto e = std::make_shared<FileEntry>();
@@ -118,7 +77,7 @@ std::shared_ptr<FileEntry> StaticFiles::Impl::make_entry(std::string key, std::s
   e->etag.push_back('"');
   e->last_modified = format_http_date(e->mtime_sec);
   e->fd = std::make_shared<FdOwner>(fd);
-  if (valid_ms > 0) e->checked_ms.store(coarse_now_ms(), std::memory_order_relaxed);
+  if (valid_ms > 0) e->checked_ms.store(detail::coarse_now_ms(), std::memory_order_relaxed);
   return e;
 }
 
@@ -140,7 +99,7 @@ std::shared_ptr<const FileEntry> StaticFiles::Impl::sibling(const FileEntry& bas
       m->key = std::move(key);
       m->path = std::move(path);
       m->missing = true;
-      if (valid_ms > 0) m->checked_ms.store(coarse_now_ms(), std::memory_order_relaxed);
+      if (valid_ms > 0) m->checked_ms.store(detail::coarse_now_ms(), std::memory_order_relaxed);
       e = std::move(m);
     }
     cache_put(e);

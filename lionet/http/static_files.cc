@@ -9,6 +9,7 @@
 #include "lionet/http/static_files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,39 @@ void StaticFiles::Impl::fall_back(Request& req, Response& res) {
   std::string body(reason_phrase(status));
   body += '\n';
   res.reply(status, body);
+}
+
+// ---- the cache's per-request hit path (the rest of the cache is static_cache.cc) ----
+
+std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(const std::string& key) {
+  std::lock_guard lk(mu);
+  auto it = map.find(key);
+  if (it == map.end()) return nullptr;
+  auto& lru = it->second.in_memory ? mem_lru : fd_lru;
+  lru.splice(lru.begin(), lru, it->second.pos);
+  return it->second.entry;
+}
+
+bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
+  int64_t now = 0;
+  if (valid_ms > 0) {
+    now = detail::coarse_now_ms();
+    if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
+  }
+  struct stat st;
+  bool ok =
+      ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st) : e.missing && errno == ENOENT;
+  if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
+  return ok;
+}
+
+std::shared_ptr<const FileEntry> StaticFiles::Impl::lookup(const std::string& key) {
+  std::shared_ptr<const FileEntry> e = cache_find(key);
+  if (e && !still_fresh(*e)) {
+    cache_drop(key, e.get());
+    e = nullptr;
+  }
+  return e;
 }
 
 void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_raw) {

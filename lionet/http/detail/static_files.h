@@ -32,6 +32,13 @@
 
 namespace lionet::http::detail {
 
+// CLOCK_MONOTONIC_COARSE in ms: the open-file cache's clock (open_file_cache_valid).
+inline int64_t coarse_now_ms() noexcept {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 // Owns an fd; the shared_ptr handed to Response keeps it open until the bytes are out.
 struct FdOwner {
   int fd;
