@@ -37,8 +37,8 @@ std::unique_ptr<PooledConnection> conn(bool* closed, int fd = -1) {
 }
 
 TEST(IdlePool, HandsOutTheNewestFirstMarkedReused) {
-  IdlePool pool;
   bool a = false, b = false;
+  IdlePool pool;
   PooledConnection* pa = conn(&a).release();
   PooledConnection* pb = conn(&b).release();
   pool.put(std::unique_ptr<PooledConnection>(pa));
@@ -55,8 +55,8 @@ TEST(IdlePool, HandsOutTheNewestFirstMarkedReused) {
 }
 
 TEST(IdlePool, ClosesWhatItHasNoRoomFor) {
+  bool closed[3] = {};  // before the pool: its destructor closes what it still holds
   IdlePool pool(IdlePoolOptions{.max_idle = 2});
-  bool closed[3] = {};
   for (bool& c : closed) pool.put(conn(&c));
   EXPECT_EQ(pool.size(), 2u);
   EXPECT_FALSE(closed[0] || closed[1]);
@@ -64,8 +64,8 @@ TEST(IdlePool, ClosesWhatItHasNoRoomFor) {
 }
 
 TEST(IdlePool, NeverHandsOutOneIdlePastIdleTimeout) {
-  IdlePool pool(IdlePoolOptions{.idle_timeout = std::chrono::milliseconds(20)});
   bool old = false;
+  IdlePool pool(IdlePoolOptions{.idle_timeout = std::chrono::milliseconds(20)});
   pool.put(conn(&old));
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
   EXPECT_FALSE(pool.take());
@@ -74,8 +74,8 @@ TEST(IdlePool, NeverHandsOutOneIdlePastIdleTimeout) {
 }
 
 TEST(IdlePool, SweepClosesTheExpiredOnesUnderTheNewest) {
+  bool old = false, fresh = false;  // before the pool: its destructor closes `fresh`
   IdlePool pool(IdlePoolOptions{.idle_timeout = std::chrono::milliseconds(30)});
-  bool old = false, fresh = false;
   pool.put(conn(&old));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   pool.put(conn(&fresh));
@@ -90,8 +90,8 @@ TEST(IdlePool, DropsAnOldOneItsPeerClosedAndKeepsAnOpenOne) {
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   int open_pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, open_pair), 0);
-  IdlePool pool(IdlePoolOptions{.peek_after = Duration::zero()});
   bool gone = false, alive = false;
+  IdlePool pool(IdlePoolOptions{.peek_after = Duration::zero()});
   pool.put(conn(&alive, open_pair[0]));
   pool.put(conn(&gone, sv[0]));  // the newest: taken first
   ::close(sv[1]);  // its peer hangs up while it idles
