@@ -252,8 +252,8 @@ const char* to_string(AccessLogFormat f) noexcept { return f == AccessLogFormat:
 std::string_view RemoteAddr::of(const ConnectionInfo* info) noexcept {
   if (!looked_up_) {
     looked_up_ = true;
-    if (info && info->socket)
-      if (auto a = info->socket->peer_address()) set(*a);
+    if (info)
+      if (auto a = info->peer_address()) set(*a);
   }
   return view();
 }

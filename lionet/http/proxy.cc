@@ -153,9 +153,7 @@ void error_reply(Response& res, const ProxyOptions& o, int status, std::string_v
     body.append(why).append("\"}\n");
     res.reply(status, body, "application/json");
   } else {
-    std::string body(reason_phrase(status));
-    body.append(": ").append(why).append("\n");
-    res.reply(status, body);
+    res.reply(status, error_text(status, why));
   }
 }
 

@@ -369,17 +369,17 @@ void Connection::send_error(int status, const char* reason) noexcept {
     if (stats_) stats_->errors.fetch_add(1, std::memory_order_relaxed);
     log_rejected(info_, status, reason);
     // The reason goes to the client too: "Bad Request: line not ended by CRLF" says what to fix.
-    std::string body = std::string(reason_phrase(status)) + ": " + reason;
+    const std::string body = error_text(status, reason);
     out_.clear();
     append_status_line(out_, status, {});
     out_.append(date_line());
     if (!options_.server_name.empty()) out_.append("Server: ").append(options_.server_name).append("\r\n");
     out_.append("Content-Type: text/plain; charset=utf-8\r\n");
-    append_content_length(out_, body.size() + 1);
-    out_.append("Connection: close\r\n\r\n").append(body).append("\n");
+    append_content_length(out_, body.size());
+    out_.append("Connection: close\r\n\r\n").append(body);
     stream_.set_timeouts(std::chrono::seconds(1), write_timeout_);
     const bool sent = stream_.write(out_.data(), out_.size()).ok();
-    if (access_log_) log_refused(status, sent ? body.size() + 1 : 0);
+    if (access_log_) log_refused(status, sent ? body.size() : 0);
     if (sent) lingering_close();
   } catch (...) {
   }
