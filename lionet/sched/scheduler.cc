@@ -286,7 +286,8 @@ Worker::Worker(SchedulerImpl* s, int i, StackPool& pool)
     : sched(s),
       index(i),
       queue(s->opts.local_queue_capacity),
-      use_mine(static_cast<std::size_t>(s->opts.threads) <= allowed_cpus()),
+      fits_cpus(static_cast<std::size_t>(s->opts.threads) <= allowed_cpus()),
+      use_mine(fits_cpus),
       spill_buf(use_mine ? nullptr : new Fiber*[s->opts.local_queue_capacity / 2 + 1]),
       stacks(pool, s->opts.stack_cache_per_worker),
       rng(0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1)),
@@ -328,12 +329,11 @@ void Worker::run() {
   // Spinning briefly before sleeping saves a futex sleep/wake pair when work arrives soon (a
   // spawning fiber on another worker); only when workers do not outnumber CPUs, or the spin
   // would steal the CPU from the worker that is about to produce the work.
-  const bool fits = sched->workers.size() <= allowed_cpus();  // one sched_getaffinity for both
-  const bool may_spin = sched->workers.size() > 1 && fits;
+  const bool may_spin = sched->workers.size() > 1 && fits_cpus;
   // Protocol 9: only when the workers do not outnumber the CPUs this thread may run on (a
   // process pinned with taskset counts its set), or polling would take the CPU from the
   // worker or process that is about to produce the event.
-  idle_poll_ns = fits ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count() : 0;
+  idle_poll_ns = fits_cpus ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count() : 0;
   for (;;) {
     Fiber* f = find_work();
     for (int i = 0; !f && may_spin && i < kIdleSpinRounds; ++i) {

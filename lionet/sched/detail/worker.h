@@ -103,6 +103,9 @@ class alignas(kCacheLine) Worker {
   // preempted by the kernel for milliseconds, and fibers only it can see would wait with it
   // (measured: 16 workers on 2 CPUs, CPU-bound yielders, 0.82x of 2 workers instead of 0.88x):
   // requeues go to the stealable ring and overflow to the inject queue, as before `mine`.
+  // The workers do not outnumber the CPUs this thread may run on (sched_getaffinity, asked once,
+  // by the constructor): use_mine, the idle spin and protocol 9's polling all depend on it.
+  bool fits_cpus = true;
   bool use_mine = true;
   std::unique_ptr<Fiber*[]> spill_buf;  // scratch for spill() (use_mine off): capacity/2 + 1
   // Scheduling points until the slow tick (timers, inject check, driver poll, publishing).

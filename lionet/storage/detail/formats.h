@@ -44,7 +44,7 @@ bool for_each_record(BatchFormat f, const char* p, const BatchHeader& h, std::si
   return walk_kafka_records(records, h, &max_ts, fn) && max_ts == h.max_timestamp;
 }
 inline std::size_t encoded_size(BatchFormat f, std::span<const Record> records, int64_t now_ms) {
-  return f == BatchFormat::kKafka ? kafka_encoded_size(records, now_ms) : encoded_size(records);
+  return f == BatchFormat::kKafka ? kafka_batch_size(records, now_ms) : encoded_size(records);
 }
 inline int64_t encode_batch(BatchFormat f, char* dst, int64_t base_offset, std::span<const Record> records,
                             int64_t now_ms) {

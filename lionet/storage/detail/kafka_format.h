@@ -111,8 +111,4 @@ bool walk_kafka_records(std::string_view records, const BatchHeader& h, int64_t*
          }) == nullptr;
 }
 
-inline std::size_t kafka_encoded_size(std::span<const Record> records, int64_t now_ms) {
-  return kafka_batch_size(records, now_ms);
-}
-
 }  // namespace lionet::storage::detail
