@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lionet/fiber/detail/cancel_state.h"
 #include "lionet/fiber/detail/context.h"
 #include "lionet/fiber/stack_pool.h"
 #include "lionet/fiber/wait_reason.h"
@@ -117,6 +118,10 @@ class Fiber {
   Fiber* reg_prev_ = nullptr;
   Fiber* reg_next_ = nullptr;
   FiberRegistryShard* reg_shard_ = nullptr;
+  // Cancellation, deadline and shields (sched/cancel.h; detail/cancel_state.h owns the rules).
+  // Last: the fields a switch touches stay where they were (a yield measured 6% slower with
+  // this record between them).
+  detail::CancelState cancel_;
 
  protected:
   explicit Fiber(int pinned_worker = -1) noexcept;

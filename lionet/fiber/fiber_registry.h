@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "lionet/base/asymmetric_barrier.h"
 #include "lionet/base/macros.h"
 #include "lionet/base/spinlock.h"
 #include "lionet/fiber/fiber.h"
@@ -129,17 +130,8 @@ class FiberRegistryShard {
     mu_.unlock();
   }
 
-  // The owner's side of the pair: a compiler barrier when membarrier works, else a fence.
-  static void owner_barrier() noexcept {
-    if (LIONET_LIKELY(membarrier_ok())) {
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-    } else {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-    }
-  }
-  // The reader's side: membarrier(2), or a plain fence when the owner fences itself.
-  static void heavy_barrier() noexcept;
-  static bool membarrier_ok() noexcept;
+  // The owner's side of the pair (base/asymmetric_barrier.h); the reader's is heavy_barrier().
+  static void owner_barrier() noexcept { light_barrier(); }
 
 #if defined(LIONET_TSAN) || defined(__SANITIZE_THREAD__)
   static constexpr bool kAsymmetric = false;  // TSan cannot see membarrier: use the lock

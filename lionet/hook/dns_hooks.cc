@@ -25,6 +25,9 @@ __attribute__((noinline)) void set_h_errno(int e) noexcept {
 
 LIONET_HOOK_API int getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** res) {
   if (!sleep_active()) return LIONET_REAL(getaddrinfo)(node, service, hints, res);
+  // A cancelled fiber (or one past its deadline) does not start a lookup (sched/cancel.h); one
+  // already running on the pool is waited for: it writes into the caller's memory.
+  if (fail_if_interrupted()) return EAI_SYSTEM;
   int err = 0;
   int rc = lionet::offload([&] {
     int r = LIONET_REAL(getaddrinfo)(node, service, hints, res);
@@ -38,6 +41,7 @@ LIONET_HOOK_API int getaddrinfo(const char* node, const char* service, const add
 LIONET_HOOK_API int getnameinfo(const sockaddr* sa, socklen_t salen, char* host, socklen_t hostlen, char* serv,
                                 socklen_t servlen, int flags) {
   if (!sleep_active()) return LIONET_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);
+  if (fail_if_interrupted()) return EAI_SYSTEM;
   int err = 0;
   int rc = lionet::offload([&] {
     int r = LIONET_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);

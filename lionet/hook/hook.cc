@@ -21,6 +21,7 @@
 #include "lionet/hook/detail/real.h"
 #include "lionet/io/io_manager.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sched/scheduler.h"
 
 // Anchors defined by the other hook files: referencing them here makes ensure_linked() pull
@@ -99,6 +100,13 @@ void warn_io_off(const char* call, int fd) noexcept {
                   "(logged once per process)",
                   call, f ? f->id() : 0, f && !f->name().empty() ? " " : "", f ? f->name() : std::string(),
                   s ? s->options().name : std::string("?"));
+}
+
+bool fail_if_interrupted() noexcept {
+  const int e = this_fiber::interruption();
+  if (e == 0) return false;
+  set_errno(e);
+  return true;
 }
 
 int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept {

@@ -76,12 +76,14 @@ ssize_t do_io(const char* name, int fd, Dir dir, int msg_flags, Call&& call, Ker
         }
         if (r >= 0) return static_cast<ssize_t>(r);
         if (r == -EINTR || r == -EAGAIN) continue;
+        if (fail_if_interrupted()) return -1;  // a cancel or the fiber's deadline (sched/cancel.h)
         // As below: a timeout is the kernel's EAGAIN, a cancel (close by another fiber) EBADF.
         set_errno(r == -ETIMEDOUT ? EAGAIN : r == -ECANCELED ? EBADF : static_cast<int>(-r));
         return -1;
       }
     }
     int w = wait_fd(fd, dir, deadline, /*after_eagain=*/true);
+    if (w != 0 && fail_if_interrupted()) return -1;
     if (w == ETIMEDOUT) {
       set_errno(EAGAIN);  // what the kernel reports when SO_RCVTIMEO/SO_SNDTIMEO expire
       return -1;
@@ -291,6 +293,7 @@ int connect_impl(int fd, const sockaddr* addr, socklen_t len) noexcept {
       // readiness to wait for on the connecting socket, so retry every millisecond.
       if (deadline && now() >= *deadline) return r;  // EAGAIN, as the kernel on timeout
       this_fiber::sleep_for(std::chrono::milliseconds(1));
+      if (fail_if_interrupted()) return -1;
       if (!io_active()) {  // migrated to a worker with the switch off: finish as plain libc
         set_errno(EAGAIN);
         return -1;
@@ -301,6 +304,7 @@ int connect_impl(int fd, const sockaddr* addr, socklen_t len) noexcept {
     break;
   }
   int w = wait_fd(fd, Dir::kWrite, deadline, /*after_eagain=*/true);  // after EINPROGRESS
+  if (w != 0 && fail_if_interrupted()) return -1;
   if (w == ETIMEDOUT) {
     set_errno(EINPROGRESS);  // the kernel's answer when a blocking connect hits SO_SNDTIMEO
     return -1;

@@ -38,12 +38,13 @@ constexpr short kOutEvents = POLLOUT | POLLWRNORM | POLLWRBAND;
 constexpr uint32_t kEpollMask =
     EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDNORM | EPOLLRDBAND | EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP;
 
-// Sleeps until deadline (forever if none); returns ETIMEDOUT.
+// Sleeps until deadline (forever if none), or until the fiber is cancelled; returns ETIMEDOUT.
 int sleep_until_deadline(std::optional<TimePoint> deadline) noexcept {
   if (deadline) {
     this_fiber::sleep_until(*deadline);
   } else {
-    for (;;) this_fiber::sleep_for(std::chrono::hours(24));  // poll(NULL, 0, -1): forever
+    while (this_fiber::sleep_for(std::chrono::hours(24))) {  // poll(NULL, 0, -1): forever (or a cancel)
+    }
   }
   return ETIMEDOUT;
 }
@@ -120,6 +121,7 @@ int poll_impl(pollfd* fds, nfds_t n, int timeout_ms) noexcept {
     int w = wait_any(fds, n, deadline);
     r = LIONET_REAL(poll)(fds, n, 0);
     if (r != 0) return r;
+    if (w != 0 && fail_if_interrupted()) return -1;  // ECANCELED / ETIMEDOUT (sched/cancel.h)
     if (w == ETIMEDOUT || (deadline && now() >= *deadline)) return 0;
     if (io_active() == nullptr) {  // now on a worker with the switch off: finish as libc
       return LIONET_REAL(poll)(fds, n, poll_timeout_ms(deadline));

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "lionet/hook/detail/common.h"
@@ -28,14 +29,19 @@ lionet::Duration to_duration(const timespec& ts) noexcept {
 
 LIONET_HOOK_API unsigned sleep(unsigned seconds) {
   if (!sleep_active()) return LIONET_REAL(sleep)(seconds);
-  lionet::this_fiber::sleep_for(std::chrono::seconds(seconds));
-  return 0;
+  const lionet::TimePoint until = lionet::now() + std::chrono::seconds(seconds);
+  if (lionet::this_fiber::sleep_until(until)) return 0;
+  // Cut short by a cancel or the fiber's deadline (sched/cancel.h): as a signal would, the
+  // seconds not slept (rounded up); errno says why.
+  set_errno(lionet::this_fiber::interruption());
+  const auto left = std::chrono::ceil<std::chrono::seconds>(until - lionet::now()).count();
+  return static_cast<unsigned>(std::max<int64_t>(left, 1));
 }
 
 LIONET_HOOK_API int usleep(useconds_t usec) {
   if (!sleep_active()) return LIONET_REAL(usleep)(usec);
-  lionet::this_fiber::sleep_for(std::chrono::microseconds(usec));
-  return 0;
+  if (lionet::this_fiber::sleep_for(std::chrono::microseconds(usec))) return 0;
+  return fail_if_interrupted() ? -1 : 0;
 }
 
 LIONET_HOOK_API int nanosleep(const timespec* req, timespec* rem) {
@@ -44,8 +50,17 @@ LIONET_HOOK_API int nanosleep(const timespec* req, timespec* rem) {
     set_errno(EINVAL);
     return -1;
   }
-  if (req->tv_sec >= 0) lionet::this_fiber::sleep_for(to_duration(*req));
-  return 0;
+  if (req->tv_sec < 0) return 0;
+  const lionet::TimePoint until = lionet::now() + to_duration(*req);
+  if (lionet::this_fiber::sleep_until(until)) return 0;
+  if (!fail_if_interrupted()) return 0;  // ECANCELED or ETIMEDOUT (sched/cancel.h), not EINTR
+  if (rem) {
+    const auto left = std::max(until - lionet::now(), lionet::Duration::zero());
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
+    rem->tv_sec = secs.count();
+    rem->tv_nsec = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(left - secs).count());
+  }
+  return -1;
 }
 
 // Returns an error number (not errno), like the original.
@@ -60,6 +75,8 @@ LIONET_HOOK_API int clock_nanosleep(clockid_t clock, int flags, const timespec* 
     ::clock_gettime(clock, &cur);
     d -= to_duration(cur);
   }
-  if (d > lionet::Duration::zero()) lionet::this_fiber::sleep_for(d);
+  if (d > lionet::Duration::zero() && !lionet::this_fiber::sleep_for(d)) {
+    if (const int e = lionet::this_fiber::interruption()) return e;  // ECANCELED / ETIMEDOUT
+  }
   return 0;
 }

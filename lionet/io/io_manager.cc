@@ -259,6 +259,11 @@ struct OpWait : ReactorOp {
   uint32_t gen = 0;  // the fd's generation when submitted (under its lock)
 };
 
+// A cancelled fiber's op (protocol 10): a = the Reactor, b = the OpWait.
+void cancel_op_of(void* reactor, void* op) noexcept {
+  static_cast<Reactor*>(reactor)->cancel_op(*static_cast<ReactorOp*>(op));
+}
+
 struct IOManager::Impl {
   Scheduler& sched;
   IOManagerOptions opts;
@@ -355,7 +360,7 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
     std::lock_guard<std::mutex> lk(e->mu);
     if (w.linked) list.remove(&w);
     else --list.stragglers;  // the last touch of this IOManager (await_stragglers)
-    return ETIMEDOUT;
+    return detail::interrupted_errno(current_fiber());  // ETIMEDOUT, or ECANCELED (sched/cancel.h)
   }
   return v == kCancelled ? ECANCELED : 0;
 }
@@ -379,6 +384,13 @@ int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint>
   if (w.fd < 0) return -EBADF;
   FdEntry* e = table.get(w.fd);
   if (!e) return -EBADF;  // beyond the table (never here in practice)
+  // Protocol 10 (sched/cancel.h): the fiber's deadline joins the op's; a cancel cancels the op.
+  Fiber* const self = w.parker.fiber();
+  const bool interruptible = detail::interruptible(*self);
+  if (interruptible && self->cancel_.deadline_ns != detail::CancelState::kNoDeadline) {
+    const TimePoint fiber_dl(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(self->cancel_.deadline_ns)));
+    if (!deadline || fiber_dl < *deadline) deadline = fiber_dl;
+  }
   if (deadline) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count();
     w.deadline_ns = std::max<int64_t>(ns, 1);  // 0 means "none"
@@ -392,7 +404,9 @@ int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint>
     ops_in_flight.fetch_add(1, std::memory_order_relaxed);
   }
   note_wait_fd(w.fd, write);
+  if (interruptible && !detail::begin_wait(*self, &cancel_op_of, reactor.get(), &w)) reactor->cancel_op(w);
   park();  // exactly one unpark: complete(), which also settled ECANCELED vs ETIMEDOUT
+  if (interruptible) detail::end_wait(*self);
   // Nothing of this IOManager may be touched from here: ~IOManager may have cancelled the op,
   // reaped it and freed the fd table before this fiber runs again.
   return w.result;

@@ -134,6 +134,9 @@ class Reactor {
     (void)op;
     return ENOTSUP;
   }
+  // Asks the kernel to end one submitted op early: it completes with -ECANCELED (or with its
+  // result, if it finished first). Thread-safe as arm().
+  virtual void cancel_op(ReactorOp& op) noexcept { (void)op; }
 };
 
 struct ReactorOptions {

@@ -204,6 +204,10 @@ int UringReactor::prep_locked(const Pending& w) noexcept {
       io_uring_prep_cancel_fd(sqe, w.fd, IORING_ASYNC_CANCEL_ALL);
       io_uring_sqe_set_data64(sqe, kCancelData);
       return 0;
+    case Pending::kCancelOp:
+      io_uring_prep_cancel64(sqe, kOpBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(w.op)), 0);
+      io_uring_sqe_set_data64(sqe, kCancelData);
+      return 0;
     case Pending::kOp: break;
   }
   ReactorOp& op = *w.op;
@@ -295,6 +299,12 @@ void UringReactor::disarm(int fd) noexcept {
   // ring; with a single issuer, another thread's cancel waits for the owner's next wait().
   std::lock_guard<std::mutex> lk(sq_mu_);
   if (queue_locked(Pending{Pending::kCancelFd, fd, 0, 0, nullptr}) == 0 && owns_ring()) (void)submit_locked();
+}
+
+void UringReactor::cancel_op(ReactorOp& op) noexcept {
+  // As disarm(), for one op (a cancelled fiber's, sched/cancel.h): it completes with ECANCELED.
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  if (queue_locked(Pending{Pending::kCancelOp, op.fd, 0, 0, &op}) == 0 && owns_ring()) (void)submit_locked();
 }
 
 int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept {

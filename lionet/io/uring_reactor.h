@@ -34,6 +34,7 @@ class UringReactor final : public Reactor {
   const char* name() const noexcept override { return "io_uring"; }
   int arm(const ArmRequest& req, uint32_t* armed) noexcept override;
   void disarm(int fd) noexcept override;
+  void cancel_op(ReactorOp& op) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;
   void wake() noexcept override;
   bool supports_ops() const noexcept override { return ops_supported_; }
@@ -43,7 +44,7 @@ class UringReactor final : public Reactor {
  private:
   // A request to queue: a readiness poll, a cancel of everything on fd, or an operation.
   struct Pending {
-    enum Kind : uint8_t { kPoll, kCancelFd, kOp } kind;
+    enum Kind : uint8_t { kPoll, kCancelFd, kOp, kCancelOp } kind;
     int fd;
     uint32_t dir;
     uint32_t tag;

@@ -10,6 +10,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -119,16 +120,62 @@ void SchedulerImpl::wait_for_workers() {
       io_cancelled = true;
       idle = false;
       cancel_io_waits();
+      cancel_all_fibers();
     } else if (io_cancelled && opts.stop_timeout != Duration::max() && t - idle_since >= opts.stop_timeout) {
       spdlog::error(
-          "scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after their IO waits were "
-          "cancelled; they are abandoned (their memory is leaked):\n{}",
+          "scheduler '{}': stop() gave up on {} fiber(s) that stayed parked {} ms after they were cancelled "
+          "(inside a CancelShield, or in an uncancellable wait: Mutex::lock, Semaphore::acquire); they are "
+          "abandoned (their memory is leaked):\n{}",
           opts.name, alive(), std::chrono::duration_cast<std::chrono::milliseconds>(opts.stop_timeout).count(),
           dump_fibers(*owner));
       abandoned.store(true);
       notify_all();
     }
     lk.lock();
+  }
+}
+
+namespace {
+// The live fibers of one shard, each with a reference taken while it is listed (so none can be
+// freed under us), without allocating under the shard's lock: reserve, and retry if it grew.
+void collect_shard(const FiberRegistryShard& shard, std::vector<Fiber*>& out) {
+  const std::size_t base = out.size();
+  for (std::size_t room = shard.size() + 64;; room *= 2) {
+    out.reserve(base + room);
+    bool overflow = false;
+    shard.for_each([&](const Fiber& f) {
+      if (f.state() == FiberState::kDone) return true;
+      if (out.size() == out.capacity()) {
+        overflow = true;
+        return false;
+      }
+      auto* live = const_cast<Fiber*>(&f);  // listed: its memory is valid (fiber_registry.h)
+      live->add_ref();
+      out.push_back(live);
+      return true;
+    });
+    if (!overflow) return;
+    for (std::size_t i = base; i < out.size(); ++i) out[i]->release();
+    out.resize(base);
+  }
+}
+}  // namespace
+
+void SchedulerImpl::cancel_all_fibers() noexcept {
+  // Protocol 6b: every fiber still alive is parked with nobody to wake it. Cancelled, each
+  // one's wait ends (sched/cancel.h) and it can run to its end; what the cancels start (on_cancel
+  // callbacks) runs before the workers exit, as any fiber does. Not under any shard's lock:
+  // a cancel may spawn.
+  std::vector<Fiber*> fibers;
+  try {
+    for (const auto& w : workers) collect_shard(w->registry, fibers);
+    collect_shard(outside_registry, fibers);
+  } catch (const std::bad_alloc&) {
+    // Whatever was collected is still cancelled below; the rest wait for stop_timeout.
+  }
+  for (Fiber* f : fibers) {
+    cancel_fiber(f);
+    f->release();
   }
 }
 

@@ -8,6 +8,10 @@
 //   park:    RUNNING|NOTIFIED -> RUNNING (fast path, no switch), else switch out with kPark.
 #include "lionet/sched/park.h"
 
+#include <algorithm>
+
+#include "lionet/sched/cancel.h"
+
 #include "lionet/base/macros.h"
 #include "lionet/fiber/fiber.h"
 #include "lionet/sched/detail/coarse_clock.h"
@@ -168,6 +172,17 @@ bool WaitClaim::notify_impl(uint32_t value) noexcept {
   return true;
 }
 
+namespace {
+constexpr int64_t kNoDeadline = detail::CancelState::kNoDeadline;
+int64_t to_ns(TimePoint t) noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+TimePoint from_ns(int64_t ns) noexcept {
+  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(ns)));
+}
+void expire_claim(void* claim, void*) noexcept { static_cast<WaitClaim*>(claim)->expire(); }
+}  // namespace
+
 uint32_t WaitClaim::wait(std::optional<TimePoint> deadline) noexcept {
   if (!parker_.is_fiber()) {
     if (!deadline) {
@@ -182,24 +197,43 @@ uint32_t WaitClaim::wait(std::optional<TimePoint> deadline) noexcept {
     detail::park_thread_until(detail::t_thread_parker, nullptr);  // the winner's unpark is on its way
     return value();
   }
-  if (!deadline) {
-    park();
-    return value();
-  }
-  if (*deadline <= now()) {
+  // Protocol 10: a cancel expires the claim (as the deadline would) while it is published;
+  // the fiber's own deadline joins the caller's.
+  Fiber* const f = parker_.fiber();
+  if (!detail::interruptible(*f)) return wait_until_ns(deadline ? to_ns(*deadline) : kNoDeadline);
+  int64_t dl = f->cancel_.deadline_ns;
+  if (deadline) dl = std::min(dl, to_ns(*deadline));
+  if (!detail::begin_wait(*f, &expire_claim, this, nullptr)) {
+    // Already cancelled: fail at once, unless a notifier won first (then consume its unpark).
     uint32_t expected = kWaiting;
     if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
       return kTimedOut;
-    park();  // a notifier won: consume its unpark
+    park();
     return value();
   }
-  Timer timer = add_timer(*deadline, [this] { expire(); });
-  parker_.fiber()->wait_.deadline_ns.store(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count(),
-      std::memory_order_relaxed);  // for dumps only (wait_reason.h)
+  const uint32_t v = wait_until_ns(dl);
+  detail::end_wait(*f);
+  return v;
+}
+
+uint32_t WaitClaim::wait_until_ns(int64_t deadline_ns) noexcept {
+  if (deadline_ns == kNoDeadline) {
+    park();
+    return value();
+  }
+  if (deadline_ns <= to_ns(now())) {
+    uint32_t expected = kWaiting;
+    if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
+      return kTimedOut;
+    park();  // a notifier (or a canceller) won: consume its unpark
+    return value();
+  }
+  Timer timer = add_timer(from_ns(deadline_ns), [this] { expire(); });
+  parker_.fiber()->wait_.deadline_ns.store(deadline_ns, std::memory_order_relaxed);  // for dumps only
   park();
-  // A notifier won: make sure the timer callback is not running (it touches *this) and never will.
-  if (value() != kTimedOut) timer.cancel();
+  // Whoever won (a notifier, a canceller, the timer): make sure the timer callback is not
+  // running (it touches *this) and never will.
+  timer.cancel();
   return value();
 }
 }  // namespace lionet

@@ -69,7 +69,9 @@ class WaitClaim {
   explicit WaitClaim(Parker p) noexcept : parker_(p) {}
 
   // Parks until notified or until the deadline (none = forever). Returns kTimedOut or the
-  // value passed to the winning notify().
+  // value passed to the winning notify(). In a fiber, also ends with kTimedOut when the fiber
+  // is cancelled or its DeadlineScope passes (sched/cancel.h; detail::interrupted_errno tells
+  // which), unless a CancelShield is in force.
   uint32_t wait(std::optional<TimePoint> deadline = std::nullopt) noexcept;
   uint32_t wait_for(Duration d) noexcept { return wait(now() + d); }
 
@@ -86,6 +88,7 @@ class WaitClaim {
 
  private:
   bool notify_impl(uint32_t value) noexcept;
+  uint32_t wait_until_ns(int64_t deadline_ns) noexcept;  // a fiber's wait (kNoDeadline: none)
   std::atomic<uint32_t> state_{kWaiting};
   Parker parker_;
 };

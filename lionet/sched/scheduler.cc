@@ -124,11 +124,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lionet/sched/cancel.h"
 #include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/park.h"
+#include "lionet/sched/timer.h"
 
 namespace lionet {
 namespace detail {
@@ -727,18 +729,57 @@ void note_unjoined(Fiber* f) noexcept {
   if (f->state() == FiberState::kDone && f->exception()) log_fiber_exception(*f, f->exception(), false);
 }
 
-void join_fiber(Fiber* f) noexcept {
+namespace {
+// A cancel or the deadline of a joiner (protocol 10): takes the joiner's Parker back out of
+// f->joiner_ (a = f, b = the Parker). Whoever changes the word wakes the joiner: the finisher
+// (exchange to 1) or this CAS (to 0), never both.
+void abandon_join(void* a, void* b) noexcept {
+  auto* f = static_cast<Fiber*>(a);
+  const Parker p = *static_cast<Parker*>(b);  // valid until our unpark: the joiner waits for it
+  uintptr_t expected = reinterpret_cast<uintptr_t>(b);
+  if (f->joiner_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel, std::memory_order_acquire)) p.unpark();
+}
+}  // namespace
+
+int join_fiber(Fiber* f) noexcept {
   LIONET_CHECK(f != current_fiber(), "a fiber cannot join itself");
-  if (f->state() == FiberState::kDone) return;
+  if (f->state() == FiberState::kDone) return 0;
   Parker self = Parker::current();
   uintptr_t expected = 0;
   if (!f->joiner_.compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(&self), std::memory_order_acq_rel,
                                           std::memory_order_acquire)) {
     LIONET_CHECK(expected == 1, "a fiber can be joined only once");
-    return;
+    return 0;
   }
-  if (Fiber* self_fiber = self.fiber()) self_fiber->wait_.set(WaitKind::kJoin, f->id(), 0);
+  Fiber* const me = self.fiber();
+  if (!me) {
+    park();
+    return 0;
+  }
+  me->wait_.set(WaitKind::kJoin, f->id(), 0);
+  if (!interruptible(*me)) {
+    park();
+    return 0;
+  }
+  if (!begin_wait(*me, &abandon_join, f, &self)) {
+    abandon_join(f, &self);  // wakes us, unless the finisher took the word first
+    park();
+    return f->joiner_.load(std::memory_order_acquire) == 0 ? interrupted_errno(me) : 0;
+  }
+  Timer timer;
+  if (const int64_t dl = me->cancel_.deadline_ns; dl != CancelState::kNoDeadline) {
+    const TimePoint at(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
+    if (at <= now()) {
+      abandon_join(f, &self);
+    } else {
+      timer = add_timer(at, [f, p = &self] { abandon_join(f, p); });
+    }
+  }
   park();
+  if (timer) timer.cancel();  // it may run now: wait for it, it touches `self`
+  end_wait(*me);
+  // 0: taken back by a cancel or the deadline (f runs on); 1: f finished and woke us.
+  return f->joiner_.load(std::memory_order_acquire) == 0 ? interrupted_errno(me) : 0;
 }
 }  // namespace detail
 
@@ -768,14 +809,15 @@ void yield() noexcept {
   w->yield_current(w->running);
 }
 
-void sleep_until(TimePoint deadline) noexcept {
+bool sleep_until(TimePoint deadline) noexcept {
   if (!current_fiber()) {
     std::this_thread::sleep_until(deadline);
-    return;
+    return true;
   }
   note_wait(WaitKind::kSleep);
   WaitClaim claim;
-  claim.wait(deadline);  // no one else notifies it: only the deadline can win
+  claim.wait(deadline);  // no one notifies it: the deadline, a cancel or the fiber's own deadline
+  return now() >= deadline;
 }
 
 uint64_t id() noexcept {

@@ -18,6 +18,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/fiber/fiber.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sched/driver.h"
 
 namespace lionet {
@@ -57,12 +58,15 @@ struct SchedulerOptions {
   // object; "none" for a scheduler without IO. YAML: io.*.
   IoOptions io{};
   // stop() waits for every fiber. Once every worker has been idle this long with fibers still
-  // alive (parked, and nobody left to wake them), the fibers waiting on IO are woken with
-  // ECANCELED (and later IO waits fail so): servers' accept loops and idle connections end.
+  // alive (parked, and nobody left to wake them), every fiber is cancelled (sched/cancel.h:
+  // its waits end, on channels, sleeps, events, joins and IO alike, and later ones fail; IO
+  // waits with ECANCELED): servers' accept loops, idle connections and handlers blocked in a
+  // slow upstream end. Fibers are found through the registry (fiber_registry: on by default).
   Duration stop_io_grace = std::chrono::seconds(1);
-  // Fibers still parked this long after that (on a channel, mutex, event or join nobody will
-  // complete) are logged with the fiber dump and abandoned: stop() returns and their memory
-  // (and the scheduler's) is leaked rather than freed under them. Duration::max(): wait forever.
+  // Fibers still parked this long after that (inside a CancelShield, or in a wait that is not
+  // cancellable: Mutex::lock, Semaphore::acquire) are logged with the fiber dump and
+  // abandoned: stop() returns and their memory (and the scheduler's) is leaked rather than
+  // freed under them. Duration::max(): wait forever.
   Duration stop_timeout = std::chrono::seconds(30);
   // A worker that runs out of work keeps polling the IO driver (without blocking) and the run
   // queues this long before it sleeps (scheduler.cc, protocol 9): a reply that arrives
@@ -122,7 +126,9 @@ class SchedulerImpl;
 // Takes the scheduler's reference of f. Throws std::logic_error (after dropping that reference)
 // if called from outside the scheduler once stop() has begun.
 void submit(SchedulerImpl* impl, Fiber* f);
-void join_fiber(Fiber* f) noexcept;  // parks a fiber or blocks a thread until f is done
+// Parks a fiber or blocks a thread until f is done: 0. A fiber cancelled, or past its deadline,
+// first: ECANCELED or ETIMEDOUT, and f runs on (it may be joined again).
+int join_fiber(Fiber* f) noexcept;
 // A handle dropped without join(): the fiber's exception, if it ended with one, is logged now.
 void note_unjoined(Fiber* f) noexcept;
 
@@ -177,10 +183,20 @@ class JoinHandle {
   uint64_t id() const noexcept { return f_ ? f_->id() : 0; }
   void detach() noexcept { reset(); }
 
-  // Waits for the fiber; returns its result or rethrows its exception. Once only.
+  // Asks the fiber to stop (sched/cancel.h): its current blocking call ends promptly and every
+  // later one fails, until it ends. Thread-safe, idempotent, from fibers and plain threads.
+  // Still join() (or drop the handle) to wait for it and free it.
+  void cancel() noexcept {
+    if (f_) detail::cancel_fiber(f_);
+  }
+
+  // Waits for the fiber; returns its result or rethrows its exception. Once only. If the
+  // joining fiber is cancelled or its deadline passes first, throws FiberInterrupted (the
+  // joined fiber runs on and the handle stays valid).
   R join() {
     if (!f_) throw std::logic_error("lionet::JoinHandle::join on an empty or already joined handle");
-    detail::join_fiber(f_);
+    if (const int err = detail::join_fiber(f_))
+      throw FiberInterrupted(err, "lionet::JoinHandle::join: the joining fiber was interrupted");
     detail::ResultFiber<R>* f = std::exchange(f_, nullptr);
     std::exception_ptr e = f->take_exception();
     if (e) {
@@ -239,9 +255,9 @@ class Scheduler {
   }
 
   // Waits until every fiber has finished, then stops the worker threads; refuses later spawns
-  // from outside. Never hangs forever: parked fibers that nobody wakes have their IO waits
-  // cancelled (ECANCELED) after stop_io_grace of idleness, and are abandoned (logged, leaked)
-  // after stop_timeout more (see SchedulerOptions). Idempotent. Must not be called from a fiber
+  // from outside. Never hangs forever: parked fibers that nobody wakes are cancelled after
+  // stop_io_grace of idleness, and any still parked are abandoned (logged, leaked) after
+  // stop_timeout more (see SchedulerOptions). Idempotent. Must not be called from a fiber
   // of this scheduler (it would wait for itself): throws std::logic_error then.
   void stop();
 
@@ -311,9 +327,10 @@ namespace this_fiber {
 // Lets other runnable fibers run; returns at once if none is waiting. On a plain thread:
 // std::this_thread::yield().
 void yield() noexcept;
-// Parks the fiber on a timer (a plain thread sleeps).
-void sleep_until(TimePoint deadline) noexcept;
-inline void sleep_for(Duration d) noexcept { sleep_until(now() + d); }
+// Parks the fiber on a timer (a plain thread sleeps). False if it ended early: the fiber was
+// cancelled or its DeadlineScope passed first (sched/cancel.h).
+bool sleep_until(TimePoint deadline) noexcept;
+inline bool sleep_for(Duration d) noexcept { return sleep_until(now() + d); }
 // Id of the current fiber (unique per process, never reused), 0 on a plain thread.
 uint64_t id() noexcept;
 // Index of the worker running the caller, -1 on a plain thread.

@@ -10,12 +10,33 @@ namespace lionet::detail {
 
 uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint* deadline) noexcept {
   const WaitKind kind = &q == &recvq_ ? WaitKind::kChannelRecv : WaitKind::kChannelSend;
+  TimePoint fiber_deadline;
   if (deadline == nullptr) {
     node.parker = Parker::current();
-    q.push_back(&node);
-    note_wait(kind, this);
-    park_and_unlock(lock_);  // W1; every waker takes this node under lock_
-    return node.status;  // written before unpark() (W2)
+    Fiber* f = node.parker.fiber();
+    if (!f || !interruptible(*f)) {
+      q.push_back(&node);
+      note_wait(kind, this);
+      park_and_unlock(lock_);  // W1; every waker takes this node under lock_
+      return node.status;  // written before unpark() (W2)
+    }
+    if (const int64_t dl = f->cancel_.deadline_ns; dl != CancelState::kNoDeadline) {
+      // A DeadlineScope is in force: the timed path below, whose claim also takes cancels.
+      fiber_deadline = TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
+      deadline = &fiber_deadline;
+    } else {
+      // Protocol 10: a canceller removes the node under lock_, as a waker would (W2).
+      q.push_back(&node);
+      if (!begin_wait(*f, &q == &recvq_ ? &cancel_recv : &cancel_send, this, &node)) {
+        q.remove(&node);
+        lock_.unlock();
+        return kChanTimeout;
+      }
+      note_wait(kind, this);
+      park_and_unlock(lock_);
+      end_wait(*f);
+      return node.status;
+    }
   }
   if (*deadline <= now()) {
     lock_.unlock();
@@ -33,6 +54,29 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
   if (timed_out) q.remove_if_linked(&node);
   lock_.unlock();
   return timed_out ? kChanTimeout : node.status;
+}
+
+void ChannelCore::cancel_waiter(WaitQueue& q, WaitNode* node) noexcept {
+  lock_.lock();
+  if (!node->linked) {  // a partner or close() took it first: that wake-up stands
+    lock_.unlock();
+    return;
+  }
+  q.remove(node);
+  node->status = kChanTimeout;
+  const Parker p = node->parker;
+  lock_.unlock();
+  p.unpark();  // W2, W4
+}
+
+void ChannelCore::cancel_recv(void* core, void* node) noexcept {
+  auto* c = static_cast<ChannelCore*>(core);
+  c->cancel_waiter(c->recvq_, static_cast<WaitNode*>(node));
+}
+
+void ChannelCore::cancel_send(void* core, void* node) noexcept {
+  auto* c = static_cast<ChannelCore*>(core);
+  c->cancel_waiter(c->sendq_, static_cast<WaitNode*>(node));
 }
 
 void ChannelCore::close_locked(WakeBatch& batch) noexcept {

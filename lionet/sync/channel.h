@@ -68,8 +68,14 @@ class ChannelCore {
   friend int select_impl(SelectCaseBase**, WaitNode*, std::size_t, const TimePoint*, bool) noexcept;
   friend struct SelectLockSet;
   // Parks on queue q (lock_ held on entry, released inside) until a partner or close() wakes
-  // the node, or the deadline passes. Returns the node's status or kChanTimeout.
+  // the node, or the deadline passes, or the fiber is cancelled or passes its DeadlineScope.
+  // Returns the node's status or kChanTimeout.
   uint32_t wait_locked(WaitQueue& q, WaitNode& node, const TimePoint* deadline) noexcept;
+  // Protocol 10's cancel of an untimed waiter (sched/cancel.h): takes the node out of its
+  // queue under lock_ unless a partner took it, and wakes it with kChanTimeout.
+  void cancel_waiter(WaitQueue& q, WaitNode* node) noexcept;
+  static void cancel_recv(void* core, void* node) noexcept;
+  static void cancel_send(void* core, void* node) noexcept;
   // Under lock_: marks closed and wins every waiter (their status becomes kChanClosed).
   void close_locked(WakeBatch& batch) noexcept;
   bool destroyable() noexcept;
@@ -99,7 +105,8 @@ class Channel : public detail::ChannelCore {
   }
 
   // Blocks while the channel is full (capacity 0: until a receiver takes the value).
-  // Returns false, dropping the value, if the channel is or becomes closed first.
+  // Returns false, dropping the value, if the channel is or becomes closed first, or if the
+  // fiber is cancelled or passes its DeadlineScope while it waits (sched/cancel.h).
   bool send(T value) noexcept { return send_impl(value, nullptr, false) == detail::kChanOk; }
   // Never blocks. On false (full or closed; closed() tells which) `value` is left untouched.
   bool try_send(T&& value) noexcept { return send_impl(value, nullptr, true) == detail::kChanOk; }
@@ -124,7 +131,8 @@ class Channel : public detail::ChannelCore {
     return send_until(value, now() + std::chrono::ceil<Duration>(d));
   }
 
-  // Blocks while empty. nullopt once the channel is closed and drained.
+  // Blocks while empty. nullopt once the channel is closed and drained, or if the fiber is
+  // cancelled or passes its DeadlineScope while it waits (closed() tells which).
   std::optional<T> recv() noexcept {
     std::optional<T> out;
     recv_impl(out, nullptr, false);

@@ -19,6 +19,7 @@
 
 #include "lionet/base/clock.h"
 #include "lionet/base/spinlock.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sync/detail/wait_queue.h"
 
 namespace lionet {
@@ -33,9 +34,13 @@ class CondVar {
   void notify_one() noexcept;
   void notify_all() noexcept;
 
-  // Atomically releases `lock` and parks; re-acquires `lock` before returning.
+  // Atomically releases `lock` and parks; re-acquires `lock` before returning. Returns false
+  // if the fiber was cancelled or its DeadlineScope passed (sched/cancel.h) instead: a
+  // notify_one() that raced with that is passed on to another waiter, never lost.
   template <class Lock>
-  void wait(Lock& lock) {
+  bool wait(Lock& lock) {
+    if (Fiber* f = current_fiber(); f && detail::interruptible(*f))
+      return wait_claimed(lock, std::nullopt) == std::cv_status::no_timeout;
     detail::WaitNode node;
     node.parker = Parker::current();
     enqueue(&node);  // W1: queued before the user's lock is released
@@ -43,27 +48,22 @@ class CondVar {
     note_wait(WaitKind::kCondVar, this);
     park();
     lock.lock();
+    return true;
   }
 
+  // Returns pred(): false only if the wait was interrupted (cancel, deadline) with pred() false.
   template <class Lock, class Pred>
-  void wait(Lock& lock, Pred pred) {
-    while (!pred()) wait(lock);
+  bool wait(Lock& lock, Pred pred) {
+    while (!pred()) {
+      if (!wait(lock)) return pred();
+    }
+    return true;
   }
 
+  // std::cv_status::timeout also when the fiber is cancelled or its DeadlineScope passes.
   template <class Lock>
   std::cv_status wait_until(Lock& lock, TimePoint deadline) {
-    WaitClaim claim;
-    detail::WaitNode node;
-    node.claim = &claim;
-    enqueue(&node);
-    lock.unlock();
-    note_wait(WaitKind::kCondVar, this);
-    const bool timed_out = claim.wait(deadline) == WaitClaim::kTimedOut;
-    // W3: after a timeout, unlink `node` before it leaves scope; after a notify, wait until
-    // the notifier has left lock_, so the CondVar may be destroyed once we return.
-    unlink(&node);
-    lock.lock();
-    return timed_out ? std::cv_status::timeout : std::cv_status::no_timeout;
+    return wait_claimed(lock, deadline);
   }
 
   template <class Lock, class C, class D>
@@ -91,6 +91,21 @@ class CondVar {
   }
 
  private:
+  template <class Lock>
+  std::cv_status wait_claimed(Lock& lock, std::optional<TimePoint> deadline) {
+    WaitClaim claim;
+    detail::WaitNode node;
+    node.claim = &claim;
+    enqueue(&node);
+    lock.unlock();
+    note_wait(WaitKind::kCondVar, this);
+    const bool timed_out = claim.wait(deadline) == WaitClaim::kTimedOut;
+    // W3: after a timeout, unlink `node` before it leaves scope; after a notify, wait until
+    // the notifier has left lock_, so the CondVar may be destroyed once we return.
+    unlink(&node);
+    lock.lock();
+    return timed_out ? std::cv_status::timeout : std::cv_status::no_timeout;
+  }
   void enqueue(detail::WaitNode* n) noexcept;
   void unlink(detail::WaitNode* n) noexcept;
 

@@ -18,8 +18,8 @@ void Event::set() noexcept {
   batch.run();
 }
 
-void Event::wait() noexcept {
-  detail::wait_latch(
+bool Event::wait() noexcept {
+  return detail::wait_latch(
       lock_, queue_, [this] { return set_.load(std::memory_order_relaxed); }, std::nullopt, WaitKind::kEvent, this);
 }
 

@@ -25,9 +25,10 @@ class Event {
   void set() noexcept;
   // acquire: pairs with the release in set(): what the setter wrote before set() is visible.
   bool is_set() const noexcept { return set_.load(std::memory_order_acquire); }
-  // Blocks until set(); returns at once if it already was.
-  void wait() noexcept;
-  bool wait_until(TimePoint deadline) noexcept;  // false on timeout
+  // Blocks until set(); returns at once if it already was. False if the fiber was cancelled or
+  // its DeadlineScope passed first (sched/cancel.h).
+  bool wait() noexcept;
+  bool wait_until(TimePoint deadline) noexcept;  // false on timeout (or cancel, as above)
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) noexcept {
     return wait_until(now() + std::chrono::ceil<Duration>(d));

@@ -12,7 +12,9 @@
 // Returns the argument position of the case that completed. A receive on a closed, drained
 // channel completes with nullopt; a send on a closed channel completes with *sent == false
 // (Go would panic). Without timeout_case or default_case, select blocks until some case
-// completes. default_case() makes it non-blocking; with both, default_case wins.
+// completes. default_case() makes it non-blocking; with both, default_case wins. A fiber
+// cancelled, or past its DeadlineScope, while select waits (sched/cancel.h) gets the timeout
+// case's position, or -1 without one.
 //
 // Fairness: among the cases ready when select looks, one is chosen uniformly at random (a
 // per-thread xorshift generator); so a busy channel cannot starve the others.

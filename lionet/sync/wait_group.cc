@@ -32,8 +32,8 @@ void WaitGroup::add(int64_t n) noexcept {
   batch.run();
 }
 
-void WaitGroup::wait() noexcept {
-  detail::wait_latch(
+bool WaitGroup::wait() noexcept {
+  return detail::wait_latch(
       lock_, queue_, [this] { return count_.load(std::memory_order_acquire) == 0; }, std::nullopt, WaitKind::kWaitGroup,
       this);
 }

@@ -30,8 +30,9 @@ class WaitGroup {
 
   void add(int64_t n = 1) noexcept;
   void done() noexcept { add(-1); }
-  void wait() noexcept;
-  // False if the deadline passed with the counter still above zero.
+  // False if the fiber was cancelled or its DeadlineScope passed first (sched/cancel.h).
+  bool wait() noexcept;
+  // False if the deadline passed with the counter still above zero (or on a cancel, as above).
   bool wait_until(TimePoint deadline) noexcept;
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) noexcept {

@@ -4,6 +4,8 @@
 // or before the sockets that used it, sockets and an http::Client that outlive their scheduler.
 // Runs in the ASan and TSan builds too (label io).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "lionet/net/socket.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/channel.h"
 #include "lionet/sync/event.h"
 
 namespace lionet {
@@ -217,7 +220,8 @@ TEST(Lifetimes, SocketsThatWaitedOnADestroyedIoManagerCloseSafely) {
   sched.stop();
 }
 
-// A fiber parked forever on something no one will complete: stop() reports it and returns.
+// A fiber parked forever in a wait that ignores cancellation (inside a CancelShield): stop()
+// cancels it in vain, reports it and returns.
 TEST(Lifetimes, FibersParkedForeverAreAbandonedAfterStopTimeoutAndReported) {
   // Outlives the abandoned fiber, whose wait node stays linked in it: never destroyed.
   static Event* never = new Event;
@@ -226,13 +230,65 @@ TEST(Lifetimes, FibersParkedForeverAreAbandonedAfterStopTimeoutAndReported) {
   testing::internal::CaptureStderr();
   {
     Scheduler sched({.threads = 1, .name = "stuck", .stop_io_grace = 50ms, .stop_timeout = 200ms});
-    sched.spawn([] { never->wait(); }, {.name = "waits-forever"}).detach();
+    sched
+        .spawn(
+            [] {
+              CancelShield shield;
+              never->wait();
+            },
+            {.name = "waits-forever"})
+        .detach();
     std::this_thread::sleep_for(20ms);
   }
   const std::string out = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
   EXPECT_LT(seconds_since(t0), 5.0);
   EXPECT_NE(out.find("scheduler 'stuck': stop() gave up on 1 fiber(s)"), std::string::npos) << out;
   EXPECT_NE(out.find("waits-forever"), std::string::npos) << "the dump names the fiber: " << out;
+}
+
+// Scheduler::stop() cancels what is parked for good (sched/cancel.h): 10,000 fibers in
+// Channel::recv, sleep_for(1h) and hooked reads all end within stop_io_grace plus 0.5 s, and
+// none is abandoned.
+TEST(Lifetimes, StopCancelsFibersParkedForeverInsteadOfAbandoningThem) {
+  constexpr int kEach = 10000 / 3;
+#if defined(LIONET_TSAN) || defined(LIONET_ASAN)
+  constexpr double kSlack = 5.0;  // sanitizers: spawning 10,000 fibers takes longer
+#else
+  constexpr double kSlack = 0.5;
+#endif
+  static auto* ch = new Channel<int>(0);  // outlives the scheduler whatever happens
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::atomic<int> ended{0};
+  testing::internal::CaptureStderr();
+  Clock::time_point stop_at;
+  {
+    Scheduler sched({.threads = 2, .name = "parked", .stop_io_grace = 200ms, .stop_timeout = 30s});
+    for (int i = 0; i < kEach; ++i) {
+      sched.spawn_detached([&] {
+        (void)ch->recv();
+        ++ended;
+      });
+      sched.spawn_detached([&] {
+        lionet::this_fiber::sleep_for(1h);
+        ++ended;
+      });
+      sched.spawn_detached([&, fd = sv[0]] {
+        char c;
+        (void)::recv(fd, &c, 1, 0);  // hooked: parks on the socket
+        ++ended;
+      });
+    }
+    while (sched.stats().fiber_parks < static_cast<uint64_t>(3 * kEach)) std::this_thread::sleep_for(5ms);
+    stop_at = Clock::now();
+    sched.stop();
+    EXPECT_LT(seconds_since(stop_at), 0.2 + kSlack);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(ended.load(), 3 * kEach);
+  EXPECT_EQ(err.find("gave up"), std::string::npos) << err;
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST(Lifetimes, HttpClientOutlivesTheServerAndTheSchedulerItWasUsedWith) {

@@ -41,6 +41,11 @@ enum class Dir { kRead, kWrite };
 // after_eagain: the caller just saw EAGAIN/EINPROGRESS on fd (lets epoll skip a level check).
 int wait_fd(int fd, Dir dir, std::optional<TimePoint> deadline, bool after_eagain = false) noexcept;
 
+// A hooked call's wait ended because the fiber was cancelled or passed its DeadlineScope
+// (sched/cancel.h): sets errno to ECANCELED or ETIMEDOUT and returns true (the hook then
+// returns -1; never EINTR, which libpq, hiredis and libcurl retry). False otherwise.
+bool fail_if_interrupted() noexcept;
+
 // Milliseconds until deadline for poll(2), rounded up; -1 for none.
 int poll_timeout_ms(std::optional<TimePoint> deadline) noexcept;
 

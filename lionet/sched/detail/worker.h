@@ -254,6 +254,7 @@ class SchedulerImpl {
   void wait_for_workers();
   bool all_idle() noexcept;
   void cancel_io_waits() noexcept;
+  void cancel_all_fibers() noexcept;  // protocol 6b: JoinHandle::cancel of every listed fiber
 };
 
 // ---- the idle-state word (protocol 3): idle_state packs (searching << 16) | unparked ----

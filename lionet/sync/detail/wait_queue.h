@@ -31,6 +31,7 @@
 #include "lionet/base/macros.h"
 #include "lionet/base/spinlock.h"
 #include "lionet/fiber/wait_reason.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sched/park.h"
 
 namespace lionet::detail {
@@ -203,15 +204,22 @@ class WakeBatch {
 uint64_t current_owner_token() noexcept;
 // The wait of a latch (Event, WaitGroup): returns once done() holds, checked under `lock`
 // before queueing, so the waiter either sees it or is queued before the releasing side drains
-// the queue, and returns only after that side released `lock` (W3). With a deadline, returns
-// false if it passed while done() was still false.
+// the queue, and returns only after that side released `lock` (W3). Returns false if the
+// deadline passed, or the fiber was cancelled or passed its own deadline, with done() false.
 // `kind`/`object` name the wait in fiber dumps (fiber/wait_reason.h).
 template <class Lock, class Done>
 bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint> deadline, WaitKind kind,
                 const void* object) noexcept {
   WaitClaim claim;
   WaitNode node;
-  if (deadline) node.claim = &claim;
+  // An untimed wait of a fiber that may be cancelled (or has a deadline) is claimed too
+  // (sched/cancel.h, protocol 10): the cancel expires the claim.
+  bool claimed = deadline.has_value();
+  if (!claimed) {
+    Fiber* f = current_fiber();
+    claimed = f && interruptible(*f);
+  }
+  if (claimed) node.claim = &claim;
   else node.parker = Parker::current();
   lock.lock();
   if (done()) {
@@ -221,11 +229,11 @@ bool wait_latch(Lock& lock, WaitQueue& queue, Done done, std::optional<TimePoint
   queue.push_back(&node);
   lock.unlock();
   note_wait(kind, object);
-  if (!deadline) {
+  if (!claimed) {
     park();
     return true;
   }
-  const bool notified = claim.wait(*deadline) != WaitClaim::kTimedOut;
+  const bool notified = claim.wait(deadline) != WaitClaim::kTimedOut;
   lock.lock();  // W3: unlink after a timeout; after a notify, wait for the waker to leave
   if (!notified) queue.remove_if_linked(&node);
   const bool now_done = done();
