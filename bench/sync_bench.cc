@@ -26,16 +26,24 @@
 //       others into the park/wake slow path. ns per lock+unlock.
 //   BM_MutexContended2W / BM_StdMutexContended2T   the same 8,000 lock+unlock (no yield) from
 //       4 fibers on 2 workers / 2 std::threads with std::mutex: cross-core contention.
+//   BM_CancelLatency / BM_WakeLatency   a fiber pinned to worker 1 parks (sleep_for(1h) /
+//       Event::wait); a fiber on worker 0 cancels it (JoinHandle::cancel) / sets the Event. The
+//       latency from that call to the parked fiber running, p50 and p99 over the iterations
+//       (counters p50_ns, p99_ns): what a cancel costs beyond the plain wake-up it reduces to
+//       (its membarrier(2) and the wait's withdrawal).
 // LioNet headers come first: Boost.Fiber defines a function-like macro cpu_relax() that
 // would otherwise mangle lionet/base/spinlock.h.
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/channel.h"
+#include "lionet/sync/event.h"
 #include "lionet/sync/mutex.h"
 #include "lionet/sync/wait_group.h"
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 #include <map>
@@ -263,6 +271,61 @@ void BM_StdMutexContended2T(benchmark::State& state) {
 }
 BENCHMARK(BM_StdMutexContended2T)->UseRealTime();
 
+// ---- Cancel latency (sched/cancel.h) beside the plain cross-worker wake-up it reduces to.
+std::map<std::string, std::pair<double, double>> g_latency;  // name -> (p50, p99) ns
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void wake_latency(benchmark::State& state, bool cancel) {
+  lionet::Scheduler s({.threads = 2, .io = {.backend = "none"}});
+  std::vector<double> lat;
+  for (auto _ : state) {
+    lionet::Event ev;
+    std::atomic<int64_t> woke{0};
+    std::atomic<bool> waiting{false};
+    auto victim = s.spawn(
+        [&] {
+          waiting = true;
+          if (cancel) {
+            lionet::this_fiber::sleep_for(std::chrono::hours(1));
+          } else {
+            ev.wait();
+          }
+          woke = steady_ns();
+        },
+        {.pin_worker = 1});
+    const int64_t t0 = s.spawn(
+                           [&] {
+                             while (!waiting) lionet::this_fiber::yield();
+                             // Let it switch out and its worker go idle, as a parked handler's would.
+                             lionet::this_fiber::sleep_for(std::chrono::microseconds(200));
+                             const int64_t t = steady_ns();
+                             if (cancel) {
+                               victim.cancel();
+                             } else {
+                               ev.set();
+                             }
+                             return t;
+                           },
+                           {.pin_worker = 0})
+                           .join();
+    victim.join();
+    lat.push_back(static_cast<double>(woke.load() - t0));
+  }
+  std::sort(lat.begin(), lat.end());
+  const double p50 = lat[lat.size() / 2], p99 = lat[std::min(lat.size() - 1, lat.size() * 99 / 100)];
+  state.counters["p50_ns"] = p50;
+  state.counters["p99_ns"] = p99;
+  g_latency[cancel ? "cancel" : "wake"] = {p50, p99};
+}
+void BM_CancelLatency(benchmark::State& state) { wake_latency(state, true); }
+void BM_WakeLatency(benchmark::State& state) { wake_latency(state, false); }
+BENCHMARK(BM_CancelLatency)->Iterations(2000)->UseRealTime();
+BENCHMARK(BM_WakeLatency)->Iterations(2000)->UseRealTime();
+
 // Console output as usual, plus ns per operation of every run, keyed by benchmark name.
 class CapturingReporter : public benchmark::ConsoleReporter {
  public:
@@ -304,6 +367,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&rep);
   benchmark::Shutdown();
   auto ratio = [](double ref, double ours) { return ours > 0 && ref > 0 ? ref / ours : 0.0; };
+  auto lat = [](const char* k) {
+    auto it = g_latency.find(k);
+    return it == g_latency.end() ? std::pair<double, double>{-1, -1} : it->second;
+  };
   const double pp = rep.ns("BM_ChanPingPong"), bpp = rep.ns("BM_BoostChanPingPong");
   const double bt = rep.ns("BM_ChanBufferedThroughput"), bbt = rep.ns("BM_BoostChanBufferedThroughput");
   const double ns_ = rep.ns("BM_ChanTrySendRecvNoSwitch"), bns = rep.ns("BM_BoostChanTryPushPopNoSwitch");
@@ -317,8 +384,11 @@ int main(int argc, char** argv) {
       "chan_noswitch_ns=%.1f boost_chan_noswitch_ns=%.1f "
       "mutex_uncontended_ns=%.2f boost_mutex_uncontended_ns=%.2f std_mutex_uncontended_ns=%.2f "
       "mutex_contended_1w_ns=%.1f boost_mutex_contended_1w_ns=%.1f contended_1w_ratio_vs_boost=%.2f "
-      "mutex_contended_2w_ns=%.1f std_mutex_contended_2t_ns=%.1f errors=%ld\n",
+      "mutex_contended_2w_ns=%.1f std_mutex_contended_2t_ns=%.1f "
+      "cancel_p50_ns=%.0f cancel_p99_ns=%.0f wake_p50_ns=%.0f wake_p99_ns=%.0f cancel_p50_ratio_vs_wake=%.2f "
+      "errors=%ld\n",
       pp, bpp, ratio(bpp, pp), bt, bbt, ratio(bbt, bt), ns_, bns, mu, bmu, smu, mc1, bmc1, ratio(bmc1, mc1), mc2, smc2,
-      g_errors.load());
+      lat("cancel").first, lat("cancel").second, lat("wake").first, lat("wake").second,
+      lat("wake").first > 0 ? lat("cancel").first / lat("wake").first : 0.0, g_errors.load());
   return g_errors.load() == 0 ? 0 : 1;
 }
