@@ -36,18 +36,6 @@ using lionet::http::Response;
 namespace {
 std::atomic<uint64_t> handled{0};  // any handler may run on any worker thread: atomic
 
-// The value of `key` in a query string "a=1&ms=250" ("" if absent).
-std::string_view query_value(std::string_view query, std::string_view key) {
-  while (!query.empty()) {
-    std::string_view pair = query.substr(0, query.find('&'));
-    query.remove_prefix(std::min(query.size(), pair.size() + 1));
-    if (pair.size() > key.size() && pair.substr(0, key.size()) == key && pair[key.size()] == '=') {
-      return pair.substr(key.size() + 1);
-    }
-  }
-  return {};
-}
-
 void hello(Request&, Response& res) {
   ++handled;
   res.reply(200, "hello world\n");
@@ -71,7 +59,8 @@ void echo(Request& req, Response& res) {
 
 void slow(Request& req, Response& res) {
   ++handled;
-  std::string_view ms_text = query_value(req.query(), "ms");
+  const std::string ms_param = req.query_param("ms").value_or("");
+  std::string_view ms_text = ms_param;
   int ms = 0;
   auto [end, ec] = std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), ms);
   if (ec != std::errc() || end != ms_text.data() + ms_text.size() || ms < 0 || ms > 5000) {

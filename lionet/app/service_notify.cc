@@ -94,6 +94,7 @@ void ServiceNotify::start_heartbeat(Scheduler& sched, std::function<std::string(
 void ServiceNotify::stop_heartbeat() {
   if (!heartbeat_) return;
   heartbeat_->stop.set();
+  CancelShield shield;  // it uses heartbeat_: wait for it even in a cancelled fiber
   heartbeat_->fiber.join();
   heartbeat_.reset();
 }

@@ -328,6 +328,7 @@ void live_tail(websocket::Socket& ws, const http::Request& req, storage::Store& 
     off = rr.next_offset();
   }
   if (ws.is_open()) (void)ws.close(websocket::close_code::kNormal, "tail ended");
+  CancelShield shield;  // the receiver uses this frame: wait for it even when cancelled
   receiver.join();
 }
 

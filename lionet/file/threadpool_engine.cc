@@ -53,6 +53,7 @@ class ThreadpoolEngine final : public FileEngine {
         }
       }
       run_chunk(reqs.first(per));
+      CancelShield shield;  // the pool threads write into the caller's buffers: wait for them
       wg.wait();
     }
     counters_.note_reaped(reqs.size());

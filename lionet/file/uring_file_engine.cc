@@ -107,6 +107,7 @@ class UringEngine final : public ReapedEngineBase {
       submit_all(ctx, static_cast<int>(prepared));
       done += prepared;
     }
+    CancelShield shield;  // the kernel writes into the caller's buffers: wait for it
     waiter.wait();
   }
 

@@ -121,7 +121,7 @@ int poll_impl(pollfd* fds, nfds_t n, int timeout_ms) noexcept {
     int w = wait_any(fds, n, deadline);
     r = LIONET_REAL(poll)(fds, n, 0);
     if (r != 0) return r;
-    if (w != 0 && fail_if_interrupted()) return -1;  // ECANCELED / ETIMEDOUT (sched/cancel.h)
+    if (fail_if_interrupted()) return -1;  // ECANCELED / ETIMEDOUT (sched/cancel.h)
     if (w == ETIMEDOUT || (deadline && now() >= *deadline)) return 0;
     if (io_active() == nullptr) {  // now on a worker with the switch off: finish as libc
       return LIONET_REAL(poll)(fds, n, poll_timeout_ms(deadline));

@@ -139,7 +139,10 @@ std::size_t Client::http2_connections() const {
 Result<ClientResponse> Client::request(const ClientRequest& req) {
   auto url = parse_url(req.url);
   if (!url) return errno_error(EINVAL);
-  TimePoint deadline = now() + options_.request_timeout;
+  // The request's own timeout (else the client's), and never past the calling fiber's deadline
+  // (sched/cancel.h DeadlineScope).
+  TimePoint deadline = now() + req.timeout.value_or(options_.request_timeout);
+  if (const auto mine = this_fiber::deadline(); mine && *mine < deadline) deadline = *mine;
   std::string key = key_of(*url);
   bool h2 = options_.http2 && (url->scheme == "https" ? options_.tls != nullptr : options_.h2c);
   for (int attempt = 0; h2 && attempt < 2; ++attempt) {
@@ -149,6 +152,7 @@ Result<ClientResponse> Client::request(const ClientRequest& req) {
     if (!*m) return http1_request(*url, key, req, deadline, std::move(h1));  // the server chose HTTP/1.1
     bool unprocessed = false;
     auto r = (*m)->exchange(*url, req, deadline, &unprocessed);
+    if (!r && r.error() == std::errc::timed_out) return make_error_code(ClientErrc::kResponseTimeout);
     // Refused by a GOAWAY or REFUSED_STREAM (not processed): once more on a new connection.
     if (r || !unprocessed || req.body_writer) return r;
   }
@@ -186,9 +190,37 @@ Result<ClientResponse> Client::http1_request(const Url& url, const std::string& 
     c->stream->close();
     // A kept-alive connection the server closed meanwhile: send once more on a new one.
     bool retry = reused && !any_byte && !req.body_writer && r.error() != std::errc::timed_out;
-    if (!retry) return r.error();
+    if (!retry) {
+      // Connected, then no (whole) response in time: say so, not "Connection timed out".
+      if (r.error() == std::errc::timed_out) return make_error_code(ClientErrc::kResponseTimeout);
+      return r.error();
+    }
   }
   return errno_error(EIO);
+}
+
+namespace {
+class ClientCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "lionet.http.client"; }
+  std::string message(int c) const override {
+    switch (static_cast<ClientErrc>(c)) {
+      case ClientErrc::kResponseTimeout:
+        return "response timed out: the connection was made, the whole response did not arrive before the "
+               "request's deadline";
+    }
+    return "unknown http client error";
+  }
+  std::error_condition default_error_condition(int c) const noexcept override {
+    if (static_cast<ClientErrc>(c) == ClientErrc::kResponseTimeout) return std::errc::timed_out;
+    return {c, *this};
+  }
+};
+}  // namespace
+
+std::error_code make_error_code(ClientErrc e) noexcept {
+  static const ClientCategory category;
+  return {static_cast<int>(e), category};
 }
 
 Result<ClientResponse> Client::get(std::string_view url) {

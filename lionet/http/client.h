@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -100,7 +101,16 @@ struct ClientRequest {
   std::optional<uint64_t> body_length{};
   // Over HTTP/2 a body_writer's output is gathered in memory (at most max_body_bytes) and
   // then sent as the request's DATA frames.
+  // This request's whole deadline (connect, send, response), instead of
+  // ClientOptions::request_timeout. Either way a DeadlineScope of the calling fiber that ends
+  // earlier bounds it (sched/cancel.h), and a cancel of the fiber ends it (ECANCELED).
+  std::optional<Duration> timeout{};
 };
+
+// Errors of the client's own (beside errno values): kResponseTimeout is the deadline passing
+// after the connection was made (it compares equal to std::errc::timed_out).
+enum class ClientErrc { kResponseTimeout = 1 };
+std::error_code make_error_code(ClientErrc e) noexcept;
 
 struct ClientResponse {
   int status = 0;

@@ -483,6 +483,7 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
       auto other = sched->spawn([&] { pump(up, t.stream, c.buf.get(), c.cap, last, idle); });
       std::vector<char> buf(c.cap);
       pump(t.stream, up, buf.data(), buf.size(), last, idle);
+      CancelShield shield;  // `other` uses this frame
       other.join();
     });
     return true;

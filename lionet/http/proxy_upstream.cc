@@ -16,6 +16,7 @@
 #include "lionet/http/detail/proxy_upstream.h"
 #include "lionet/http/response_head.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/cancel.h"
 
 namespace lionet::http {
 namespace {
@@ -210,6 +211,7 @@ void Proxy::reap_loop() {
     {
       std::unique_lock<Mutex> lk(health_->mu);
       if (health_->cv.wait_for(lk, upstreams_.front()->pool.sweep_period(), [&] { return health_->stop; })) return;
+      if (this_fiber::cancelled()) return;  // its waits would now end at once (sched/cancel.h)
     }
     for (auto& u : upstreams_) u->pool.sweep();
   }
@@ -222,6 +224,7 @@ void Proxy::health_loop(Upstream& u) {
     {
       std::unique_lock<Mutex> lk(health_->mu);
       if (health_->cv.wait_for(lk, hc.interval, [&] { return health_->stop; })) return;
+      if (this_fiber::cancelled()) return;  // its waits would now end at once (sched/cancel.h)
     }
     bool ok = false;
     const TimePoint deadline = now() + hc.timeout;
@@ -266,6 +269,7 @@ void Proxy::stop() {
     health_->stop = true;
   }
   health_->cv.notify_all();
+  CancelShield shield;  // the health fibers use health_
   for (auto& f : health_->fibers) f.join();
   health_->fibers.clear();
   for (auto& u : upstreams_) u->pool.close_all();

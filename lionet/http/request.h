@@ -23,9 +23,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lionet/base/result.h"
 #include "lionet/http/request_parser.h"
+#include "lionet/http/url.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
 
@@ -99,6 +102,10 @@ class Request {
   // Path as sent (percent-encoding kept; see path_decode() in router.h to decode).
   std::string_view path() const noexcept { return head_->path; }
   std::string_view query() const noexcept { return head_->query; }
+  // The decoded value of query parameter `name` (the first, '+' as a space), or nullopt;
+  // query_params(): every pair, decoded, in order (url.h).
+  std::optional<std::string> query_param(std::string_view name) const { return http::query_param(query(), name); }
+  std::vector<std::pair<std::string, std::string>> query_params() const { return http::query_params(query()); }
   std::string_view host() const noexcept { return head_->host; }
   int version_minor() const noexcept { return head_->version_minor; }
   const HeaderList& headers() const noexcept { return head_->headers; }

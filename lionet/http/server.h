@@ -25,6 +25,8 @@
 //   3. Run the handler (in this fiber). The head's views stay valid: the input buffer is never
 //      moved or grown until the request is done (body bytes are read into its tail or straight
 //      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
+//      handler_timeout bounds the handler (504 past it); a client that hangs up meanwhile
+//      cancels it (cancel_on_disconnect: logged 499, the connection closed).
 //   4. Send the response: head and body in one writev for memory bodies; head then sendfile
 //      for files; the writer with its first chunk in one writev. Then its access log line, if
 //      ServerOptions::access_log is set (also for the answers to refused heads, before their
@@ -134,6 +136,16 @@ struct ServerOptions {
   // Initial input buffer per connection (grows up to the limits while a head is read).
   // No YAML key yet.
   std::size_t input_buffer = 4096;
+  // Every handler runs under this deadline (http/handler_limits.h run_bounded: its blocking
+  // calls fail with ETIMEDOUT past it, sched/cancel.h); a handler that has not answered by then
+  // gets 504 instead, logged so. Zero: none (the default). A route's own `timeout`
+  // (with_timeout) applies inside it. YAML: servers[].handler_timeout
+  Duration handler_timeout = Duration::zero();
+  // A client that goes away while its handler runs (the connection closed or reset; over
+  // HTTP/2 a RST_STREAM or the connection lost) cancels the handler (sched/cancel.h): its
+  // blocking calls end with ECANCELED, and the request is logged 499. YAML:
+  // servers[].cancel_on_disconnect
+  bool cancel_on_disconnect = true;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
   RefusalHandler refusal{};
   // HTTP/2 over the same handler, installed by lionet/http2 (http2::enable(options)); empty =

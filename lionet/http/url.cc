@@ -76,4 +76,43 @@ std::optional<Url> parse_url(std::string_view url) {
   u.target += target;
   return u;
 }
+namespace {
+// Calls f(raw name, raw value) for each non-empty pair; stops when f returns false.
+template <class F>
+void for_each_pair(std::string_view query, F&& f) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    const std::string_view name = pair.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (!f(name, value)) return;
+  }
+}
+}  // namespace
+
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  std::optional<std::string> out;
+  for_each_pair(query, [&](std::string_view n, std::string_view v) {
+    // Names are compared decoded, but most are plain: no allocation for those.
+    const bool plain = n.find_first_of("%+") == std::string_view::npos;
+    if (plain ? n != name : percent_decode(n, true) != name) return true;
+    out = percent_decode(v, true);
+    return false;
+  });
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> query_params(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for_each_pair(query, [&](std::string_view n, std::string_view v) {
+    auto dn = percent_decode(n, true);
+    auto dv = percent_decode(v, true);
+    if (dn && dv) out.emplace_back(std::move(*dn), std::move(*dv));
+    return true;
+  });
+  return out;
+}
 }  // namespace lionet::http

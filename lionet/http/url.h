@@ -9,12 +9,23 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace lionet::http {
 
 // "%2F" -> "/", "+" is kept as '+'. nullopt for a malformed escape ("%4", "%zz").
 // plus_as_space: decode '+' as ' ' (query strings in form encoding).
 std::optional<std::string> percent_decode(std::string_view s, bool plus_as_space = false);
+
+// Query strings ("a=1&b=x%20y&flag"): pairs split on '&', name and value on the first '='
+// (a pair without one has an empty value; empty pairs are skipped), each percent-decoded with
+// '+' as a space (form encoding).
+// The decoded value of the first pair whose decoded name is `name`; nullopt if there is none
+// (or its value has a malformed escape).
+std::optional<std::string> query_param(std::string_view query, std::string_view name);
+// Every pair, decoded, in order (a pair with a malformed escape is left out).
+std::vector<std::pair<std::string, std::string>> query_params(std::string_view query);
 
 struct Url {
   std::string scheme;  // "http" or "https" (lower case)

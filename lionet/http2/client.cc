@@ -211,11 +211,19 @@ Result<http::ClientResponse> Connection::exchange(const http::Url& url, const ht
   ex_[id] = &ex;
   flush();
   while (!ex.done) {
-    if (now() >= deadline) {
+    // The request's own deadline, the fiber's (DeadlineScope) and a cancel of the fiber
+    // (sched/cancel.h) all end the exchange the same way: RST_STREAM(CANCEL), the
+    // connection kept for the others.
+    const int interrupted = this_fiber::interruption();
+    if (interrupted != 0 || now() >= deadline) {
       nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
       forget(ex);
-      flush();
-      return errno_error(ETIMEDOUT);
+      {
+        CancelShield shield;  // the RST_STREAM goes out even from a cancelled fiber
+        flush();
+      }
+      cv_.notify_all();  // if we were the reader, another waiter takes over
+      return errno_error(interrupted != 0 ? interrupted : ETIMEDOUT);
     }
     if (!reading_) {
       read_once();
@@ -240,7 +248,10 @@ void Connection::read_once() {
   reading_ = false;
   if (dead_) {
   } else if (!r) {
-    if (r.error() != std::errc::timed_out) fail(r.error().value());
+    // A timeout, or a cancel of the reading fiber (sched/cancel.h), ends this read only: the
+    // connection stays up and another waiter becomes the reader.
+    if (r.error() != std::errc::timed_out && !(r.error().value() == ECANCELED && this_fiber::cancelled()))
+      fail(r.error().value());
   } else if (*r == 0) {
     fail(ECONNRESET);
   } else if (nghttp2_session_mem_recv(s_, buf_.get(), *r) < 0) {

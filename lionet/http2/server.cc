@@ -23,6 +23,9 @@
 // end() marks every stream reset and wakes its waiters, so no fiber waits on a dead peer.
 #include "lionet/http2/server.h"
 
+#include "lionet/http/handler_limits.h"
+#include "lionet/sched/cancel.h"
+
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
@@ -168,7 +171,9 @@ void Session::run() {
           goaway(nghttp2_session_get_last_proc_stream_id(s_));
           flush();
         }
-        while (running_ > 0 && !dead_ && now() - last_write_ < write_limit) drained_.wait_for(lk, tick);
+        // Not past a cancel of this fiber (its waits would return at once): end() cancels them.
+        while (running_ > 0 && !dead_ && now() - last_write_ < write_limit && this_fiber::interruption() == 0)
+          drained_.wait_for(lk, tick);
       }
       break;
     }
@@ -194,6 +199,7 @@ void Session::run() {
     end();  // from here no fiber writes (flush() returns at once): the stream is ours alone
   }
   if (linger) http::lingering_close(c_.stream, buf, cap, write_limit, write_shut_);
+  CancelShield shield;  // even in a cancelled connection fiber: handlers use the session
   handlers_.wait();  // no fiber uses the session past this point
 }
 
@@ -223,9 +229,18 @@ void Session::end() {
   for (auto& [id, st] : streams_) {
     log_stream(*st);
     st->reset = true;
+    cancel_handler(*st);
     st->cv.notify_all();
   }
   streams_.clear();
+}
+
+void Session::cancel_handler(H2Stream& st) {
+  // Under mu_: the handler fiber clears handler_fiber under it before it can end, so the fiber
+  // is alive here.
+  if (!st.handler_fiber || !c_.options.cancel_on_disconnect) return;
+  ::lionet::detail::cancel_fiber(std::exchange(st.handler_fiber, nullptr));
+  http::handler_counters().cancelled.fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---- nghttp2 callbacks (all run inside mem_recv / mem_send, mu_ held) ---------------------
@@ -334,6 +349,7 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user)
   if (it == self->streams_.end()) return 0;
   self->log_stream(*it->second);
   it->second->reset = true;
+  self->cancel_handler(*it->second);  // a RST_STREAM while its handler runs
   it->second->cv.notify_all();
   self->streams_.erase(it);
   return 0;
@@ -467,8 +483,12 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
     s.request.reset(&s.head, &s);
     s.request.set_connection_info(c_.info);
     s.response.reset();
+    {
+      std::lock_guard lk(mu_);
+      if (!s.reset) s.handler_fiber = current_fiber();
+    }
     try {
-      c_.handler(s.request, s.response);
+      (void)http::run_bounded(c_.handler, s.request, s.response, c_.options.handler_timeout);
     } catch (const std::exception& e) {
       LIONET_LOG_ERROR(h2_log(), "handler threw on stream {}: {}", s.id, e.what());
       s.response.reset();
@@ -476,6 +496,10 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
     } catch (...) {
       s.response.reset();
       s.response.reply(500, "internal server error\n");
+    }
+    {
+      std::lock_guard lk(mu_);
+      s.handler_fiber = nullptr;
     }
     if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
     respond(st);

@@ -520,6 +520,7 @@ void IOManager::Impl::await_stragglers() noexcept {
     return n;
   };
   const TimePoint give_up = now() + std::chrono::seconds(10);
+  CancelShield shield;  // the stragglers touch *this: wait for them even in a cancelled fiber
   while (left() > 0 && now() < give_up)
     this_fiber::sleep_for(std::chrono::milliseconds(1));  // in a fiber: lets them run on this worker
 }

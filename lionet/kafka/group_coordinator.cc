@@ -324,8 +324,9 @@ bool park(GroupCoordinator::Group& g, std::unique_lock<lionet::Mutex>& lk, const
     if (stopping.load(std::memory_order_acquire)) return false;
     const TimePoint next = g.next_deadline();
     if (next == TimePoint::max()) {
-      g.answered.wait(lk);
+      if (!g.answered.wait(lk)) return false;  // cancelled (sched/cancel.h): as on stop
     } else if (g.answered.wait_until(lk, next + std::chrono::seconds(1)) == std::cv_status::timeout) {
+      if (this_fiber::interruption() != 0) return false;
       g.expire(lionet::now());
     }
   }
@@ -375,10 +376,12 @@ void GroupCoordinator::run_timer(std::shared_ptr<Group> g) noexcept {
     g->expire(lionet::now());
     if (g->empty()) break;
     const TimePoint next = g->next_deadline();
+    // A cancelled timer fiber (Scheduler::stop cancels what is left) ends: its waits would
+    // return at once from here on (sched/cancel.h).
     if (next == TimePoint::max()) {
-      g->changed.wait(lk);
-    } else {
-      g->changed.wait_until(lk, next);
+      if (!g->changed.wait(lk)) break;
+    } else if (g->changed.wait_until(lk, next) == std::cv_status::timeout && this_fiber::interruption() == ECANCELED) {
+      break;
     }
   }
   g->timer_running = false;
@@ -641,6 +644,7 @@ void GroupCoordinator::stop() {
     g->answered.notify_all();
     g->changed.notify_all();
   }
+  CancelShield shield;  // timer fibers use *this until done
   timers_.wait();
 }
 

@@ -85,6 +85,7 @@ void LogWatchers::stop() {
     for (auto& [log, w] : watches_)
       for (Registration* r : w.regs) r->event->set();
   }
+  CancelShield shield;  // watchers use *this until done
   running_.wait();
 }
 

@@ -1,5 +1,6 @@
 // lionet/net/tcp_server.cc: TcpServer (the shutdown protocol is written in tcp_server.h).
 #include "lionet/net/tcp_server.h"
+#include "lionet/sched/cancel.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -83,6 +84,7 @@ void TcpServer::stop_accepting_keep_sockets() {
     for (auto& l : listeners_) l->socket.cancel_waits();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  CancelShield shield;  // the acceptors use *this: wait for them even in a cancelled fiber
   for (auto& h : acceptors_) h.join();
   acceptors_.clear();
   for (auto& l : listeners_) l->socket.close();  // no call in flight: a plain close(2)
@@ -233,6 +235,7 @@ bool TcpServer::stop(Duration drain) {
   // 1. stop accepting.
   stopping_.store(true, std::memory_order_release);
   for (auto& l : listeners_) l->socket.close();
+  CancelShield shield;  // acceptors and handlers use *this: wait for them even when cancelled
   for (auto& h : acceptors_) h.join();
   acceptors_.clear();
   // 2. idle readers see end of stream; 3. drain, repeating 2 for connections it left open.

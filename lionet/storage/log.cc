@@ -639,7 +639,7 @@ int64_t Log::wait_beyond(int64_t offset, std::optional<TimePoint> deadline) cons
     std::unique_lock<lionet::Mutex> lk(wait_mu_);
     while (end_offset() <= offset && wake_generation_.load(std::memory_order_acquire) == generation) {
       if (!deadline) {
-        appended_.wait(lk);
+        if (!appended_.wait(lk)) break;  // cancelled or past the fiber's deadline (sched/cancel.h)
       } else if (appended_.wait_until(lk, *deadline) == std::cv_status::timeout) {
         break;
       }

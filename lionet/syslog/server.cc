@@ -1,6 +1,7 @@
 // lionet/syslog/server.cc: Server (see server.h): the UDP readers, the TCP handler and the
 // batch they append.
 #include "lionet/syslog/server.h"
+#include "lionet/sched/cancel.h"
 
 #include <arpa/inet.h>
 #include <linux/sock_diag.h>
@@ -354,6 +355,7 @@ bool Server::stop(Duration drain) {
       u->sock.close();  // wakes its reader (ECANCELED): it appends what it holds and returns
     }
   }
+  CancelShield shield;  // the readers use `im`: wait for them even in a cancelled fiber
   for (auto& r : im.readers) r.join();
   im.readers.clear();
   return all;

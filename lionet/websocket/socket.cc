@@ -81,7 +81,8 @@ Socket::Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Optio
 Socket::~Socket() {
   if (!done_.load(std::memory_order_acquire)) stream_->close();
   // A writer fiber may still run (its write fails on the closed stream, or it is about to see
-  // an empty queue): it touches *this until its done().
+  // an empty queue): it touches *this until its done(). Even in a cancelled fiber.
+  CancelShield shield;
   writers_.wait();
 }
 

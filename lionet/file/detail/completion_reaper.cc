@@ -83,6 +83,9 @@ void ReapedContext::drain() noexcept {
 
 void ReapedContext::reaper_main() noexcept {
   auto* eng = static_cast<ReapedEngineBase*>(engine_);
+  // Completions must be reaped whatever happens (the kernel writes into callers' buffers): a
+  // cancel (Scheduler::stop cancels what is left) must not end this loop's waits.
+  CancelShield shield;
   for (;;) {
     drain();
     if (inflight_.load(std::memory_order_seq_cst) <= 0) {

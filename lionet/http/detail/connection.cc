@@ -2,6 +2,8 @@
 // server.h (buffer layout and the no-move invariant in detail/connection.h).
 #include "lionet/http/detail/connection.h"
 
+#include "lionet/http/handler_limits.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -466,8 +468,10 @@ bool Connection::handle_request() {
   request_.reset(&h, this);
   request_.set_connection_info(info_);
   response_.reset();
+  DisconnectWatch watch;
+  if (options_.cancel_on_disconnect && info_) watch.begin(info_->socket, stopping_);
   try {
-    handler_(request_, response_);
+    (void)run_bounded(handler_, request_, response_, options_.handler_timeout);
   } catch (const std::exception& e) {
     LIONET_LOG_ERROR(http_log(), "handler for {} {} threw: {}", h.method, h.target, e.what());
     response_.reset();
@@ -479,7 +483,8 @@ bool Connection::handle_request() {
     response_.reply(500, "Internal Server Error\n");
     response_.set_close();
   }
-  if (stream_failed_) {  // the client went away mid-body: no answer (nginx logs these 499)
+  const bool client_gone = watch.end();
+  if (stream_failed_ || client_gone) {  // the client went away: no answer (nginx logs these 499)
     if (access_log_) log_access(499, 0);
     return false;
   }

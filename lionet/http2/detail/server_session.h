@@ -81,6 +81,9 @@ struct H2Stream final : http::detail::BodySource {
   bool body_eof = false;
   bool reset = false;  // closed by the peer or the connection: no more IO
   bool handler_done = false;  // the handler returned: DATA is consumed and dropped
+  // The fiber running the handler, while it runs: cancelled when the stream or the connection
+  // ends under it (ServerOptions::cancel_on_disconnect).
+  Fiber* handler_fiber = nullptr;
   uint64_t body_total = 0;  // DATA bytes received
   bool body_too_large = false;  // over max_body_bytes: the rest is dropped, reads fail EMSGSIZE
   CondVar cv;  // body bytes, writer room, reset
@@ -145,6 +148,7 @@ class Session {
   bool flush();
   void end();  // mu_ held: every stream reset, waiters woken
   void start_handler(const std::shared_ptr<H2Stream>& st);
+  void cancel_handler(H2Stream& st);  // under mu_: the stream ended while its handler runs
   // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
   int build_head(H2Stream& st);
   void submit(H2Stream& st);

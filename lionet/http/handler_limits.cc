@@ -1,0 +1,120 @@
+// lionet/http/handler_limits.cc: see handler_limits.h.
+#include "lionet/http/handler_limits.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string>
+
+#include "lionet/http/status.h"
+#include "lionet/io/io_manager.h"
+#include "lionet/log/log.h"
+#include "lionet/net/socket.h"
+#include "lionet/sched/cancel.h"
+
+namespace lionet::http {
+namespace {
+const std::shared_ptr<spdlog::logger>& limits_log() {
+  static const auto lg = log::get("http");
+  return lg;
+}
+}  // namespace
+
+HandlerCounters& handler_counters() noexcept {
+  static HandlerCounters c;
+  return c;
+}
+
+bool run_bounded(const Handler& h, Request& req, Response& res, Duration timeout) {
+  if (timeout <= Duration::zero()) {
+    h(req, res);
+    return false;
+  }
+  const TimePoint deadline = now() + timeout;
+  bool threw = false;
+  {
+    DeadlineScope scope(deadline);
+    try {
+      h(req, res);
+    } catch (...) {
+      if (now() < deadline) throw;
+      threw = true;
+    }
+  }
+  if (now() < deadline) return false;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  LIONET_LOG_WARN(limits_log(), "handler for {} {} ran past its {} ms timeout{}: answered 504", req.method(),
+                  req.target(), ms, threw ? " (and threw)" : "");
+  handler_counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+  res.reset();
+  res.reply(504, error_text(504, "the handler did not answer within " + std::to_string(ms) + " ms"));
+  return true;
+}
+
+Handler with_timeout(Handler h, Duration timeout) {
+  return [h = std::move(h), timeout](Request& req, Response& res) { (void)run_bounded(h, req, res, timeout); };
+}
+
+void DisconnectWatch::begin(Socket* socket, const std::atomic<bool>* stopping) {
+  if (!socket || socket->fd() < 0) return;
+  Scheduler* sched = Scheduler::current();
+  Fiber* self = current_fiber();
+  if (!sched || !self) return;
+  socket_ = socket;
+  stopping_ = stopping;
+  handler_ = self;
+  sched_ = sched;
+  gone_.store(false, std::memory_order_relaxed);
+  armed_ = true;
+  try {
+    timer_ = add_timer_after(kWatchAfter, [this] {
+      try {
+        watcher_ = sched_->spawn([this] { watch(); }, {.name = "http disconnect watch"});
+      } catch (...) {
+        // No fiber to be had: this request goes unwatched.
+      }
+    });
+  } catch (...) {
+    armed_ = false;
+  }
+}
+
+bool DisconnectWatch::end() noexcept {
+  if (!armed_) return false;
+  armed_ = false;
+  timer_.cancel();  // waits if its callback runs: watcher_ is settled after this
+  timer_ = Timer();
+  if (watcher_.valid()) {
+    watcher_.cancel();
+    CancelShield shield;  // the handler's fiber may be cancelled itself: still wait
+    try {
+      watcher_.join();
+    } catch (...) {
+    }
+    watcher_ = JoinHandle<void>();
+  }
+  return gone_.load(std::memory_order_acquire);
+}
+
+void DisconnectWatch::watch() noexcept {
+  IOManager* io = IOManager::current();
+  if (!io) return;
+  const int fd = socket_->fd();
+  for (;;) {
+    if (io->wait_readable(fd, std::nullopt) != 0) return;  // end() cancelled us, or the fd closed
+    char c;
+    const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return;  // the client sent something: not a hang-up
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    // Server::stop shuts the read side of every connection (TcpServer's drain): that end of
+    // input is ours, and the handler is let finish.
+    if (n == 0 && stopping_ && stopping_->load(std::memory_order_acquire)) return;
+    // EOF or a reset: the client is gone. Cancel the handler (it is alive: end() joins us first).
+    gone_.store(true, std::memory_order_release);
+    handler_counters().cancelled.fetch_add(1, std::memory_order_relaxed);
+    ::lionet::detail::cancel_fiber(handler_);
+    return;
+  }
+}
+
+}  // namespace lionet::http
