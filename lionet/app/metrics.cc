@@ -11,6 +11,7 @@
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/handler_limits.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/ssl/ssl_context.h"
 
@@ -245,6 +246,13 @@ std::string render_metrics(const Runtime::Impl& im) {
     for (const auto& [reason, c] : reasons)
       w.sample("lionet_http2_goaways_sent_total", L{{"server", s->cfg.name}, {"reason", reason}}, rel(*c));
   }
+  // Process-wide (http/handler_limits.h): every server, HTTP/1.1 and HTTP/2.
+  w.family("lionet_http_handler_timeouts_total", "counter",
+           "Handlers answered 504 because their deadline passed (route timeout, server handler_timeout).");
+  w.sample("lionet_http_handler_timeouts_total", L{}, rel(http::handler_counters().timeouts));
+  w.family("lionet_http_handlers_cancelled_total", "counter",
+           "Handlers cancelled because their client went away (cancel_on_disconnect; logged 499).");
+  w.sample("lionet_http_handlers_cancelled_total", L{}, rel(http::handler_counters().cancelled));
   w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
   for (const auto& s : im.servers)
     if (s->http)

@@ -11,6 +11,7 @@
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/handler_limits.h"
 #include "lionet/http/static_files.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/ssl/ssl_context.h"
@@ -136,6 +137,7 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
   } catch (const std::exception& e) {
     throw StartupError(where + e.what());
   }
+  if (r.timeout.count() > 0) h.handler = http::with_timeout(std::move(h.handler), r.timeout);
   if (!r.name.empty()) *named.at(r.name) = h;
   if (r.path.empty()) return;  // a named route: reached only as a fallback
   if (h.prefix) router.prefix(h.methods, r.path, std::move(h.handler));

@@ -48,6 +48,12 @@ http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) 
   o.body_timeout = c.body_timeout;
   o.write_timeout = c.write_timeout;
   o.max_keepalive_requests = c.max_keepalive_requests;
+  o.handler_timeout = c.handler_timeout;
+  o.cancel_on_disconnect = c.cancel_on_disconnect;
+  o.drain_body_max = c.drain_body_max;
+  o.server_name = c.server_name;
+  o.input_buffer = c.input_buffer;
+  o.tcp.drain_silent_grace = c.drain_silent_grace;
   o.tcp.max_connections = c.max_connections;
   o.tcp.reuse_port = c.reuse_port;
   o.tcp.name = c.name;
@@ -190,6 +196,7 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
     } else if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
+      o.drain_silent_grace = sc.drain_silent_grace;
       o.reuse_port = sc.reuse_port;
       o.name = sc.name;
       run->tcp = std::make_unique<TcpServer>(io, echo_handler(run->m, sc.idle_timeout), o);

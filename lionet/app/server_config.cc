@@ -198,6 +198,7 @@ const Fields<RouteConfig> kRouteFields = {
     {"path", &R::path, kOmitEmpty},
     {"name", &R::name, kOmitEmpty},
     {"type", &R::type, kRequired},
+    {"timeout", &R::timeout},
 };
 const Fields<RouteConfig> kStaticRouteFields = {
     {"try_files", &R::try_files, kOmitEmpty},
@@ -252,6 +253,12 @@ const Fields<ServerConfig> kServerFields = {
     {"body_timeout", &S::body_timeout},
     {"write_timeout", &S::write_timeout},
     {"max_keepalive_requests", &S::max_keepalive_requests},
+    {"handler_timeout", &S::handler_timeout},
+    {"cancel_on_disconnect", &S::cancel_on_disconnect},
+    {"drain_body_max", &S::drain_body_max},
+    {"server_name", &S::server_name},
+    {"input_buffer", &S::input_buffer},
+    {"drain_silent_grace", &S::drain_silent_grace},
     {"max_request_line", &S::max_request_line},
     {"max_header_bytes", &S::max_header_bytes},
     {"max_headers", &S::max_headers},
@@ -392,12 +399,20 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.offset_metadata_max_bytes > 32767)
     field_error(n, "offset_metadata_max_bytes", "must be in 0..32767 (a Kafka string's length)");
   check_route_names(n, s.routes);
+  for (std::size_t i = 0; i < s.routes.size(); ++i)
+    if (s.routes[i].timeout.count() < 0) field_error(n["routes"][i], "timeout", "must be 0 (none) or positive");
   if (s.max_connections < 1 || s.max_connections > 1000000) {
     field_error(n, "max_connections", "must be in 1..1000000");
   }
   for (const char* k : {"idle_timeout", "header_timeout", "body_timeout", "write_timeout"}) {
     if (n[k] && decode<std::chrono::milliseconds>(n[k]).count() <= 0) field_error(n, k, "must be positive");
   }
+  if (s.handler_timeout.count() < 0) field_error(n, "handler_timeout", "must be 0 (none) or positive");
+  if (s.drain_silent_grace.count() < 0) field_error(n, "drain_silent_grace", "must not be negative");
+  if (s.input_buffer < 512 || s.input_buffer > s.max_header_bytes + s.max_request_line)
+    field_error(n, "input_buffer", "must be in 512..max_header_bytes + max_request_line");
+  if (s.server_name.find_first_of("\r\n") != std::string::npos)
+    field_error(n, "server_name", "must not contain a line break");
   if (s.key != "host" && s.key != "app") field_error(n, "key", "must be host or app, got '" + s.key + "'");
   if (s.batch_max < 1 || s.batch_max > 65536) field_error(n, "batch_max", "must be in 1..65536");
   if (s.linger.count() < 0 || s.linger.count() > 1000) field_error(n, "linger", "must be in 0ms..1000ms");

@@ -55,6 +55,8 @@ struct RouteConfig {
       // empty: a named route, reachable only as a try_files fallback
   std::string name;  // unique within the server; "" = unnamed (then path is required)
   std::string type;  // static | storage | metrics | health | debug_fibers | hello | websocket | proxy
+  // The handler's deadline (http/handler_limits.h with_timeout: 504 past it); 0 = the server's.
+  std::chrono::milliseconds timeout{0};
   // static:
   std::string root;  // directory served
   std::string mode = "auto";  // memory | chunk | sendfile | auto
@@ -118,6 +120,14 @@ struct ServerConfig {
   std::chrono::milliseconds body_timeout{30000};  // whole request body
   std::chrono::milliseconds write_timeout{60000};  // each response write (http)
   std::size_t max_keepalive_requests = 0;  // requests per connection (http); 0 = no limit
+  // http: every handler's deadline (504 past it); 0 = none. A route's `timeout` applies inside.
+  std::chrono::milliseconds handler_timeout{0};
+  bool cancel_on_disconnect = true;  // http: a client that goes away cancels its handler (499)
+  std::size_t drain_body_max = 1u << 20;  // http: unread body bytes discarded to keep a connection
+  std::string server_name = "lionet";  // http: the Server header ("" = none)
+  std::size_t input_buffer = 4096;  // http: initial input buffer per connection
+  // A connection that sent nothing this long after accept is closed by a drain (http, echo).
+  std::chrono::milliseconds drain_silent_grace{1000};
   std::size_t max_request_line = 8192;
   std::size_t max_header_bytes = 65536;
   std::size_t max_headers = 100;

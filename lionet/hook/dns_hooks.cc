@@ -8,6 +8,7 @@
 
 #include "lionet/hook/detail/common.h"
 #include "lionet/hook/detail/real.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sync/offload.h"
 
 #define LIONET_HOOK_API extern "C" __attribute__((visibility("default")))
@@ -25,9 +26,17 @@ __attribute__((noinline)) void set_h_errno(int e) noexcept {
 
 LIONET_HOOK_API int getaddrinfo(const char* node, const char* service, const addrinfo* hints, addrinfo** res) {
   if (!sleep_active()) return LIONET_REAL(getaddrinfo)(node, service, hints, res);
-  // A cancelled fiber (or one past its deadline) does not start a lookup (sched/cancel.h); one
-  // already running on the pool is waited for: it writes into the caller's memory.
-  if (fail_if_interrupted()) return EAI_SYSTEM;
+  // A cancelled fiber (or one past its deadline) does not start a lookup that would wait
+  // (sched/cancel.h); a numeric host and service still resolve, as they never wait. One already
+  // running on the pool is waited for: it writes into the caller's memory.
+  if (lionet::this_fiber::interruption() != 0) {
+    addrinfo numeric{};
+    if (hints) numeric = *hints;
+    numeric.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
+    if (LIONET_REAL(getaddrinfo)(node, service, &numeric, res) == 0) return 0;
+    fail_if_interrupted();
+    return EAI_SYSTEM;
+  }
   int err = 0;
   int rc = lionet::offload([&] {
     int r = LIONET_REAL(getaddrinfo)(node, service, hints, res);
@@ -41,7 +50,12 @@ LIONET_HOOK_API int getaddrinfo(const char* node, const char* service, const add
 LIONET_HOOK_API int getnameinfo(const sockaddr* sa, socklen_t salen, char* host, socklen_t hostlen, char* serv,
                                 socklen_t servlen, int flags) {
   if (!sleep_active()) return LIONET_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);
-  if (fail_if_interrupted()) return EAI_SYSTEM;
+  if (lionet::this_fiber::interruption() != 0) {  // as getaddrinfo: numeric answers only
+    if (LIONET_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags | NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+      return 0;
+    fail_if_interrupted();
+    return EAI_SYSTEM;
+  }
   int err = 0;
   int rc = lionet::offload([&] {
     int r = LIONET_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);

@@ -234,7 +234,7 @@ OnCancel on_cancel(std::function<void()> fn) {
   Scheduler* sched = Scheduler::current();
   if (already) {
     detail::fire(n, sched);
-  } else if (const int64_t dl = detail::wait_deadline_ns(*f); dl != detail::CancelState::kNoDeadline) {
+  } else if (const int64_t dl = f->cancel_.deadline_ns; dl != detail::CancelState::kNoDeadline) {
     const TimePoint at(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
     n->timer = add_timer(at, [n, sched] { detail::fire(n, sched); });
   }

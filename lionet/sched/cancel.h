@@ -114,8 +114,9 @@ int interruption() noexcept;
 // Runs f, in a fiber of its own, when this fiber is cancelled or its deadline (the one in
 // force now) passes while the registration lives (Go's context.AfterFunc): where a library's
 // own cancel path is wired in (libpq's PQcancel, which stops the query on the server; closing
-// the socket alone leaves it running). At most once per registration. On a plain thread: f
-// never runs.
+// the socket alone leaves it running). At most once per registration. A CancelShield does not
+// affect registrations (it shields blocking calls): a cancel, or the deadline in force when
+// registering, fires them inside one too. On a plain thread: f never runs.
 OnCancel on_cancel(std::function<void()> f);
 }  // namespace this_fiber
 
