@@ -35,6 +35,7 @@ TEST_PACKAGES=(
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
   postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
+  mariadb-server libmariadb-dev  # MariaDB C client test: the test runs its own mariadbd (private datadir and port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
   gzip brotli zstd         # precompressed static files (tests make .gz/.br/.zst siblings)
   nghttp2-client           # http2/ interop tests (nghttp, h2load)
@@ -85,7 +86,7 @@ fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 [ "$added_policy" -eq 1 ] && $SUDO rm -f "$policy"
 if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-  for pkg_unit in redis-server:redis-server postgresql:postgresql nginx-light:nginx; do
+  for pkg_unit in redis-server:redis-server postgresql:postgresql mariadb-server:mariadb nginx-light:nginx; do
     # only the services of packages this run installed: never one the user had already
     [[ " ${missing[*]} " == *" ${pkg_unit%%:*} "* ]] && $SUDO systemctl disable --now "${pkg_unit##*:}" >/dev/null 2>&1 || true
   done
