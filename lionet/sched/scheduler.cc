@@ -66,10 +66,12 @@
 // 6b. Shutdown that cannot finish by itself. stop() waits on exit_cv for the workers; if every
 //    worker sleeps (all registered as sleepers, inject queue empty) while alive() > 0, only
 //    parked fibers nobody can wake remain. After SchedulerOptions::stop_io_grace of that, the
-//    driver's cancel_all() wakes IO waiters with ECANCELED (and fails later waits); after
-//    stop_timeout more, the rest are dumped to the log and `abandoned` is set: workers exit with
-//    fibers alive, and ~Scheduler leaks the scheduler (parked fibers' wait nodes may still be
-//    linked into objects that outlive it). Fibers that make progress are always waited for.
+//    driver's cancel_all() wakes IO waiters with ECANCELED (and fails later waits) and every
+//    fiber the registry lists is cancelled (protocol 10); after stop_timeout more, the rest
+//    (shielded, or in an uncancellable wait) are dumped to the log and `abandoned` is set:
+//    workers exit with fibers alive, and ~Scheduler leaks the scheduler (parked fibers' wait
+//    nodes may still be linked into objects that outlive it). Fibers that make progress are
+//    always waited for.
 //
 // 7. Timers (timer.cc) belong to the worker that armed them and are checked at every slow
 //    tick (kSlowTickInterval scheduling points) and before the worker sleeps; cancel() is
@@ -107,6 +109,38 @@
 //    wake a sleeper instead: that costs a wake-up, never a fiber, because the poller finds the
 //    pushed work itself within one round. It checks `stopping` each round and then goes
 //    through park_idle as before, so shutdown (6) and parking (4) are unchanged.
+//
+// 10. Cancellation and deadlines (cancel.h, cancel.cc; the fields in fiber/detail/
+//    cancel_state.h). A cancel must end the wait its fiber is in exactly once, racing the
+//    wait's own waker and timer, without costing a wait nobody cancels a locked instruction.
+//    - A waiting fiber publishes its wait's target, fn(a, b), in its CancelState (plain
+//      stores; begin_wait), then, after light_barrier() (a compiler barrier), reads
+//      `flags`: if already cancelled it withdraws the target and fails the wait itself. The
+//      canceller sets `flags` (RMW), bumps `cancellers`, runs heavy_barrier() (membarrier(2):
+//      a full barrier on every CPU running our threads; base/asymmetric_barrier.h), then reads
+//      the target: the asymmetric Dekker pair, so either the waiter sees the cancel or the
+//      canceller sees the target, with no fence on the waiter's side.
+//    - The target decides the wake-up as any other waker would, so exactly one party wakes the
+//      fiber: for a WaitClaim (every timed wait, IO waits, untimed waits of CondVar, Event,
+//      WaitGroup, select, sleeps) fn expires the claim, which a notifier or the deadline's
+//      timer may win instead (park.h); for an untimed channel wait fn takes the waiter's node
+//      out of its queue under the channel's lock unless a partner took it (W2), and wakes it
+//      with kChanTimeout; for join it CASes the joiner word back to 0 unless the finisher took
+//      it; for an io_uring op it asks the kernel to cancel that op (the completion wakes).
+//    - After the wait, the waiter withdraws the target (a plain store, light_barrier()) and
+//      returns only once `cancellers` is 0: the target's memory (a claim, a node on its stack,
+//      the primitive) stays valid while a canceller may still be inside fn. A canceller
+//      that read the target before the withdrawal is counted; one that comes after reads null.
+//    - Deadlines: DeadlineScope sets the fiber's own deadline (owner-only field); a claimed
+//      wait takes the earlier of its own deadline and the fiber's (the same timer), an untimed
+//      channel wait becomes a timed one while a scope is in force. CancelShield (a depth,
+//      owner-only) skips all of it: no target published, no fiber deadline applied.
+//    - Cost measured (bench/fiber_bench, bench/sync_bench before/after, interleaved): within
+//      the run-to-run noise on yield, spawn+join and channel ping-pong; a cancel costs the
+//      canceller one membarrier (bench/sync_bench BM_CancelLatency beside BM_WakeLatency).
+//    - Scheduler::stop (6b) cancels every listed fiber after stop_io_grace of idleness; only a
+//      fiber that stays in a shield or an uncancellable wait (Mutex::lock, Semaphore::acquire)
+//      is abandoned after stop_timeout.
 //
 #include "lionet/sched/scheduler.h"
 

@@ -16,6 +16,7 @@
 #include "lionet/http/router.h"
 #include "lionet/http2/client.h"
 #include "lionet/http2/server.h"
+#include "proxy_test_util.h"
 
 namespace lionet::http {
 namespace {
@@ -181,6 +182,27 @@ TEST(HandlerLimits, Http2ResetCancelsOnlyThatStreamsHandler) {
   EXPECT_EQ(finished.load(), 10);  // the nine, and the first request
   EXPECT_FALSE(b.slept_fully.load());
   EXPECT_LT(ms_between(Clock::time_point(Clock::duration(reset_ns.load())), b.ended()), 100.0 * kScale);
+}
+
+// client -> proxy -> upstream: the client hangs up; the proxy's handler is cancelled and closes
+// its upstream connection (not pooled), so the upstream's own handler is cancelled in turn.
+TEST(HandlerLimits, ProxyAbandonsTheUpstreamWhenItsClientLeaves) {
+  Blocker b;
+  test::ProxyHarness h;
+  auto& up = h.http_upstream("slow", b.handler());
+  h.front(test::to({up.address()}));
+  Clock::time_point closed;
+  {
+    RawClient c(h.port());
+    ASSERT_TRUE(c.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+    for (int i = 0; i < 400 && !b.started; ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(b.started.load());
+    std::this_thread::sleep_for(100ms);
+    closed = Clock::now();
+  }
+  b.wait_ended();
+  EXPECT_FALSE(b.slept_fully.load());
+  EXPECT_LT(ms_between(closed, b.ended()), 200.0 * kScale);  // two watchers, each within ~20 ms
 }
 
 TEST(HandlerLimits, ClientHonoursTheFibersDeadline) {
