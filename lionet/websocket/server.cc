@@ -70,6 +70,7 @@ bool check_request(const http::Request& req, http::Response& res) {
 
 void run(const Route& route, const std::string& subprotocol, std::optional<DeflateParams> deflate, http::Takeover& t) {
   Socket ws(t.stream, Role::kServer, route.options, t.buffered, subprotocol, deflate);  // copies buffered
+  ws.set_server_stopping(t.stopping);  // 1001 at the start of the server's drain
   std::string target(t.request.target());  // for the logs below
   // A handler that never sees the Request lets the connection's HTTP input buffer go now: an
   // idle WebSocket then holds only its own buffers (4 KiB less per connection by default).

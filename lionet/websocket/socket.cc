@@ -457,6 +457,17 @@ Socket::Fill Socket::fill(Message& msg) {
   char* direct = nullptr;
   if (in_.empty() && reader_.payload_left() >= kDirectMin) direct = reader_.direct_target(msg, &room);
   Result<size_t> r = direct ? stream_->read(direct, room) : in_.read_from(*stream_, kReadRoom);
+  const bool input_ended = r ? *r == 0 : r.error() != std::errc::timed_out;
+  if (input_ended && server_stopping_ && server_stopping_->load(std::memory_order_acquire)) {
+    // The server's drain shut our read side (set_server_stopping): going away, said politely.
+    {
+      std::lock_guard<Mutex> g(send_mu_);
+      send_close_locked(close_code::kGoingAway, "server shutting down");
+    }
+    record_end(close_code::kGoingAway, "server shutting down");
+    finish(/*drain=*/true, /*half_close=*/true);
+    return Fill::kEnd;
+  }
   if (!r) {
     if (r.error() == std::errc::timed_out) return Fill::kTick;
     record_end(close_code::kAbnormal,

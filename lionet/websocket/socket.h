@@ -149,6 +149,12 @@ class Socket {
   const std::optional<DeflateParams>& deflate() const noexcept { return deflate_; }
   const Options& options() const noexcept { return options_; }
 
+  // Server side: the server's stopping flag (http::Takeover::stopping; may be null). Once it
+  // is set, the end of input its drain makes (TcpServer shuts every connection's read side at
+  // the start of a stop) is answered with a close frame 1001 "server shutting down", and
+  // receive() ends with close_code() 1001, instead of a dropped connection at the drain's end.
+  void set_server_stopping(const std::atomic<bool>* stopping) noexcept { server_stopping_ = stopping; }
+
  private:
   // Exactly one of borrowed and owned is set.
   Socket(Stream* borrowed, std::unique_ptr<Stream> owned, Role role, Options options, std::string_view buffered,
@@ -219,6 +225,7 @@ class Socket {
   // Written under send_mu_; atomic so is_open() and the reader may look without it.
   std::atomic<bool> close_sent_{false};
   std::atomic<bool> broken_{false};  // a send failed: the stream is unusable
+  const std::atomic<bool>* server_stopping_ = nullptr;  // set_server_stopping()
 
   // The send queue (try_send, broadcast). q_mu_ (a spin lock: nothing parks under it) guards
   // queue_, queued_bytes_ and writer_running_; the front item is written and popped only with

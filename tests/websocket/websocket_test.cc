@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "../ssl/ssl_test_util.h"
 #include "lionet/http/router.h"
@@ -402,5 +406,47 @@ TEST_F(WsTest, TheClientReadsA101InPiecesAndRefusesAMalformedOne) {
   raw.stop(1s);
 }
 
+}  // namespace
+}  // namespace lionet::websocket
+
+namespace lionet::websocket {
+namespace {
+// Server::stop() (SIGTERM in the binary) with WebSockets open: each client gets a close frame
+// 1001 at the start of the drain, not a dropped connection at its end.
+TEST(WebSocketStop, OpenSocketsGet1001WhenTheServerStops) {
+  using Clock = std::chrono::steady_clock;
+  http::Router router;
+  router.get("/ws", accept([](Socket& ws) {
+               while (auto m = ws.receive()) (void)ws.send(*m);
+             }));
+  http::test::TestServer server(router.handler());
+  server.start();
+  constexpr int kClients = 5;
+  std::vector<JoinHandle<std::pair<uint16_t, int64_t>>> clients;
+  std::atomic<int> connected{0};
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(server.sched().spawn([&] {
+      auto ws = connect(server.url("/ws").replace(0, 4, "ws"));
+      if (!ws) return std::pair<uint16_t, int64_t>{0, 0};
+      ++connected;
+      while ((*ws)->receive()) {
+      }
+      return std::pair<uint16_t, int64_t>{(*ws)->close_code(), Clock::now().time_since_epoch().count()};
+    }));
+  }
+  for (int i = 0; i < 400 && connected < kClients; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(connected.load(), kClients);
+  std::this_thread::sleep_for(20ms);
+  const auto t0 = Clock::now();
+  std::thread stopper([&] { server.server().stop(5s); });
+  for (auto& c : clients) {
+    const std::pair<uint16_t, int64_t> r = c.join();
+    EXPECT_EQ(r.first, close_code::kGoingAway);
+    const double ms =
+        std::chrono::duration<double, std::milli>(Clock::time_point(Clock::duration(r.second)) - t0).count();
+    EXPECT_LT(ms, 100.0 * lionet::test::kSlowdown);
+  }
+  stopper.join();
+}
 }  // namespace
 }  // namespace lionet::websocket
