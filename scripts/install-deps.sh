@@ -34,7 +34,7 @@ TEST_PACKAGES=(
   libboost-dev libevent-dev   # building the benchmark reference programs
   # Third-party blocking clients and servers that the hook tests run against (127.0.0.1 only)
   redis-server libhiredis-dev libcurl4-openssl-dev
-  postgresql libpq5          # libpq test: the test runs its own server (initdb, private port)
+  postgresql libpq5 libpq-dev  # libpq tests and examples/deadlines: the tests run their own server (initdb, private port)
   mariadb-server libmariadb-dev  # MariaDB C client test: the test runs its own mariadbd (private datadir and port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
   gzip brotli zstd         # precompressed static files (tests make .gz/.br/.zst siblings)

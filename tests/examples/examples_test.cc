@@ -32,6 +32,9 @@
 
 #include <gtest/gtest.h>
 
+#include "../common/sanitizers.h"
+#include "../hook/third_party_util.h"
+
 extern char** environ;
 
 namespace {
@@ -717,3 +720,46 @@ TEST(HttpHello, APortInUseIsOneClearLineAndExit1) {
 }
 
 }  // namespace
+
+// examples/deadlines.cc against a PostgreSQL server of the test's own: a quick query answers 200;
+// a 10 s pg_sleep under the route's 1 s timeout answers 504 in 1-1.5 s and, with PQcancel wired
+// through on_cancel, the query is gone from pg_stat_activity within 1 s of that answer.
+TEST(Deadlines, SlowQueryAnswers504AndIsCancelledOnTheServer) {
+  REQUIRE_EXAMPLE(bin, "deadlines");
+  lionet::hook_test::LibPq pq;
+  ASSERT_TRUE(pq.load()) << "libpq not found (libpq5): run scripts/install-deps.sh";
+  lionet::hook_test::PostgresServer pg(pq, 50);
+  ASSERT_TRUE(pg.error().empty()) << pg.error();
+  Child c(bin, {"0", pg.conninfo()}, 60s);
+  ASSERT_TRUE(c.started());
+  auto line = c.line_with("deadlines on http://127.0.0.1:");
+  ASSERT_TRUE(line) << c.output();
+  const uint16_t port = static_cast<uint16_t>(std::atoi(line->substr(line->find("127.0.0.1:") + 10).c_str()));
+  std::string r = http_exchange(port, "GET", "/sleep?seconds=0.1");
+  EXPECT_EQ(status_of(r), 200) << r;
+  EXPECT_EQ(body_of(r), "slept 0.1 s\n") << r;
+  const auto t0 = Clock::now();
+  r = http_exchange(port, "GET", "/sleep?seconds=10");
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(status_of(r), 504) << r;
+  EXPECT_GE(s, 0.99);
+  EXPECT_LT(s, 1.5 * lionet::test::kSlowdown);
+  // The query is stopped on the server, not only abandoned by the client.
+  void* probe = pq.connectdb(pg.conninfo().c_str());
+  ASSERT_EQ(pq.status(probe), lionet::hook_test::kConnectionOk);
+  int active = -1;
+  const auto give_up = Clock::now() + 1s;
+  do {
+    void* res = pq.exec(probe,
+                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(10%' AND "
+                        "state = 'active' AND pid <> pg_backend_pid()");
+    active = res && pq.result_status(res) == lionet::hook_test::kTuplesOk ? std::atoi(pq.getvalue(res, 0, 0)) : -1;
+    if (res) pq.clear(res);
+    if (active != 0) std::this_thread::sleep_for(20ms);
+  } while (active != 0 && Clock::now() < give_up);
+  pq.finish(probe);
+  EXPECT_EQ(active, 0) << "pg_sleep(10) still running on the server 1 s after the 504";
+  c.signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(), 0) << c.output();
+  EXPECT_NE(c.output().find("completed 1 failed 1"), std::string::npos) << c.output();
+}
