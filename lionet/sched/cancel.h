@@ -135,22 +135,19 @@ inline int64_t wait_deadline_ns(const Fiber& f) noexcept {
 }
 void wait_for_cancellers(CancelState& c) noexcept;
 
-// Publishes fn(a, b) as what a canceller calls to end this wait. Returns false (nothing
-// published) if the fiber is already cancelled: the caller then fails the wait itself.
-// Call only when interruptible(f); pair with end_wait() once the wait is over.
+// Publishes fn(a, b) as what a canceller calls to end this wait. Returns false if the fiber
+// is already cancelled: the caller then fails the wait itself (a canceller may be running fn
+// meanwhile: fn and the caller must agree, as any two wakers do). Call only when
+// interruptible(f); ALWAYS pair with end_wait(), on every path, and only after releasing any
+// lock fn takes (a canceller inside fn may be waiting for that lock while end_wait waits for
+// the canceller).
 inline bool begin_wait(Fiber& f, CancelFn fn, void* a, void* b) noexcept {
   CancelState& c = f.cancel_;
   c.target_a.store(a, std::memory_order_relaxed);
   c.target_b.store(b, std::memory_order_relaxed);
   c.target_fn.store(fn, std::memory_order_release);
   light_barrier();  // the store above before the load below: protocol 10's Dekker pair
-  if (__builtin_expect(c.flags.load(std::memory_order_relaxed) & CancelState::kCancelled, 0)) {
-    c.target_fn.store(nullptr, std::memory_order_relaxed);
-    light_barrier();
-    if (c.cancellers.load(std::memory_order_acquire) != 0) wait_for_cancellers(c);
-    return false;
-  }
-  return true;
+  return !__builtin_expect(c.flags.load(std::memory_order_relaxed) & CancelState::kCancelled, 0);
 }
 // Withdraws the target; returns once no canceller can still be inside it.
 inline void end_wait(Fiber& f) noexcept {

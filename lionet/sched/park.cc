@@ -204,11 +204,12 @@ uint32_t WaitClaim::wait(std::optional<TimePoint> deadline) noexcept {
   int64_t dl = f->cancel_.deadline_ns;
   if (deadline) dl = std::min(dl, to_ns(*deadline));
   if (!detail::begin_wait(*f, &expire_claim, this, nullptr)) {
-    // Already cancelled: fail at once, unless a notifier won first (then consume its unpark).
+    // Already cancelled: fail at once, unless a notifier (or the canceller, expiring the claim)
+    // won first: then consume its unpark. Either way no canceller may still be in expire().
     uint32_t expected = kWaiting;
-    if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
-      return kTimedOut;
-    park();
+    if (!state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
+      park();
+    detail::end_wait(*f);
     return value();
   }
   const uint32_t v = wait_until_ns(dl);

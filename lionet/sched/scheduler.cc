@@ -796,8 +796,9 @@ int join_fiber(Fiber* f) noexcept {
     return 0;
   }
   if (!begin_wait(*me, &abandon_join, f, &self)) {
-    abandon_join(f, &self);  // wakes us, unless the finisher took the word first
+    abandon_join(f, &self);  // wakes us, unless the finisher (or the canceller) took the word first
     park();
+    end_wait(*me);
     return f->joiner_.load(std::memory_order_acquire) == 0 ? interrupted_errno(me) : 0;
   }
   Timer timer;

@@ -28,8 +28,9 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
       // Protocol 10: a canceller removes the node under lock_, as a waker would (W2).
       q.push_back(&node);
       if (!begin_wait(*f, &q == &recvq_ ? &cancel_recv : &cancel_send, this, &node)) {
-        q.remove(&node);
+        q.remove(&node);  // under lock_: a canceller that comes for it finds it gone
         lock_.unlock();
+        end_wait(*f);  // after the unlock: a canceller may be waiting for lock_
         return kChanTimeout;
       }
       note_wait(kind, this);
