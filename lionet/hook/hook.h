@@ -62,6 +62,13 @@
 // thinks it is blocking still behaves as blocking there (the hook waits in libc poll(2),
 // honouring SO_RCVTIMEO/SO_SNDTIMEO), so an fd can be handed from a fiber to a plain thread.
 //
+// CANCELLATION (sched/cancel.h): in a fiber that is cancelled or past its DeadlineScope, a
+// hooked call that has to wait fails with -1 and errno ECANCELED / ETIMEDOUT (never EINTR,
+// which libpq, hiredis and libcurl retry); one that completes without waiting still does.
+// sleep returns the seconds left (errno set), nanosleep fills `rem`, clock_nanosleep returns
+// the error number. getaddrinfo/getnameinfo start no lookup then (EAI_SYSTEM, errno set) but
+// still answer numeric hosts; a lookup already on the offload pool is waited for (it writes
+// into the caller's memory). Inside a CancelShield nothing of this applies.
 // ERRNO: every hook sets errno after its last possible fiber switch, through a non-inlined
 // accessor (glibc's __errno_location() is `const`; after a migration a cached address would be
 // another thread's errno). See fiber/fiber.h, MIGRATION HAZARD.
