@@ -12,6 +12,7 @@
 
 #include "lionet/io/io_manager.h"
 #include "lionet/log/log.h"
+#include "lionet/sched/cancel.h"
 #include "lionet/sched/park.h"
 #include "lionet/sync/offload.h"
 
@@ -155,6 +156,12 @@ void File::submit(std::span<FileRequest> reqs) {
   }
   if (fd_ < 0) {
     for (FileRequest& r : reqs) r.res = -EBADF;
+    return;
+  }
+  // A cancelled fiber, or one past its DeadlineScope, starts no file IO: ECANCELED / ETIMEDOUT
+  // (sched/cancel.h). IO already submitted is waited for: the kernel writes into its buffers.
+  if (const int e = this_fiber::interruption()) {
+    for (FileRequest& r : reqs) r.res = -e;
     return;
   }
   const bool fiber = in_fiber();

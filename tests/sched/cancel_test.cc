@@ -3,8 +3,10 @@
 // cancelled waiter never swallows a wake-up meant for another.
 #include "lionet/sched/cancel.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "lionet/file/file.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/channel.h"
 #include "lionet/sync/cond_var.h"
@@ -283,6 +286,34 @@ TEST(CancelHooks, BlockingLibcCallsFailWithEcanceledOrEtimedout) {
   EXPECT_EQ(std::get<4>(t), ETIMEDOUT);
   ::close(sv[0]);
   ::close(sv[1]);
+}
+
+// file/ calls: a cancelled fiber, or one past its deadline, starts no file IO.
+TEST(CancelFile, FileCallsFailWithEcanceledOrEtimedout) {
+  lionet::Scheduler s({.threads = 2});
+  char path[] = "/tmp/lionet-cancel-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ::close(fd);
+  auto [r, ms] = cancel_after_blocking(s, [&] {
+    lionet::this_fiber::sleep_for(1h);  // cancelled here
+    auto f = lionet::File::open(path, O_RDONLY);
+    char buf[3];
+    auto n = f ? f->pread(buf, 3, 0) : lionet::Result<std::size_t>(f.error());
+    return n ? 0 : n.error().value();
+  });
+  EXPECT_EQ(r, ECANCELED);
+  const int timed = s.spawn([&] {
+                       auto f = lionet::File::open(path, O_RDONLY);
+                       lionet::DeadlineScope d(std::chrono::nanoseconds(1));
+                       lionet::this_fiber::sleep_for(1ms);  // the deadline passes
+                       char buf[3];
+                       auto n = f ? f->pread(buf, 3, 0) : lionet::Result<std::size_t>(f.error());
+                       return n ? 0 : n.error().value();
+                     }).join();
+  EXPECT_EQ(timed, ETIMEDOUT);
+  ::unlink(path);
 }
 
 // Cancels racing wake-ups (TSan's target): every value sent is received exactly once, every
