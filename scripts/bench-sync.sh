@@ -68,6 +68,8 @@ rows = [
     ("Mutex lock+unlock, uncontended", "mutex_uncontended_ns", "std::mutex", "std_mutex_uncontended_ns"),
     ("Mutex contended, 4 fibers, 1 worker, yield inside (per lock+unlock)", "mutex_contended_1w_ns", "boost::fibers::mutex, same shape", "boost_mutex_contended_1w_ns"),
     ("Mutex contended, 4 fibers, 2 workers (per lock+unlock)", "mutex_contended_2w_ns", "std::mutex, 2 threads", "std_mutex_contended_2t_ns"),
+    ("JoinHandle::cancel to the parked fiber running, across workers, p50", "cancel_p50_ns", "Event::set to the waiter running, p50", "wake_p50_ns"),
+    ("JoinHandle::cancel to the parked fiber running, across workers, p99", "cancel_p99_ns", "Event::set to the waiter running, p99", "wake_p99_ns"),
 ]
 lines = [
     "## Sync (lionet/sync): channels and mutex",
