@@ -26,7 +26,7 @@
 //      moved or grown until the request is done (body bytes are read into its tail or straight
 //      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
 //      handler_timeout bounds the handler (504 past it); a client that hangs up meanwhile
-//      cancels it (cancel_on_disconnect: logged 499, the connection closed).
+//      cancels it (cancel_on_disconnect, requests without a body: logged 499, closed).
 //   4. Send the response: head and body in one writev for memory bodies; head then sendfile
 //      for files; the writer with its first chunk in one writev. Then its access log line, if
 //      ServerOptions::access_log is set (also for the answers to refused heads, before their
@@ -141,8 +141,9 @@ struct ServerOptions {
   // gets 504 instead, logged so. Zero: none (the default). A route's own `timeout`
   // (with_timeout) applies inside it. YAML: servers[].handler_timeout
   Duration handler_timeout = Duration::zero();
-  // A client that goes away while its handler runs (the connection closed or reset; over
-  // HTTP/2 a RST_STREAM or the connection lost) cancels the handler (sched/cancel.h): its
+  // A client that goes away while its handler runs (HTTP/1.1: the connection closed or reset,
+  // for requests without a body; HTTP/2: a RST_STREAM or the connection lost) cancels the
+  // handler (sched/cancel.h): its
   // blocking calls end with ECANCELED, and the request is logged 499. YAML:
   // servers[].cancel_on_disconnect
   bool cancel_on_disconnect = true;
