@@ -93,7 +93,9 @@ TEST(HandlerLimits, ServerHandlerTimeoutOverHttp1AndHttp2) {
 // curl --max-time as a raw client: the request, then a hang-up while the handler blocks.
 TEST(HandlerLimits, Http1ClientThatHangsUpCancelsItsHandler) {
   Blocker b;
-  TestServer server(b.handler());
+  ServerOptions o;
+  o.http1_disconnect_watch = true;
+  TestServer server(b.handler(), o);
   server.start();
   const uint64_t before = handler_counters().cancelled.load();
   Clock::time_point closed;
@@ -189,8 +191,10 @@ TEST(HandlerLimits, Http2ResetCancelsOnlyThatStreamsHandler) {
 TEST(HandlerLimits, ProxyAbandonsTheUpstreamWhenItsClientLeaves) {
   Blocker b;
   test::ProxyHarness h;
-  auto& up = h.http_upstream("slow", b.handler());
-  h.front(test::to({up.address()}));
+  ServerOptions watched;
+  watched.http1_disconnect_watch = true;
+  auto& up = h.http_upstream("slow", b.handler(), watched);
+  h.front(test::to({up.address()}), watched);
   Clock::time_point closed;
   {
     RawClient c(h.port());
@@ -207,7 +211,9 @@ TEST(HandlerLimits, ProxyAbandonsTheUpstreamWhenItsClientLeaves) {
 
 TEST(HandlerLimits, ClientHonoursTheFibersDeadline) {
   Blocker b;
-  TestServer server(b.handler());
+  ServerOptions o;
+  o.http1_disconnect_watch = true;  // the client's give-up ends the blocked handler too
+  TestServer server(b.handler(), o);
   server.start();
   auto t0 = Clock::now();
   auto r = server.run([&] {
