@@ -388,7 +388,7 @@ int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint>
   Fiber* const self = w.parker.fiber();
   const bool interruptible = detail::interruptible(*self);
   if (interruptible && self->cancel_.deadline_ns != detail::CancelState::kNoDeadline) {
-    const TimePoint fiber_dl(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(self->cancel_.deadline_ns)));
+    const TimePoint fiber_dl = from_ns(self->cancel_.deadline_ns);
     if (!deadline || fiber_dl < *deadline) deadline = fiber_dl;
   }
   if (deadline) {

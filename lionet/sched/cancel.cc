@@ -17,12 +17,6 @@
 namespace lionet {
 namespace detail {
 
-namespace {
-int64_t to_ns(TimePoint t) noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-}  // namespace
-
 // CancelState::mu, the lock of the on_cancel list: a few pointer moves under it.
 class ListLock {
  public:
@@ -148,7 +142,7 @@ CancelShield::~CancelShield() {
 DeadlineScope::DeadlineScope(TimePoint deadline) noexcept : fiber_(current_fiber()) {
   if (!fiber_) return;
   saved_ns_ = fiber_->cancel_.deadline_ns;
-  fiber_->cancel_.deadline_ns = std::min(saved_ns_, detail::to_ns(deadline));
+  fiber_->cancel_.deadline_ns = std::min(saved_ns_, to_ns(deadline));
 }
 DeadlineScope::~DeadlineScope() {
   if (fiber_) fiber_->cancel_.deadline_ns = saved_ns_;
@@ -203,14 +197,14 @@ bool cancelled() noexcept {
 std::optional<TimePoint> deadline() noexcept {
   Fiber* f = current_fiber();
   if (!f || f->cancel_.deadline_ns == detail::CancelState::kNoDeadline) return std::nullopt;
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(f->cancel_.deadline_ns)));
+  return from_ns(f->cancel_.deadline_ns);
 }
 
 int interruption() noexcept {
   Fiber* f = current_fiber();
   if (!f || f->cancel_.shield != 0) return 0;
   if (f->cancel_.flags.load(std::memory_order_relaxed) & detail::CancelState::kCancelled) return ECANCELED;
-  if (f->cancel_.deadline_ns != detail::CancelState::kNoDeadline && f->cancel_.deadline_ns <= detail::to_ns(now()))
+  if (f->cancel_.deadline_ns != detail::CancelState::kNoDeadline && f->cancel_.deadline_ns <= to_ns(now()))
     return ETIMEDOUT;
   return 0;
 }
@@ -235,8 +229,7 @@ OnCancel on_cancel(std::function<void()> fn) {
   if (already) {
     detail::fire(n, sched);
   } else if (const int64_t dl = f->cancel_.deadline_ns; dl != detail::CancelState::kNoDeadline) {
-    const TimePoint at(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
-    n->timer = add_timer(at, [n, sched] { detail::fire(n, sched); });
+    n->timer = add_timer(from_ns(dl), [n, sched] { detail::fire(n, sched); });
   }
   return OnCancel(n);
 }

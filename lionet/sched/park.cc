@@ -174,12 +174,6 @@ bool WaitClaim::notify_impl(uint32_t value) noexcept {
 
 namespace {
 constexpr int64_t kNoDeadline = detail::CancelState::kNoDeadline;
-int64_t to_ns(TimePoint t) noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-TimePoint from_ns(int64_t ns) noexcept {
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(ns)));
-}
 void expire_claim(void* claim, void*) noexcept { static_cast<WaitClaim*>(claim)->expire(); }
 }  // namespace
 

@@ -803,7 +803,7 @@ int join_fiber(Fiber* f) noexcept {
   }
   Timer timer;
   if (const int64_t dl = me->cancel_.deadline_ns; dl != CancelState::kNoDeadline) {
-    const TimePoint at(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
+    const TimePoint at = from_ns(dl);
     if (at <= now()) {
       abandon_join(f, &self);
     } else {

@@ -22,7 +22,7 @@ uint32_t ChannelCore::wait_locked(WaitQueue& q, WaitNode& node, const TimePoint*
     }
     if (const int64_t dl = f->cancel_.deadline_ns; dl != CancelState::kNoDeadline) {
       // A DeadlineScope is in force: the timed path below, whose claim also takes cancels.
-      fiber_deadline = TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(dl)));
+      fiber_deadline = from_ns(dl);
       deadline = &fiber_deadline;
     } else {
       // Protocol 10: a canceller removes the node under lock_, as a waker would (W2).

@@ -13,9 +13,6 @@ Scheduler* scheduler_or_current(Scheduler* s) {
   throw std::logic_error("lionet::TaskGroup: no scheduler given and none runs the caller");
 }
 
-int64_t to_ns(TimePoint t) noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 }  // namespace
 
 TaskGroup::TaskGroup(Scheduler* sched) : sched_(scheduler_or_current(sched)) {}
@@ -72,8 +69,7 @@ void TaskGroup::drain() noexcept {
 
 void TaskGroup::wait() {
   std::optional<DeadlineScope> scope;
-  if (deadline_ns_ != detail::CancelState::kNoDeadline)
-    scope.emplace(TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(deadline_ns_))));
+  if (deadline_ns_ != detail::CancelState::kNoDeadline) scope.emplace(from_ns(deadline_ns_));
   const bool all_ended = running_.wait();
   int interrupted = 0;
   if (!all_ended) {

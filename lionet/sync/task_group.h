@@ -19,8 +19,8 @@
 // one wait() at a time.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -86,9 +86,6 @@ class TaskGroup {
     }
     note_end();
     running_.done();  // the last touch of *this: wait() may return and the group go
-  }
-  static TimePoint from_ns(int64_t ns) noexcept {
-    return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(ns)));
   }
   int64_t child_deadline_ns() const noexcept;
   void note_end() noexcept;  // records when the latest child ended (the group timeout's test)
