@@ -1,7 +1,10 @@
 // lionet/http/handler_limits.cc: see handler_limits.h.
 #include "lionet/http/handler_limits.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -99,22 +102,32 @@ bool DisconnectWatch::end() noexcept {
 void DisconnectWatch::watch() noexcept {
   IOManager* io = IOManager::current();
   if (!io) return;
-  const int fd = socket_->fd();
+  // The watch waits on a duplicate of the connection's fd: its own IOManager entry and its own
+  // registration in the reactor (epoll and io_uring keep one per fd number), so it never takes
+  // a readiness edge the connection's own waits count on (IOManager protocols 3, 7 and 8: a
+  // wait after a short read expects the next bytes to make a new edge, and an edge the watcher
+  // took on the shared fd would leave that read waiting until its timeout). Raw syscalls: the
+  // duplicate is this watcher's alone, so hook/'s fd table must not learn of it.
+  const int fd = static_cast<int>(::syscall(SYS_fcntl, socket_->fd(), F_DUPFD_CLOEXEC, 0));
+  if (fd < 0) return;  // no fd to be had (EMFILE): this request goes unwatched
+  io->cancel(fd);  // a fresh number: forget whatever an earlier file under it left (io_manager.h)
   for (;;) {
-    if (io->wait_readable(fd, std::nullopt) != 0) return;  // end() cancelled us, or the fd closed
+    if (io->wait_readable(fd, std::nullopt) != 0) break;  // end() cancelled us, or the fd closed
     char c;
-    const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return;  // the client sent something: not a hang-up
+    const ssize_t n = ::syscall(SYS_recvfrom, fd, &c, 1, MSG_PEEK | MSG_DONTWAIT, nullptr, nullptr);
+    if (n > 0) break;  // the client sent something: not a hang-up
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
     // Server::stop shuts the read side of every connection (TcpServer's drain): that end of
     // input is ours, and the handler is let finish.
-    if (n == 0 && stopping_ && stopping_->load(std::memory_order_acquire)) return;
+    if (n == 0 && stopping_ && stopping_->load(std::memory_order_acquire)) break;
     // EOF or a reset: the client is gone. Cancel the handler (it is alive: end() joins us first).
     gone_.store(true, std::memory_order_release);
     handler_counters().cancelled.fetch_add(1, std::memory_order_relaxed);
     ::lionet::detail::cancel_fiber(handler_);
-    return;
+    break;
   }
+  io->cancel(fd);  // protocol 5: forget the entry before the number can name another file
+  (void)::syscall(SYS_close, fd);
 }
 
 }  // namespace lionet::http

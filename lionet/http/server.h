@@ -26,7 +26,7 @@
 //      moved or grown until the request is done (body bytes are read into its tail or straight
 //      into the handler's buffer). body_timeout bounds the whole body from the end of the head.
 //      handler_timeout bounds the handler (504 past it); a client that hangs up meanwhile
-//      cancels it (cancel_on_disconnect, requests without a body: logged 499, closed).
+//      cancels it (cancel_on_disconnect: logged 499, closed).
 //   4. Send the response: head and body in one writev for memory bodies; head then sendfile
 //      for files; the writer with its first chunk in one writev. Then its access log line, if
 //      ServerOptions::access_log is set (also for the answers to refused heads, before their
@@ -142,16 +142,10 @@ struct ServerOptions {
   // (with_timeout) applies inside it. YAML: servers[].handler_timeout
   Duration handler_timeout = Duration::zero();
   // A client that goes away while its handler runs (HTTP/1.1: the connection closed or reset,
-  // for requests without a body; HTTP/2: a RST_STREAM or the connection lost) cancels the
-  // handler (sched/cancel.h): its
-  // blocking calls end with ECANCELED, and the request is logged 499. YAML:
-  // servers[].cancel_on_disconnect
+  // seen by http/handler_limits.h's DisconnectWatch once the handler has run 20 ms; HTTP/2: a
+  // RST_STREAM or the connection lost) cancels the handler (sched/cancel.h): its blocking calls
+  // end with ECANCELED, and the request is logged 499. YAML: servers[].cancel_on_disconnect
   bool cancel_on_disconnect = true;
-  // HTTP/1.1's part of cancel_on_disconnect (http/handler_limits.h DisconnectWatch), off by
-  // default for now: with it on, tests/examples' reverse_proxy run showed, 4 times in 12 under
-  // parallel load, a later connection whose request was not read until header_timeout (a lost
-  // readiness wake-up not yet explained). HTTP/2's part does not depend on it. No YAML key yet.
-  bool http1_disconnect_watch = false;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
   RefusalHandler refusal{};
   // HTTP/2 over the same handler, installed by lionet/http2 (http2::enable(options)); empty =

@@ -93,9 +93,7 @@ TEST(HandlerLimits, ServerHandlerTimeoutOverHttp1AndHttp2) {
 // curl --max-time as a raw client: the request, then a hang-up while the handler blocks.
 TEST(HandlerLimits, Http1ClientThatHangsUpCancelsItsHandler) {
   Blocker b;
-  ServerOptions o;
-  o.http1_disconnect_watch = true;
-  TestServer server(b.handler(), o);
+  TestServer server(b.handler());  // cancel_on_disconnect: on by default
   server.start();
   const uint64_t before = handler_counters().cancelled.load();
   Clock::time_point closed;
@@ -111,6 +109,61 @@ TEST(HandlerLimits, Http1ClientThatHangsUpCancelsItsHandler) {
   EXPECT_FALSE(b.slept_fully.load());
   EXPECT_LT(ms_between(closed, b.ended()), 100.0 * kScale);
   EXPECT_EQ(handler_counters().cancelled.load(), before + 1);
+}
+
+// A request with a body: the handler reads it whole, then blocks; the hang-up still cancels it.
+TEST(HandlerLimits, Http1HangUpAfterABodyCancelsItsHandler) {
+  Blocker b;
+  std::atomic<size_t> got{0};
+  Router router;
+  Handler block = b.handler();
+  router.post("/upload", [&](Request& q, Response& s) {
+    std::string body;
+    if (q.read_body(body)) got = body.size();
+    block(q, s);
+  });
+  TestServer server(router.handler());
+  server.start();
+  Clock::time_point closed;
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
+    for (int i = 0; i < 400 && !b.started; ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(b.started.load());
+    std::this_thread::sleep_for(100ms);
+    closed = Clock::now();
+  }
+  b.wait_ended();
+  EXPECT_EQ(got.load(), 5u);
+  EXPECT_FALSE(b.slept_fully.load());
+  EXPECT_LT(ms_between(closed, b.ended()), 100.0 * kScale);
+}
+
+// Bytes that arrive while a watched handler runs (a pipelined request) end the watch and are
+// read by the connection at once: the watcher waits on a duplicate of the fd, so it cannot take
+// the readiness edge the connection's wait after its short read counts on (before, the second
+// request waited for header_timeout).
+TEST(HandlerLimits, Http1RequestPipelinedDuringAWatchedHandlerIsServedAtOnce) {
+  Router router;
+  router.get("/slow", [](Request&, Response& s) {
+    (void)this_fiber::sleep_for(80ms);  // past the watch's 20 ms: the watcher waits
+    s.reply(200, "slow\n");
+  });
+  router.get("/fast", [](Request&, Response& s) { s.reply(200, "fast\n"); });
+  ServerOptions o;
+  o.header_timeout = 3s;
+  TestServer server(router.handler(), o);
+  server.start();
+  for (int round = 0; round < 5; ++round) {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::this_thread::sleep_for(40ms);  // the watcher is waiting now
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(c.send("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string out = c.read_until("HTTP/1.1 200", 2, 5s);
+    EXPECT_NE(out.find("fast\n"), std::string::npos) << "round " << round << ": " << out;
+    EXPECT_LT(ms_between(t0, Clock::now()), 1000.0 * kScale) << "round " << round;
+  }
 }
 
 TEST(HandlerLimits, CancelOnDisconnectOffLetsTheHandlerRun) {
@@ -191,10 +244,8 @@ TEST(HandlerLimits, Http2ResetCancelsOnlyThatStreamsHandler) {
 TEST(HandlerLimits, ProxyAbandonsTheUpstreamWhenItsClientLeaves) {
   Blocker b;
   test::ProxyHarness h;
-  ServerOptions watched;
-  watched.http1_disconnect_watch = true;
-  auto& up = h.http_upstream("slow", b.handler(), watched);
-  h.front(test::to({up.address()}), watched);
+  auto& up = h.http_upstream("slow", b.handler());
+  h.front(test::to({up.address()}));
   Clock::time_point closed;
   {
     RawClient c(h.port());
@@ -211,9 +262,7 @@ TEST(HandlerLimits, ProxyAbandonsTheUpstreamWhenItsClientLeaves) {
 
 TEST(HandlerLimits, ClientHonoursTheFibersDeadline) {
   Blocker b;
-  ServerOptions o;
-  o.http1_disconnect_watch = true;  // the client's give-up ends the blocked handler too
-  TestServer server(b.handler(), o);
+  TestServer server(b.handler());  // the client's give-up ends the blocked handler too
   server.start();
   auto t0 = Clock::now();
   auto r = server.run([&] {

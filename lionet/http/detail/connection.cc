@@ -469,11 +469,7 @@ bool Connection::handle_request() {
   request_.set_connection_info(info_);
   response_.reset();
   DisconnectWatch watch;
-  // Only a request without a body is watched: a handler reading its body waits on the same
-  // socket, and an edge the watcher took could leave that read waiting (IOManager protocol 7
-  // hands each edge to the waiters there are).
-  if (options_.cancel_on_disconnect && options_.http1_disconnect_watch && info_ && body_done_)
-    watch.begin(info_->socket, stopping_);
+  if (options_.cancel_on_disconnect && info_) watch.begin(info_->socket, stopping_);
   try {
     (void)run_bounded(handler_, request_, response_, options_.handler_timeout);
   } catch (const std::exception& e) {
