@@ -6,6 +6,8 @@
 //   curl 'http://127.0.0.1:PORT/sleep?seconds=0.1'   -> 200 "slept 0.1 s"
 //   curl 'http://127.0.0.1:PORT/sleep?seconds=10'    -> 504 after 1 s; the query is gone from
 //                                                       pg_stat_activity at once
+//   curl --max-time 0.2 '.../sleep?seconds=10'      -> curl gives up; its hang-up cancels the
+//                                                       handler and the query (cancel_on_disconnect)
 //
 // What it shows (lionet/sched/cancel.h):
 //  - http::with_timeout(handler, 1s): the handler runs in a DeadlineScope. libpq's blocking

@@ -723,8 +723,9 @@ TEST(HttpHello, APortInUseIsOneClearLineAndExit1) {
 
 // examples/deadlines.cc against a PostgreSQL server of the test's own: a quick query answers 200;
 // a 10 s pg_sleep under the route's 1 s timeout answers 504 in 1-1.5 s and, with PQcancel wired
-// through on_cancel, the query is gone from pg_stat_activity within 1 s of that answer.
-TEST(Deadlines, SlowQueryAnswers504AndIsCancelledOnTheServer) {
+// through on_cancel, the query is gone from pg_stat_activity within 1 s of that answer; a curl
+// that gives up after 0.2 s ends its handler within 100 ms and its query within 1 s.
+TEST(Deadlines, SlowQueryAnswers504AndIsCancelledOnTheServerAndWhenTheClientLeaves) {
   REQUIRE_EXAMPLE(bin, "deadlines");
   lionet::hook_test::LibPq pq;
   ASSERT_TRUE(pq.load()) << "libpq not found (libpq5): run scripts/install-deps.sh";
@@ -759,7 +760,35 @@ TEST(Deadlines, SlowQueryAnswers504AndIsCancelledOnTheServer) {
   } while (active != 0 && Clock::now() < give_up);
   pq.finish(probe);
   EXPECT_EQ(active, 0) << "pg_sleep(10) still running on the server 1 s after the 504";
+
+  // curl gives up after 0.2 s while the query runs: its hang-up cancels the handler
+  // (cancel_on_disconnect), whose PQexec fails at once; /stats counts it as it ends.
+  const std::string curl =
+      "curl -s -o /dev/null --max-time 0.2 'http://127.0.0.1:" + std::to_string(port) + "/sleep?seconds=10'";
+  EXPECT_NE(std::system(curl.c_str()), 0) << "curl should have timed out";
+  const auto hung_up = Clock::now();
+  std::string stats;
+  do {
+    stats = body_of(http_exchange(port, "GET", "/stats"));
+    if (stats != "completed 1 failed 2\n") std::this_thread::sleep_for(5ms);
+  } while (stats != "completed 1 failed 2\n" && Clock::now() < hung_up + 2s);
+  const double ended_ms = std::chrono::duration<double, std::milli>(Clock::now() - hung_up).count();
+  EXPECT_EQ(stats, "completed 1 failed 2\n");
+  EXPECT_LT(ended_ms, 100.0 * lionet::test::kSlowdown) << "the handler ran on after its client left";
+  probe = pq.connectdb(pg.conninfo().c_str());
+  ASSERT_EQ(pq.status(probe), lionet::hook_test::kConnectionOk);
+  do {
+    void* res = pq.exec(probe,
+                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(10%' AND "
+                        "state = 'active' AND pid <> pg_backend_pid()");
+    active = res && pq.result_status(res) == lionet::hook_test::kTuplesOk ? std::atoi(pq.getvalue(res, 0, 0)) : -1;
+    if (res) pq.clear(res);
+    if (active != 0) std::this_thread::sleep_for(20ms);
+  } while (active != 0 && Clock::now() < hung_up + 1s);
+  pq.finish(probe);
+  EXPECT_EQ(active, 0) << "pg_sleep(10) still running on the server 1 s after curl hung up";
+
   c.signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(), 0) << c.output();
-  EXPECT_NE(c.output().find("completed 1 failed 1"), std::string::npos) << c.output();
+  EXPECT_NE(c.output().find("completed 1 failed 2"), std::string::npos) << c.output();
 }
