@@ -40,6 +40,7 @@
 #include "lionet/io/io_manager.h"
 #include "lionet/sched/cancel.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/task_group.h"
 #include "third_party_util.h"
 
 namespace lionet {
@@ -352,6 +353,46 @@ TEST_P(HookCancelLibpq, CancelFromAPlainThreadEndsPQexecAndPQcancelStopsTheQuery
     h.cancel();  // from the test thread
     return at;
   });
+}
+
+// A TaskGroup whose first child fails: its sibling blocked in libpq's PQexec is cancelled, its
+// on_cancel runs PQcancel, wait() rethrows the first failure, and the query is gone.
+TEST_P(HookCancelLibpq, TaskGroupFirstFailureCancelsASiblingInPQexec) {
+  PgSleepRun run;
+  Runtime rt(threads());
+  Clock::time_point failed_at;
+  std::string rethrown;
+  rt.sched
+      .spawn([&] {
+        TaskGroup group;
+        group.spawn([&] { pg_sleep_in_fiber(*pq_, server_->conninfo(), run, std::nullopt, true); });
+        group.spawn([&] {
+          while (!run.querying.load()) this_fiber::sleep_for(5ms);
+          this_fiber::sleep_for(100ms);  // the query runs on the server by now
+          failed_at = Clock::now();
+          throw std::runtime_error("sibling failed");
+        });
+        try {
+          group.wait();
+        } catch (const std::runtime_error& e) {
+          rethrown = e.what();
+        }
+      })
+      .join();
+  const auto gone = wait_active(run.pid, 0, 5s);
+  if (!gone) cancel_backend(run.pid);  // cleanup; the checks below fail
+  const double ret_ms = ms_between(failed_at, run.exec_end);
+  std::printf(
+      "[hook] libpq (%s): TaskGroup sibling failed; PQexec in the other child failed %.1f ms later, the query was "
+      "gone %.1f ms later\n",
+      describe(rt).c_str(), ret_ms, gone ? ms_between(failed_at, *gone) : -1.0);
+  EXPECT_EQ(rethrown, "sibling failed");
+  expect_failed_with(run, kCanceledText);
+  EXPECT_LE(ret_ms, 300.0 * kSlack);
+  EXPECT_TRUE(run.callback_fired);
+  EXPECT_EQ(run.cancel_rc, 1) << "PQcancel: " << run.cancel_err;
+  ASSERT_TRUE(gone.has_value()) << "pg_sleep(10) still runs 5 s after the sibling failed";
+  EXPECT_LE(ms_between(failed_at, *gone), 1000.0 * kSlack);
 }
 
 // ---------------------------------------------------------------- hiredis, libcurl, MariaDB
