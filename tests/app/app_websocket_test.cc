@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +88,39 @@ TEST_F(AppWebSocket, TheEchoRouteEchoesTextAndBinaryAndClosesCleanly) {
   (void)(*ws)->send_binary(std::string(100 * 1024, 'x'));
   EXPECT_FALSE((*ws)->receive());
   EXPECT_EQ((*ws)->close_code(), websocket::close_code::kTooBig);
+}
+
+// SIGTERM with three Python `websockets` clients connected: each gets the close frame 1001
+// ("going away") within 100 ms, at the start of the drain, and the binary exits 0.
+TEST_F(AppWebSocket, ClientsConnectedAtSigtermGet1001AtOnce) {
+  start();
+  Process peer(LIONET_TEST_PYTHON, {std::string(LIONET_SOURCE_DIR) + "/tests/websocket/ws_peer.py", "--no-compression",
+                                    "client", ws_url("/ws/echo"), "hold:3"});
+  ASSERT_TRUE(peer.started());
+  ASSERT_TRUE(peer.wait_for("OPEN 3", 30s)) << peer.output();
+  const int64_t sigterm_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  proc_->signal(SIGTERM);
+  EXPECT_EQ(peer.wait(30s), 0) << peer.output();
+  EXPECT_EQ(proc_->wait(), 0) << proc_->output();
+  proc_.reset();
+  int closed = 0;
+  std::istringstream lines(peer.output());
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(line.find("FAIL"), std::string::npos) << line;
+    if (!line.starts_with("CLOSED ")) continue;
+    ++closed;
+    std::istringstream f(line.substr(7));
+    int code = 0;
+    std::string reason;
+    int64_t at_ns = 0;
+    f >> code >> reason >> at_ns;
+    EXPECT_EQ(code, 1001) << line;
+    const double ms = static_cast<double>(at_ns - sigterm_ns) / 1e6;  // both CLOCK_MONOTONIC
+    EXPECT_LT(ms, 100.0 * test::kSlowdown) << line;
+    std::printf("[app] SIGTERM -> close %d (%s) after %.1f ms\n", code, reason.c_str(), ms);
+  }
+  EXPECT_EQ(closed, 3) << peer.output();
 }
 
 TEST_F(AppWebSocket, ALiveTailSendsOldRecordsThenEachNewOneAsItIsAppended) {

@@ -14,6 +14,10 @@
                                               message and closes; FAIL unless every one got the
                                               server's close frame
 
+  ws_peer.py client URL hold:N [CA_FILE]     N connections held open ("OPEN N" once they are)
+                                              until the server closes them: one line
+                                              "CLOSED <code> <reason> <monotonic ns>" each
+
 --no-compression anywhere: do not offer (client) or accept (server) permessage-deflate, which
 websockets otherwise does by default. Every wait is bounded (timeouts below); the server is killed by the test that started it.
 
@@ -203,9 +207,42 @@ def scenario_many(url, ca, n):
     check(True, "%d connections each got the server's close frame" % n)
 
 
+def scenario_hold(url, ca, n):
+    """N connections held open until the server closes them (the test stops the server): one
+    line per connection, "CLOSED <code> <reason> <time.monotonic_ns() when its close frame was
+    seen>", each connection read by a thread of its own so that no close waits for another."""
+    conns = [open_client(url, ca) for _ in range(n)]
+    print("OPEN %d" % n, flush=True)
+    lock = threading.Lock()
+
+    def hold(ws):
+        try:
+            ws.recv(TIMEOUT)
+            line = "FAIL a message instead of the server's close"
+        except ConnectionClosed as e:
+            at = time.monotonic_ns()
+            line = "CLOSED %d %s %d" % (e.rcvd.code, e.rcvd.reason.replace(" ", "_"), at) if e.rcvd else \
+                "FAIL no close frame from the server"
+        except TimeoutError:
+            line = "FAIL the server never closed the connection"
+        with lock:
+            print(line, flush=True)
+
+    threads = [threading.Thread(target=hold, args=(ws,)) for ws in conns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for ws in conns:
+        ws.close()
+
+
 def client(url, scenario, ca):
     if scenario.startswith("many"):
         scenario_many(url, ca, int(scenario.split(":")[1]))
+        return 0
+    if scenario.startswith("hold"):
+        scenario_hold(url, ca, int(scenario.split(":")[1]))
         return 0
     with open_client(url, ca) as ws:
         print("EXT", extension_names(ws), flush=True)
