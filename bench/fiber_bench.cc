@@ -18,6 +18,9 @@
 //   BM_FiberSpawnJoinNoRegistry/1000/1  the same with SchedulerOptions::fiber_registry off: the
 //                                  cost of listing fibers for dumps.
 //   BM_FiberSwitch/N/threads:T     N fibers each yield 1000 times; ns per switch.
+//   BM_FiberDump/100000/stacks:S   dump_fibers() of 100,000 fibers parked in a sleep, with
+//                                  their stacks walked and symbolized (S=1) or without (S=0);
+//                                  ns per fiber (RESULT: ms per dump).
 //   BM_FiberSwitchCanary/1000/1    the same with canary-protected stacks (fiber.stack_protection:
 //                                  canary): what the canary check adds per switch.
 //   BM_FiberCpuBound/threads:T     1000 fibers x 10 slices of ~2.6 us of arithmetic, a yield
@@ -80,6 +83,8 @@
 #include <vector>
 
 #include "lionet/fiber/detail/context.h"
+#include "lionet/sched/cancel.h"
+#include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/scheduler.h"
 
 namespace {
@@ -198,6 +203,42 @@ void fiber_switch(benchmark::State& state, lionet::StackProtection protection) {
 }
 
 void BM_FiberSwitch(benchmark::State& state) { fiber_switch(state, lionet::StackProtection::kAuto); }
+
+// A frame the dump's stacks go through (noinline: it stays a frame while its fiber waits).
+[[gnu::noinline]] void bench_parked_in_sleep() {
+  (void)lionet::this_fiber::sleep_for(std::chrono::hours(1));  // ended by cancel()
+  asm volatile("");
+}
+
+// N fibers parked in one sleep (a channel would do as well: channel.h's SpinLock clashes with
+// Boost.Fiber's cpu_relax macro in this file); each iteration is one dump_fibers() of them, with stacks
+// (stacks:1, every fiber's stack walked and the groups symbolized) or without (stacks:0, the
+// reference in the same run). ns per fiber; the whole dump is N times that.
+void BM_FiberDump(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const bool stacks = state.range(1) != 0;
+  lionet::Scheduler sched({.threads = 2, .name = "bench"});
+  std::vector<lionet::JoinHandle<void>> hs;
+  hs.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) hs.push_back(sched.spawn([] { bench_parked_in_sleep(); }));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (sched.stats().fiber_parks < static_cast<uint64_t>(n) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::size_t bytes = 0;
+  bool grouped = false;
+  for (auto _ : state) {
+    const std::string text = lionet::dump_fibers(sched, {.stacks = stacks});
+    bytes = text.size();
+    grouped = text.find(std::to_string(n) + " fibers: parked") != std::string::npos &&
+              (!stacks || text.find("bench_parked_in_sleep") != std::string::npos);
+  }
+  if (!grouped) fail(state, "BM_FiberDump: the dump did not show the fibers as one group (with their frame)");
+  state.counters["dump_bytes"] = static_cast<double>(bytes);
+  for (auto& h : hs) h.cancel();
+  for (auto& h : hs) h.join();
+  sched.stop();
+  set_op_counters(state, n);
+}
 // The same with every stack protected by a canary, checked at every switch out (the mode used
 // where neither guard regions nor guard pages can be had): the check's cost per switch.
 void BM_FiberSwitchCanary(benchmark::State& state) { fiber_switch(state, lionet::StackProtection::kCanary); }
@@ -602,6 +643,7 @@ BENCHMARK(BM_FiberCreation)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSpawnJoin)->Apply(fiber_shapes)->UseRealTime();
 BENCHMARK(BM_FiberSpawnJoinNoRegistry)->Args({1000, 1})->ArgNames({"", "threads"})->UseRealTime();
 BENCHMARK(BM_FiberSwitch)->Args({10, 1})->Apply(fiber_shapes)->UseRealTime();
+BENCHMARK(BM_FiberDump)->Args({100000, 0})->Args({100000, 1})->ArgNames({"", "stacks"})->Iterations(3)->UseRealTime();
 BENCHMARK(BM_FiberSwitchCanary)->Args({1000, 1})->ArgNames({"", "threads"})->UseRealTime();
 BENCHMARK(BM_FiberCpuBound)->Apply(thread_counts)->UseRealTime();
 BENCHMARK(BM_ThreadsCpuBound)->Apply(thread_counts)->UseRealTime();
@@ -677,6 +719,13 @@ void print_result_line(const CollectingReporter& rep) {
   const auto thr2 = rep.get("BM_ThreadsCpuBound/threads:2");
   const auto switch10_ns = rep.get("BM_FiberSwitch/10/threads:1");
   const auto spawn_join_noreg_ns = rep.get("BM_FiberSpawnJoinNoRegistry/1000/threads:1");
+  // dump_fibers() of 100,000 parked fibers, with and without their stacks: ms per dump.
+  auto per_dump_ms = [&](const char* name) -> std::optional<double> {
+    const auto ns = rep.get(name);
+    return ns ? std::optional<double>(*ns * 100000 / 1e6) : std::nullopt;
+  };
+  const auto dump_stacks_ms = per_dump_ms("BM_FiberDump/100000/stacks:1/iterations:3");
+  const auto dump_plain_ms = per_dump_ms("BM_FiberDump/100000/stacks:0/iterations:3");
   // NaN (printed "na") when either is missing; a plain double: gcc 12 warns falsely on an optional here.
   const double registry_cost_pct = spawn_join_ns && spawn_join_noreg_ns && *spawn_join_noreg_ns > 0
                                        ? (*spawn_join_ns / *spawn_join_noreg_ns - 1) * 100
@@ -689,7 +738,7 @@ void print_result_line(const CollectingReporter& rep) {
       "boost_fiber_create_default_stack_ns=%s spawn_join_ratio_vs_boost=%s switch_ratio_vs_boost=%s "
       "raw_fiber_roundtrip_ns=%s raw_callcc_roundtrip_ns=%s threads_ref_mt2_speedup=%s "
       "switch10_ns=%s switch10_ratio_vs_raw_half=%s raw_lionet_roundtrip_ns=%s registry_cost_pct=%s "
-      "threads_ref_mt16_vs_mt2=%s errors=%d\n",
+      "threads_ref_mt16_vs_mt2=%s dump_100k_stacks_ms=%s dump_100k_ms=%s dump_stacks_ratio=%s errors=%d\n",
       fmt(switch_ns).c_str(), fmt(create_ns).c_str(), fmt(spawn_join_ns).c_str(), fmt(raw_half).c_str(),
       fmt(boost_switch_ns).c_str(), fmt(boost_create_ns).c_str(), fmt(div(switch_ns, raw_half)).c_str(),
       fmt(div(boost_create_ns, create_ns)).c_str(), fmt(div(cpu1, cpu2)).c_str(), fmt(div(cpu2, cpu16)).c_str(),
@@ -698,6 +747,7 @@ void print_result_line(const CollectingReporter& rep) {
       fmt(rep.get("BM_RawCallccRoundTrip")).c_str(), fmt(div(thr1, thr2)).c_str(), fmt(switch10_ns).c_str(),
       fmt(div(switch10_ns, raw_half)).c_str(), fmt(rep.get("BM_RawLionetRoundTrip")).c_str(),
       fmt(registry_cost_pct).c_str(), fmt(div(thr2, rep.get("BM_ThreadsCpuBound/threads:16"))).c_str(),
+      fmt(dump_stacks_ms).c_str(), fmt(dump_plain_ms).c_str(), fmt(div(dump_stacks_ms, dump_plain_ms)).c_str(),
       g_errors.load());
   std::fflush(stdout);
 }

@@ -33,6 +33,7 @@
 //       (its membarrier(2) and the wait's withdrawal).
 // LioNet headers come first: Boost.Fiber defines a function-like macro cpu_relax() that
 // would otherwise mangle lionet/base/spinlock.h.
+#include "lionet/sched/os_locks.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/channel.h"
 #include "lionet/sync/event.h"
@@ -43,8 +44,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <boost/fiber/all.hpp>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -52,6 +53,8 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace {
@@ -196,6 +199,38 @@ void BM_StdMutexUncontended(benchmark::State& state) {
 }
 BENCHMARK(BM_StdMutexUncontended)->UseRealTime();
 
+// A std::mutex lock/unlock pair in a fiber: through hook/'s interposed pthread functions with
+// fiber.check_os_locks on (log) and off, and libc's own functions called directly (dlsym
+// RTLD_NEXT: no hook at all), the reference for what the check and the interposition cost.
+void std_mutex_in_fiber(benchmark::State& state, int how) {
+  const lionet::OsLockCheck before = lionet::os_lock_check();
+  lionet::set_os_lock_check(how == 1 ? lionet::OsLockCheck::kLog : lionet::OsLockCheck::kOff);
+  using LockFn = int (*)(pthread_mutex_t*);
+  static const auto real_lock = reinterpret_cast<LockFn>(::dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+  static const auto real_unlock = reinterpret_cast<LockFn>(::dlsym(RTLD_NEXT, "pthread_mutex_unlock"));
+  in_fiber(1, [&] {
+    std::mutex mu;
+    for (auto _ : state) {
+      if (how == 2) {
+        real_lock(mu.native_handle());
+        benchmark::ClobberMemory();
+        real_unlock(mu.native_handle());
+      } else {
+        mu.lock();
+        benchmark::ClobberMemory();
+        mu.unlock();
+      }
+    }
+  });
+  lionet::set_os_lock_check(before);
+}
+void BM_StdMutexInFiberChecked(benchmark::State& state) { std_mutex_in_fiber(state, 1); }
+void BM_StdMutexInFiberUnchecked(benchmark::State& state) { std_mutex_in_fiber(state, 0); }
+void BM_StdMutexInFiberLibc(benchmark::State& state) { std_mutex_in_fiber(state, 2); }
+BENCHMARK(BM_StdMutexInFiberChecked)->UseRealTime();
+BENCHMARK(BM_StdMutexInFiberUnchecked)->UseRealTime();
+BENCHMARK(BM_StdMutexInFiberLibc)->UseRealTime();
+
 constexpr int kContenders = 4;
 constexpr int kContendedIters = 2000;
 constexpr int kContendedOps = kContenders * kContendedIters;
@@ -298,19 +333,19 @@ void wake_latency(benchmark::State& state, bool cancel) {
         },
         {.pin_worker = 1});
     const int64_t t0 = s.spawn(
-                           [&] {
-                             while (!waiting) lionet::this_fiber::yield();
-                             // Let it switch out and its worker go idle, as a parked handler's would.
-                             lionet::this_fiber::sleep_for(std::chrono::microseconds(200));
-                             const int64_t t = steady_ns();
-                             if (cancel) {
-                               victim.cancel();
-                             } else {
-                               ev.set();
-                             }
-                             return t;
-                           },
-                           {.pin_worker = 0})
+                            [&] {
+                              while (!waiting) lionet::this_fiber::yield();
+                              // Let it switch out and its worker go idle, as a parked handler's would.
+                              lionet::this_fiber::sleep_for(std::chrono::microseconds(200));
+                              const int64_t t = steady_ns();
+                              if (cancel) {
+                                victim.cancel();
+                              } else {
+                                ev.set();
+                              }
+                              return t;
+                            },
+                            {.pin_worker = 0})
                            .join();
     victim.join();
     lat.push_back(static_cast<double>(woke.load() - t0));
@@ -376,6 +411,8 @@ int main(int argc, char** argv) {
   const double ns_ = rep.ns("BM_ChanTrySendRecvNoSwitch"), bns = rep.ns("BM_BoostChanTryPushPopNoSwitch");
   const double mu = rep.ns("BM_MutexUncontended"), bmu = rep.ns("BM_BoostMutexUncontended");
   const double smu = rep.ns("BM_StdMutexUncontended");
+  const double fchk = rep.ns("BM_StdMutexInFiberChecked"), foff = rep.ns("BM_StdMutexInFiberUnchecked");
+  const double flibc = rep.ns("BM_StdMutexInFiberLibc");
   const double mc1 = rep.ns("BM_MutexContended1W"), bmc1 = rep.ns("BM_BoostMutexContended1W");
   const double mc2 = rep.ns("BM_MutexContended2W"), smc2 = rep.ns("BM_StdMutexContended2T");
   std::printf(
@@ -386,9 +423,11 @@ int main(int argc, char** argv) {
       "mutex_contended_1w_ns=%.1f boost_mutex_contended_1w_ns=%.1f contended_1w_ratio_vs_boost=%.2f "
       "mutex_contended_2w_ns=%.1f std_mutex_contended_2t_ns=%.1f "
       "cancel_p50_ns=%.0f cancel_p99_ns=%.0f wake_p50_ns=%.0f wake_p99_ns=%.0f cancel_p50_ratio_vs_wake=%.2f "
-      "errors=%ld\n",
+      "std_mutex_fiber_checked_ns=%.2f std_mutex_fiber_unchecked_ns=%.2f std_mutex_fiber_libc_ns=%.2f "
+      "os_lock_check_ratio_vs_libc=%.2f errors=%ld\n",
       pp, bpp, ratio(bpp, pp), bt, bbt, ratio(bbt, bt), ns_, bns, mu, bmu, smu, mc1, bmc1, ratio(bmc1, mc1), mc2, smc2,
       lat("cancel").first, lat("cancel").second, lat("wake").first, lat("wake").second,
-      lat("wake").first > 0 ? lat("cancel").first / lat("wake").first : 0.0, g_errors.load());
+      lat("wake").first > 0 ? lat("cancel").first / lat("wake").first : 0.0, fchk, foff, flibc,
+      flibc > 0 ? fchk / flibc : 0.0, g_errors.load());
   return g_errors.load() == 0 ? 0 : 1;
 }

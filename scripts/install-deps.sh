@@ -15,6 +15,8 @@ RUN_PACKAGES=(
   liburing-dev libaio-dev   # io/ and file/ backends
   libssl-dev             # ssl/ (TLS), the self-signed certificate of the shipped conf/
   libnghttp2-dev         # http2/ (frames, HPACK, stream states)
+  libdw-dev libunwind-dev  # fiber/: stacks in fiber dumps (libdw names frames, libunwind walks them)
+  libgoogle-perftools4   # app/: the pprof route (gperftools' libprofiler, loaded with dlopen)
   zlib1g-dev             # websocket/ permessage-deflate; kafka/ gzip batches
   liblz4-dev             # kafka/: lz4-compressed record batches
   libzstd-dev            # kafka/: zstd-compressed record batches

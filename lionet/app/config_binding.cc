@@ -81,6 +81,12 @@ AppConfig define_config(config::Registry& r) {
       "How stack overflow is caught: auto (guard pages without a mapping each on Linux >= 6.13, else guard "
       "pages up to fiber.guard_page_budget and canaries beyond), guard_region, guard_page, canary.",
       config::one_of({"auto", "guard_region", "guard_page", "canary"}));
+  c.fiber_check_os_locks = r.define<std::string>(
+      "fiber.check_os_locks", "log",
+      "A fiber that reaches a scheduling point (park, yield, hooked wait) holding a pthread mutex (std::mutex "
+      "included): off, log (a warning with the stack once per call site, lionet_fiber_os_locks_held_at_switch_total), "
+      "abort.",
+      config::one_of({"off", "log", "abort"}));
   c.fiber_guard_page_budget = r.define<std::size_t>(
       "fiber.guard_page_budget", sd.stack_guard_page_budget,
       "Stacks given an mprotect'ed guard page (2 kernel mappings each) where guard regions are unavailable; "
@@ -177,6 +183,13 @@ AppConfig define_config(config::Registry& r) {
       r.define<std::size_t>("debug.fibers.max_fibers", fd.max_fibers,
                             "Fiber dump: fibers copied per scheduler at most (bounds the dump's memory and time).",
                             config::range(std::size_t{1}, std::size_t{100000000}));
+  c.debug_fibers_stacks = r.define<bool>(
+      "debug.fibers.stacks", fd.stacks,
+      "Fiber dump: each parked or runnable fiber's call stack (function, file:line where debug info exists), "
+      "fibers grouped by it; false lists fibers without stacks.");
+  c.debug_fibers_max_frames = r.define<std::size_t>("debug.fibers.max_frames", fd.max_frames,
+                                                    "Fiber dump: frames per stack at most (the innermost are kept).",
+                                                    config::range(std::size_t{1}, std::size_t{256}));
   c.storage = define_storage_config(r);
   return c;
 }
@@ -185,6 +198,8 @@ FiberDumpOptions fiber_dump_options(const AppConfig& c) {
   FiberDumpOptions o;
   o.max_per_group = c.debug_fibers_max_per_group->value();
   o.max_fibers = c.debug_fibers_max_fibers->value();
+  o.stacks = c.debug_fibers_stacks->value();
+  o.max_frames = c.debug_fibers_max_frames->value();
   return o;
 }
 

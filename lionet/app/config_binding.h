@@ -61,6 +61,9 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<int>> memory_arena_max;
   std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_per_group;
   std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_fibers;
+  std::shared_ptr<config::ConfigVar<bool>> debug_fibers_stacks;
+  std::shared_ptr<config::ConfigVar<std::string>> fiber_check_os_locks;
+  std::shared_ptr<config::ConfigVar<std::size_t>> debug_fibers_max_frames;
   StorageConfig storage;
 };
 

@@ -50,6 +50,7 @@
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/fiber_dump.h"
+#include "lionet/sched/os_locks.h"
 #include "lionet/sched/scheduler.h"
 
 namespace {
@@ -321,6 +322,13 @@ int main(int argc, char** argv) {
   cfg.hook_file_nowait_max->add_listener(reconfigure_files);
   cfg.hook_file_inline_write_max->add_listener(reconfigure_files);
   cfg.hook_file_sync_offload->add_listener(reconfigure_files);
+  // fiber.check_os_locks: a relaxed global read by the lock hooks; applies on reload.
+  auto reconfigure_os_locks = [&cfg](auto&&, auto&&) {
+    lionet::OsLockCheck mode = lionet::OsLockCheck::kLog;
+    if (lionet::parse_os_lock_check(cfg.fiber_check_os_locks->value().c_str(), mode)) lionet::set_os_lock_check(mode);
+  };
+  reconfigure_os_locks(0, 0);
+  cfg.fiber_check_os_locks->add_listener(reconfigure_os_locks);
   // The pools, servers and store are built once at start; app.shutdown_timeout and the log
   // apply on reload.
   warn_needs_restart(*cfg.scheduler_threads);

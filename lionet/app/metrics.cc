@@ -13,6 +13,7 @@
 #include "lionet/hook/hook.h"
 #include "lionet/http/handler_limits.h"
 #include "lionet/sched/fiber_dump.h"
+#include "lionet/sched/os_locks.h"
 #include "lionet/ssl/ssl_context.h"
 
 namespace lionet::app {
@@ -253,6 +254,10 @@ std::string render_metrics(const Runtime::Impl& im) {
   w.family("lionet_http_handlers_cancelled_total", "counter",
            "Handlers cancelled because their client went away (cancel_on_disconnect; logged 499).");
   w.sample("lionet_http_handlers_cancelled_total", L{}, rel(http::handler_counters().cancelled));
+  w.family("lionet_fiber_os_locks_held_at_switch_total", "counter",
+           "Scheduling points a fiber reached holding a pthread mutex (fiber.check_os_locks; each call site is "
+           "logged once with its stack).");
+  w.sample("lionet_fiber_os_locks_held_at_switch_total", L{}, lionet::os_lock_violations());
   w.family("lionet_http_request_duration_seconds", "histogram", "Handler time per request.");
   for (const auto& s : im.servers)
     if (s->http)

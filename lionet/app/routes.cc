@@ -10,6 +10,7 @@
 
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
+#include "lionet/app/pprof.h"
 #include "lionet/hook/hook.h"
 #include "lionet/http/handler_limits.h"
 #include "lionet/http/static_files.h"
@@ -121,6 +122,10 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
               }
               res.reply(200, dump_fibers(dump));
             }};
+  } else if (r.type == "pprof") {
+    return {"GET,POST", true,  // <path>/profile and <path>/symbol
+            pprof_handler({.allow_remote = r.allow_remote,
+                           .max_seconds = std::chrono::seconds(static_cast<long>(r.max_seconds))})};
   }
   throw std::runtime_error("unknown route type '" + r.type + "'");  // rejected at load already
 }

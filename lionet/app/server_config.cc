@@ -17,8 +17,8 @@
 namespace lionet::app {
 namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog", "kafka"};
-const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics",   "health",
-                                           "debug_fibers", "hello",   "websocket", "proxy"};
+const std::set<std::string> kRouteTypes = {"static", "storage", "metrics",   "health", "debug_fibers",
+                                           "pprof",  "hello",   "websocket", "proxy"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -214,7 +214,8 @@ const Fields<RouteConfig> kStaticRouteFields = {
     {"follow_symlinks_outside_root", &R::follow_symlinks_outside_root},
     {"index", &R::index},
 };
-const Fields<RouteConfig> kDebugFibersRouteFields = {{"allow_remote", &R::allow_remote}};
+const Fields<RouteConfig> kDebugFibersRouteFields = {{"allow_remote", &R::allow_remote},
+                                                     {"max_seconds", &R::max_seconds}};
 const Fields<RouteConfig> kWebSocketRouteFields = {
     {"handler", &R::handler},
     {"max_message_size", &R::max_message_size},
@@ -333,12 +334,14 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "name", "a storage route cannot be named: it is several routes under its path, not one handler");
   app::check_static_route(n, r);
   app::check_websocket_route(n, r);
+  if (n["max_seconds"] && (r.max_seconds < 1 || r.max_seconds > 86400))
+    field_error(n, "max_seconds", "the longest CPU profile, in seconds: 1..86400");
   return r;
 }
 YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
   YAML::Node n = kRouteFields.encode(r);
   if (r.type == "static") app::static_route_fields().write(n, r);
-  if (r.type == "debug_fibers") kDebugFibersRouteFields.write(n, r);
+  if (r.type == "debug_fibers" || r.type == "pprof") kDebugFibersRouteFields.write(n, r);
   if (r.type == "websocket") app::websocket_route_fields().write(n, r);
   if (r.type == "proxy") app::proxy_route_fields().write(n, r.proxy);
   return n;

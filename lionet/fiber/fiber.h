@@ -29,6 +29,9 @@
 
 namespace lionet {
 class FiberRegistryShard;
+namespace detail {
+struct DebugLayout;  // debug_info.cc: the offsets debuggers read
+}
 
 // The state word: low bits are the FiberState, kNotifiedBit marks an unpark that arrived
 // while the fiber was still running (it has not finished switching out yet).
@@ -122,6 +125,9 @@ class Fiber {
   // Last: the fields a switch touches stay where they were (a yield measured 6% slower with
   // this record between them).
   detail::CancelState cancel_;
+  // Pthread mutexes this fiber took and still holds after a switch found them held
+  // (sched/os_locks.h): released wherever it resumes. Owner-only.
+  uint32_t os_locks_carried_ = 0;
 
  protected:
   explicit Fiber(int pinned_worker = -1) noexcept;
@@ -129,6 +135,7 @@ class Fiber {
   virtual void body() = 0;
 
  private:
+  friend struct detail::DebugLayout;
   void destroy() noexcept { delete this; }
 
   const uint64_t id_;

@@ -35,6 +35,7 @@
 #include "lionet/base/asymmetric_barrier.h"
 #include "lionet/base/macros.h"
 #include "lionet/base/spinlock.h"
+#include "lionet/fiber/debug_info.h"
 #include "lionet/fiber/fiber.h"
 
 namespace lionet {
@@ -43,7 +44,10 @@ class FiberRegistryShard {
  public:
   enum class Mode { kLocked, kOwnerBiased };
 
-  explicit FiberRegistryShard(Mode mode = Mode::kLocked) noexcept : biased_(mode == Mode::kOwnerBiased) {}
+  explicit FiberRegistryShard(Mode mode = Mode::kLocked) noexcept : biased_(mode == Mode::kOwnerBiased) {
+    detail::debug_info_add_shard(this);  // debuggers find every shard (debug_info.h)
+  }
+  ~FiberRegistryShard() { detail::debug_info_remove_shard(this); }
   FiberRegistryShard(const FiberRegistryShard&) = delete;
   FiberRegistryShard& operator=(const FiberRegistryShard&) = delete;
 
@@ -144,6 +148,10 @@ class FiberRegistryShard {
   alignas(kCacheLine) mutable std::atomic<uint32_t> owner_in_{0};
   mutable std::atomic<uint32_t> reader_in_{0};
   Fiber* head_ = nullptr;  // kLocked: guarded by mu_; kOwnerBiased: the owner's, read by readers
+  FiberRegistryShard* volatile debug_next_ = nullptr;  // debug_info.h's list of shards
+  friend struct detail::DebugLayout;
+  friend void detail::debug_info_add_shard(FiberRegistryShard*) noexcept;
+  friend void detail::debug_info_remove_shard(FiberRegistryShard*) noexcept;
   std::atomic<std::size_t> size_{0};
 };
 }  // namespace lionet

@@ -31,11 +31,12 @@ extern "C" const int lionet_hook_anchor_ctl;
 extern "C" const int lionet_hook_anchor_poll;
 extern "C" const int lionet_hook_anchor_sleep;
 extern "C" const int lionet_hook_anchor_dns;
+extern "C" const int lionet_hook_anchor_lock;
 
 extern "C" __attribute__((visibility("default"), noinline)) void lionet_hook_ensure_linked() noexcept {
   // volatile: the loads (and so the references to every hook object) must stay.
-  const volatile int* anchors[] = {&lionet_hook_anchor_io, &lionet_hook_anchor_ctl, &lionet_hook_anchor_poll,
-                                   &lionet_hook_anchor_sleep, &lionet_hook_anchor_dns};
+  const volatile int* anchors[] = {&lionet_hook_anchor_io,    &lionet_hook_anchor_ctl, &lionet_hook_anchor_poll,
+                                   &lionet_hook_anchor_sleep, &lionet_hook_anchor_dns, &lionet_hook_anchor_lock};
   int sum = 0;
   for (const volatile int* a : anchors) sum += *a;
   (void)sum;

@@ -10,12 +10,15 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
 #include "lionet/fiber/fiber_registry.h"
+#include "lionet/fiber/stack_trace.h"
 #include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/worker.h"
 #include "lionet/sched/scheduler.h"
@@ -87,6 +90,68 @@ std::vector<FiberInfo> snapshot(const SchedulerImpl& impl, std::size_t max_fiber
   return out;
 }
 
+// The saved context of a switched-out fiber. Outside TSan's view: the order that makes this
+// read safe is protocol 11's, whose barrier TSan cannot see.
+__attribute__((no_sanitize("thread"), noinline)) const void* saved_context(const Fiber& f) noexcept {
+  return f.ctx_.fctx;
+}
+
+struct StackHash {
+  std::size_t operator()(const std::vector<uintptr_t>& v) const noexcept {
+    std::size_t h = v.size();
+    for (uintptr_t pc : v) h = (h ^ pc) * 0x100000001b3ULL;
+    return h;
+  }
+};
+
+// Protocol 11, reader's side: walks each listed parked or runnable fiber's stack, one at a
+// time under stack_read_mu, inside the shard's reader lock (the Fiber stays valid). Unlike the
+// plain snapshot this allocates under the shard lock (a new distinct stack; the vector when it
+// grows): spawns and exits on that worker wait for the shard's walks.
+FiberSnapshot snapshot_with_stacks(SchedulerImpl& impl, const FiberDumpOptions& options) {
+  FiberSnapshot snap;
+  snap.stacks.emplace_back();
+  if (!options.stacks || options.max_frames == 0) {
+    snap.fibers = snapshot(impl, options.max_fibers);
+    return snap;
+  }
+  snap.stacks_error = stack_unwinding_error();
+  const bool unwind = snap.stacks_error.empty();
+  std::unordered_map<std::vector<uintptr_t>, uint32_t, StackHash> ids;
+  std::vector<uintptr_t> pcs(std::min<std::size_t>(options.max_frames, 256) + 1);
+  std::vector<uintptr_t> key;
+  auto walk_shard = [&](const FiberRegistryShard& shard) {
+    shard.for_each([&](const Fiber& f) {
+      if (snap.fibers.size() >= options.max_fibers) return false;
+      if (f.state() == FiberState::kDone) return true;
+      std::size_t n = 0;
+      FiberInfo info;
+      {
+        std::lock_guard<std::mutex> lk(impl.stack_read_mu);
+        info = read_fiber(f);  // the state the walk goes by
+        if (unwind && (info.state == FiberState::kParked || info.state == FiberState::kRunnable))
+          if (const void* ctx = saved_context(f)) n = unwind_saved_context(ctx, pcs.data(), pcs.size());
+      }
+      // The innermost frame is the worker's switch (Worker::switch_away, yield_current), whose
+      // return address differs by where the worker jumped next: left out, so that fibers parked
+      // in the same place group together whatever ran after them.
+      if (n > 1) {
+        key.assign(pcs.begin() + 1, pcs.begin() + static_cast<std::ptrdiff_t>(n));
+        auto [it, fresh] = ids.try_emplace(key, static_cast<uint32_t>(snap.stacks.size()));
+        if (fresh) snap.stacks.push_back(key);
+        info.stack = it->second;
+      }
+      snap.fibers.push_back(info);
+      return true;
+    });
+  };
+  impl.begin_stack_reads();
+  for (const auto& w : impl.workers) walk_shard(w->registry);
+  walk_shard(impl.outside_registry);
+  impl.end_stack_reads();
+  return snap;
+}
+
 void appendf(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void appendf(std::string& out, const char* fmt, ...) {
   char buf[256];
@@ -149,11 +214,13 @@ bool same_target(const FiberInfo& a, const FiberInfo& b) {
   return a.wait_arg == b.wait_arg && a.wait_object == b.wait_object;
 }
 
-void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDumpOptions& options) {
+void format_scheduler(std::string& out, SchedulerImpl& impl, const FiberDumpOptions& options) {
   const SchedulerStats st = impl.owner->stats();
-  std::vector<FiberInfo> fibers = snapshot(impl, options.max_fibers);
+  const int64_t t0 = monotonic_ns();
+  FiberSnapshot snap = snapshot_with_stacks(impl, options);
   const int64_t now_coarse = coarse_monotonic_ns();
   const int64_t now_fine = monotonic_ns();
+  const std::vector<FiberInfo>& fibers = snap.fibers;
   appendf(out, "scheduler \"%s\": %d workers, %zu live fibers listed", impl.opts.name.c_str(), st.threads,
           fibers.size());
   if (fibers.size() >= options.max_fibers) appendf(out, " (capped at %zu)", options.max_fibers);
@@ -168,7 +235,15 @@ void format_scheduler(std::string& out, const SchedulerImpl& impl, const FiberDu
           "  stacks: mapped=%zu cached=%zu reserved_bytes=%zu stack_size=%zu slabs=%zu guard_pages=%zu"
           " canaries=%zu\n\n",
           ss.mapped, ss.cached, ss.reserved_bytes, impl.stack_pool.stack_size(), ss.slabs, ss.guard_pages, ss.canaries);
-  out += format_fiber_groups(std::move(fibers), options, now_coarse, now_fine);
+  if (options.stacks) {
+    if (!snap.stacks_error.empty()) {
+      appendf(out, "  (no stacks: %s)\n\n", snap.stacks_error.c_str());
+    } else {
+      appendf(out, "  stacks: %zu distinct, walked in %.1f ms\n\n", snap.stacks.size() - 1,
+              static_cast<double>(now_fine - t0) / 1e6);
+    }
+  }
+  out += format_fiber_groups(std::move(snap), options, now_coarse, now_fine);
 }
 }  // namespace
 
@@ -211,10 +286,20 @@ std::vector<FiberInfo> snapshot_fibers(const Scheduler& sched, std::size_t max_f
 
 std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options, int64_t now_coarse_ns,
                                 int64_t now_ns) {
+  FiberSnapshot snap;
+  snap.fibers = std::move(fibers);
+  snap.stacks.emplace_back();
+  for (FiberInfo& f : snap.fibers) f.stack = 0;
+  return format_fiber_groups(std::move(snap), options, now_coarse_ns, now_ns);
+}
+
+std::string format_fiber_groups(FiberSnapshot snap, const FiberDumpOptions& options, int64_t now_coarse_ns,
+                                int64_t now_ns) {
   using detail::appendf;
-  // Group by (state, wait kind); largest group first, then by state; inside a group the
+  std::vector<FiberInfo>& fibers = snap.fibers;
+  // Group by (state, wait kind, stack); largest group first, then by state; inside a group the
   // longest in its state first (oldest stamp), then by id.
-  auto group_key = [](const FiberInfo& f) { return std::make_tuple(f.state, f.wait); };
+  auto group_key = [](const FiberInfo& f) { return std::make_tuple(f.state, f.wait, f.stack); };
   std::sort(fibers.begin(), fibers.end(), [&](const FiberInfo& a, const FiberInfo& b) {
     if (group_key(a) != group_key(b)) return group_key(a) < group_key(b);
     if (a.since_ns != b.since_ns) return a.since_ns < b.since_ns;
@@ -233,6 +318,22 @@ std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOp
   std::stable_sort(groups.begin(), groups.end(),
                    [](const Group& a, const Group& b) { return a.end - a.begin > b.end - b.begin; });
 
+  // Every distinct frame of the groups' stacks, symbolized at once on a plain thread (this may
+  // be a fiber: libdw's file reads must not park it, and its stack is small).
+  std::unordered_map<uintptr_t, std::string> names;
+  {
+    std::vector<uintptr_t> pcs;
+    for (const Group& g : groups) {
+      const uint32_t id = fibers[g.begin].stack;
+      if (id == 0 || id >= snap.stacks.size()) continue;
+      for (uintptr_t pc : snap.stacks[id])
+        if (names.try_emplace(pc).second) pcs.push_back(pc);
+    }
+    if (!pcs.empty()) {
+      std::vector<std::string> text = describe_on_plain_thread(pcs);
+      for (std::size_t i = 0; i < pcs.size(); ++i) names[pcs[i]] = std::move(text[i]);
+    }
+  }
   std::string out;
   for (const Group& g : groups) {
     const FiberInfo& first = fibers[g.begin];
@@ -247,6 +348,13 @@ std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOp
     }
     const std::string longest = detail::format_duration(now_coarse_ns - first.since_ns);
     appendf(out, " (%s%s)\n", count == 1 ? "" : "up to ", longest.c_str());
+    if (first.stack != 0 && first.stack < snap.stacks.size()) {
+      for (uintptr_t pc : snap.stacks[first.stack]) {
+        out += "    ";
+        out += names[pc];
+        out += '\n';
+      }
+    }
     const std::size_t shown = std::min(count, options.max_per_group);
     for (std::size_t i = g.begin; i < g.begin + shown; ++i) {
       const FiberInfo& f = fibers[i];
@@ -269,6 +377,10 @@ std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOp
   return out;
 }
 
+FiberSnapshot snapshot_fibers(const Scheduler& sched, const FiberDumpOptions& options) {
+  return detail::snapshot_with_stacks(*sched.impl(), options);
+}
+
 std::string dump_fibers(const Scheduler& sched, const FiberDumpOptions& options) {
   std::string out;
   detail::format_scheduler(out, *sched.impl(), options);
@@ -280,7 +392,7 @@ std::string dump_fibers(const FiberDumpOptions& options) {
   std::string out;
   const auto& list = detail::schedulers();
   detail::appendf(out, "LioNet fiber dump: %zu scheduler%s\n\n", list.size(), list.size() == 1 ? "" : "s");
-  for (const detail::SchedulerImpl* impl : list) detail::format_scheduler(out, *impl, options);
+  for (detail::SchedulerImpl* impl : list) detail::format_scheduler(out, *impl, options);
   return out;
 }
 }  // namespace lionet

@@ -1,6 +1,8 @@
 // lionet/sched/fiber_dump.h: a list of every live fiber, grouped and counted like a Go
-// goroutine dump: id, name, state, worker, time in that state, and what a parked fiber
-// waits for (fd and direction, deadline, channel, mutex, join, ...).
+// goroutine dump: id, name, state, worker, time in that state, what a parked fiber waits for
+// (fd and direction, deadline, channel, mutex, join, ...), and the call stack of every fiber
+// that is not running (fiber/stack_trace.h; walked under protocol 11 of scheduler.cc, which
+// keeps a fiber from being resumed while its stack is read).
 //
 // Owns: FiberInfo, FiberDumpOptions, snapshot_fibers(), dump_fibers(). Must not: stop or
 // slow down the scheduler beyond the registry locks below, or be called from a signal
@@ -50,6 +52,9 @@ struct FiberInfo {
   uint32_t wait_arg = 0;  // fd (kFdRead/kFdWrite), case count (kSelect)
   uint64_t wait_object = 0;  // the primitive's address; the joined fiber's id (kJoin)
   int64_t deadline_ns = 0;  // steady-clock ns of a timed wait's deadline, 0: none
+  // Its call stack: an index into FiberSnapshot::stacks (0: none: running, never run, stacks
+  // off, or unwinding unavailable).
+  uint32_t stack = 0;
 };
 
 struct FiberDumpOptions {
@@ -57,10 +62,25 @@ struct FiberDumpOptions {
   std::size_t max_per_group = 10;
   // Fibers copied per scheduler at most (bounds the dump's memory and time). YAML: debug.fibers.max_fibers
   std::size_t max_fibers = 1'000'000;
+  // Each parked or runnable fiber's call stack, and fibers grouped by it too. YAML: debug.fibers.stacks
+  bool stacks = true;
+  // Frames per stack at most (the innermost are kept). YAML: debug.fibers.max_frames
+  std::size_t max_frames = 48;
+};
+
+// Fibers with their stacks, as return addresses (fiber/stack_trace.h symbolizes them).
+struct FiberSnapshot {
+  std::vector<FiberInfo> fibers;
+  std::vector<std::vector<uintptr_t>> stacks;  // FiberInfo::stack indexes it; [0] is empty
+  std::string stacks_error;  // why fibers have no stacks (unwinding unavailable), else empty
 };
 
 // Copies the records of `sched`'s live fibers (at most max_fibers). Any thread.
 std::vector<FiberInfo> snapshot_fibers(const Scheduler& sched, std::size_t max_fibers = 1'000'000);
+
+// The same with stacks (options.stacks): every parked or runnable fiber's stack is walked while
+// it cannot be resumed (scheduler.cc protocol 11). Equal stacks share one entry.
+FiberSnapshot snapshot_fibers(const Scheduler& sched, const FiberDumpOptions& options);
 
 // Text for one scheduler: a header with its name, threads, live fibers and SchedulerStats,
 // then one block per (state, wait kind) group, largest group first:
@@ -79,5 +99,8 @@ std::string dump_fibers(const FiberDumpOptions& options = {});
 // that filter a snapshot first). `now_coarse_ns`/`now_ns`: CLOCK_MONOTONIC_COARSE and steady
 // clock ns at the time of the snapshot.
 std::string format_fiber_groups(std::vector<FiberInfo> fibers, const FiberDumpOptions& options, int64_t now_coarse_ns,
+                                int64_t now_ns);
+// The same with stacks: groups are (state, wait kind, stack), each followed by its frames.
+std::string format_fiber_groups(FiberSnapshot snap, const FiberDumpOptions& options, int64_t now_coarse_ns,
                                 int64_t now_ns);
 }  // namespace lionet

@@ -142,6 +142,23 @@
 //      fiber that stays in a shield or an uncancellable wait (Mutex::lock, Semaphore::acquire)
 //      is abandoned after stop_timeout.
 //
+// 11. Reading a switched-out fiber's stack (fiber dumps with stacks, fiber_dump.cc; the walk
+//    itself is fiber/stack_trace.h). A parked or runnable fiber's stack may be walked only while
+//    it cannot be resumed, and the resume path must not pay for that with a lock or a fence.
+//    - A dump raises every worker's `stack_readers` and runs heavy_barrier() (membarrier(2)).
+//      A worker about to resume f stores RUNNING into f's state (prepare_to_run), then, after
+//      light_barrier() (a compiler barrier), reads its own `stack_readers`: the asymmetric
+//      Dekker pair of protocol 10. If it sees a reader it takes and drops `stack_read_mu`
+//      before the jump.
+//    - The dump walks one fiber at a time, each under `stack_read_mu`, reading f's state first:
+//      RUNNING (or DONE, or never run) is skipped. A fiber it sees PARKED or RUNNABLE cannot be
+//      resumed until the walk ends: a worker that published RUNNING before the barrier is
+//      seen as RUNNING; one that publishes after it sees the reader and waits on the mutex.
+//    - The Fiber object stays valid because the walk runs under the registry shard's reader
+//      lock (fiber_registry.h): spawns and exits on that worker wait for the shard's walks;
+//      switches wait at most for the walk of one stack, and only while a dump runs.
+//    - Cost when nobody dumps: one relaxed load of a worker-owned word per switch.
+//
 #include "lionet/sched/scheduler.h"
 
 #include <pthread.h>
@@ -149,6 +166,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -158,11 +176,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lionet/base/asymmetric_barrier.h"
+#include "lionet/fiber/debug_info.h"
 #include "lionet/sched/cancel.h"
 #include "lionet/sched/detail/coarse_clock.h"
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
 #include "lionet/sched/fiber_dump.h"
+#include "lionet/sched/os_locks.h"
 #include "lionet/sched/park.h"
 #include "lionet/sched/timer.h"
 
@@ -190,6 +211,11 @@ constexpr int kIdleSpinRounds = 64;  // x16 pause: a few microseconds
 inline void check_stack(Fiber* self) noexcept {
   if (LIONET_UNLIKELY(self->stack_.guard == StackGuard::kCanary) && !stack_canary_intact(self->stack_))
     die_of_stack_overflow(self->id(), self->name().c_str(), self->stack_.size, "canary, at a switch");
+}
+
+// A pthread mutex held across a scheduling point (os_locks.h): one thread-local load.
+inline void check_os_locks(Fiber* self) noexcept {
+  if (LIONET_UNLIKELY(t_os_locks_held != 0)) os_lock_held_at_switch(self);
 }
 
 void set_state(Fiber* f, FiberState s) noexcept {
@@ -499,9 +525,38 @@ void Worker::publish_mine() noexcept {
   f->worker_.store(this, std::memory_order_relaxed);
   f->state_since_ns_.store(coarse_now_ns, std::memory_order_relaxed);
   set_state(f, FiberState::kRunning);
+  // Protocol 11: RUNNING is published before this look (a compiler barrier; a fiber dump pays
+  // the membarrier), so a dump either sees f running or is waited for here.
+  light_barrier();
+  if (LIONET_UNLIKELY(stack_readers.load(std::memory_order_relaxed) != 0)) wait_for_stack_reader();
   switches.inc();
   running = f;
   set_current_fiber(f);
+}
+
+namespace {
+// Debuggers read a fiber's worker index through Fiber::worker_ (fiber/debug_info.h).
+struct PublishWorkerLayout {
+  PublishWorkerLayout() noexcept {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+    lionet_debug_info.worker_index = static_cast<uint32_t>(offsetof(Worker, index));
+#pragma GCC diagnostic pop
+  }
+} g_publish_worker_layout;
+}  // namespace
+
+void Worker::wait_for_stack_reader() noexcept {
+  std::lock_guard<std::mutex> lk(sched->stack_read_mu);  // the reader of one stack is done
+}
+
+void SchedulerImpl::begin_stack_reads() noexcept {
+  for (auto& w : workers) w->stack_readers.fetch_add(1, std::memory_order_relaxed);
+  heavy_barrier();  // every worker now sees a reader, or had published RUNNING before
+}
+
+void SchedulerImpl::end_stack_reads() noexcept {
+  for (auto& w : workers) w->stack_readers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Worker::run_fiber(Fiber* f) noexcept {
@@ -513,6 +568,7 @@ void Worker::run_fiber(Fiber* f) noexcept {
 
 void Worker::switch_away(Fiber* self, AfterSwitch action, SpinLock* lock) noexcept {
   check_stack(self);
+  check_os_locks(self);
   SwitchMsg m{this, self, action, lock};
   Fiber* next = next_runnable();
   Transfer t;
@@ -529,6 +585,7 @@ void Worker::switch_away(Fiber* self, AfterSwitch action, SpinLock* lock) noexce
 }
 
 [[gnu::always_inline]] inline bool Worker::yield_current(Fiber* self) noexcept {
+  check_os_locks(self);  // a scheduling point even when nothing else runs
   Fiber* next = next_runnable();
   if (!next && !sched->inject.empty()) next = take_inject();
   if (!next) return false;  // nothing else to run: keep going without a switch

@@ -56,11 +56,11 @@ TEST(AppPackage, DebInstallsAndTheInstalledBinaryServesTheInstalledConf) {
                       root.string() + "'")
                          .c_str()),
             0);
-  for (const char* f :
-       {"usr/sbin/lionet", "etc/lionet/server.yml", "etc/lionet/storage.yml", "etc/lionet/log.yml",
-        "usr/share/lionet/www/index.html", "lib/systemd/system/lionet.service", "lib/systemd/system/lionet.socket",
-        "etc/logrotate.d/lionet", "usr/share/man/man8/lionet.8.gz", "usr/share/doc/lionet/copyright",
-        "usr/include/lionet/net/tcp_server.h", "usr/lib/liblionet.a", "usr/lib/cmake/lionet/lionetConfig.cmake"})
+  for (const char* f : {"usr/sbin/lionet", "etc/lionet/server.yml", "etc/lionet/storage.yml", "etc/lionet/log.yml",
+                        "usr/share/lionet/www/index.html", "lib/systemd/system/lionet.service",
+                        "lib/systemd/system/lionet.socket", "etc/logrotate.d/lionet", "usr/share/man/man8/lionet.8.gz",
+                        "usr/share/doc/lionet/copyright", "usr/include/lionet/net/tcp_server.h", "usr/lib/liblionet.a",
+                        "usr/lib/cmake/lionet/lionetConfig.cmake", "usr/share/lionet/gdb/lionet.py"})
     EXPECT_TRUE(fs::exists(root / f)) << f;
 
   // The installed conf names the installed paths, and keeps every comment of conf/.

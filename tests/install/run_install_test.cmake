@@ -28,6 +28,9 @@ endfunction()
 
 # 1. Install.
 run_step(install ${CMAKE_COMMAND} --install ${LIONET_BUILD_DIR} --prefix ${prefix})
+if(NOT EXISTS ${prefix}/share/lionet/gdb/lionet.py)
+  message(FATAL_ERROR "install test: the gdb extension ${prefix}/share/lionet/gdb/lionet.py was not installed")
+endif()
 if(NOT EXISTS ${prefix}/include/lionet/sched/scheduler.h)
   message(FATAL_ERROR "install test: ${prefix}/include/lionet/sched/scheduler.h was not installed")
 endif()

@@ -302,6 +302,69 @@ TEST(FiberDump, GroupsCountsAndCapsLikeAGoroutineDump) {
   for (auto& h : hs) h.join();
 }
 
+// Functions with names the dump must show: each parks its fiber (noinline, so it is a frame).
+[[gnu::noinline]] void dump_test_waits_on_the_channel(lionet::Channel<int>& ch) {
+  (void)ch.recv();
+  asm volatile("");  // not a tail call: this frame stays on the stack while it waits
+}
+[[gnu::noinline]] void dump_test_sleeps_in_a_helper(lionet::Event& ev) {
+  (void)ev.wait();
+  asm volatile("");
+}
+
+// Stacks: a group per (state, wait, stack), its frames symbolized once under its header, and
+// the functions the fibers wait in named; 1,000 fibers parked in one place are one group.
+TEST(FiberDump, StacksNameTheFunctionsFibersWaitInAndGroupEqualStacks) {
+  lionet::Scheduler s({.threads = 2, .name = "stacks"});
+  lionet::Channel<int> ch;
+  lionet::Event ev;
+  std::vector<lionet::JoinHandle<void>> hs;
+  constexpr int kSame = 1000;
+  for (int i = 0; i < kSame; ++i) hs.push_back(s.spawn([&] { dump_test_waits_on_the_channel(ch); }, {.name = "recv"}));
+  hs.push_back(s.spawn([&] { dump_test_sleeps_in_a_helper(ev); }, {.name = "helper"}));
+  struct Release {  // also when an assertion below returns early
+    lionet::Channel<int>& ch;
+    lionet::Event& ev;
+    std::vector<lionet::JoinHandle<void>>& hs;
+    ~Release() {
+      ev.set();
+      ch.close();
+      for (auto& h : hs) h.join();
+    }
+  } release{ch, ev, hs};
+  auto ready = [](const std::vector<FiberInfo>& v) {
+    int n = 0;
+    for (const auto& f : v) n += f.state == FiberState::kParked;
+    return n == kSame + 1;
+  };
+  ASSERT_TRUE(ready(wait_for_snapshot(s, ready))) << lionet::dump_fibers(s);
+  const lionet::FiberSnapshot snap = lionet::snapshot_fibers(s, lionet::FiberDumpOptions{});
+  ASSERT_TRUE(snap.stacks_error.empty()) << snap.stacks_error;
+  std::map<uint32_t, int> by_stack;
+  for (const auto& f : snap.fibers)
+    if (f.state == FiberState::kParked) ++by_stack[f.stack];
+  EXPECT_EQ(by_stack.count(0), 0u) << "a parked fiber without a stack";
+  const std::string text = lionet::dump_fibers(s);
+  const auto group = text.find(std::to_string(kSame) + " fibers: parked, waiting channel 0x");
+  ASSERT_NE(group, std::string::npos) << text.substr(0, 4000);
+  const auto frame = text.find("dump_test_waits_on_the_channel", group);
+  const auto next_group = text.find("\n\n", group);
+  ASSERT_NE(frame, std::string::npos) << text.substr(0, 4000);
+  EXPECT_LT(frame, next_group) << "the frames belong under the group's header\n" << text.substr(0, 4000);
+  EXPECT_NE(text.find("lionet::detail::ChannelCore::wait_locked"), std::string::npos) << text.substr(0, 4000);
+  const auto helper = text.find("1 fiber: parked, waiting event");
+  ASSERT_NE(helper, std::string::npos) << text.substr(0, 4000);
+  EXPECT_NE(text.find("dump_test_sleeps_in_a_helper", helper), std::string::npos) << text.substr(0, 4000);
+  // The frames of one group are printed once, not per fiber.
+  size_t mentions = 0;
+  for (size_t p = text.find("dump_test_waits_on_the_channel"); p != std::string::npos;
+       p = text.find("dump_test_waits_on_the_channel", p + 1))
+    ++mentions;
+  EXPECT_EQ(mentions, 1u);
+  // Off: no frames.
+  EXPECT_EQ(lionet::dump_fibers(s, {.stacks = false}).find("dump_test_waits_on_the_channel"), std::string::npos);
+}
+
 TEST(FiberDump, FormatsDurationsDeadlinesAndSharedTargets) {
   const int64_t now_coarse = 1'000'000'000'000, now = 1'000'000'000'000;
   std::vector<FiberInfo> v(4);

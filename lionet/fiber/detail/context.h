@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace lionet::detail {
 
@@ -30,6 +31,16 @@ struct Transfer {
   void* from_ctx;
   void* data;
 };
+
+// The registers a switched-out context resumes with: what an unwinder needs to walk its stack
+// (fiber/stack_trace.h). rip is the return address into the code that switched out.
+struct SavedRegisters {
+  uintptr_t rip, rsp, rbp, rbx, r12, r13, r14, r15;
+};
+// Reads them from a saved context (ExecutionContext::fctx of a context that is not running and
+// not resumed meanwhile). False where the layout is not ours (no LIONET_OWN_SWITCH: Boost's
+// fcontext elsewhere), or for a null context.
+bool saved_registers(const void* fctx, SavedRegisters& out) noexcept;
 
 // Entry point of a fresh context. Must never return (it ends with jump_final()).
 using ContextEntry = void (*)(Transfer);

@@ -10,6 +10,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -69,7 +70,11 @@
   X(getaddrinfo, int (*)(const char*, const char*, const addrinfo*, addrinfo**))               \
   X(getnameinfo, int (*)(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int)) \
   X(gethostbyname, hostent* (*)(const char*))                                                  \
-  X(gethostbyname_r, int (*)(const char*, hostent*, char*, size_t, hostent**, int*))
+  X(gethostbyname_r, int (*)(const char*, hostent*, char*, size_t, hostent**, int*))           \
+  X(pthread_mutex_lock, int (*)(pthread_mutex_t*))                                             \
+  X(pthread_mutex_trylock, int (*)(pthread_mutex_t*))                                          \
+  X(pthread_mutex_timedlock, int (*)(pthread_mutex_t*, const timespec*))                       \
+  X(pthread_mutex_unlock, int (*)(pthread_mutex_t*))
 
 namespace lionet::hook::detail {
 

@@ -99,6 +99,10 @@ class alignas(kCacheLine) Worker {
   uint32_t mine_len = 0;
   bool mine_turn = false;
   Fiber* running = nullptr;  // the fiber this worker runs now (owner only)
+  // Protocol 11: a fiber dump is reading stacks of this scheduler's fibers (the readers count,
+  // set by SchedulerImpl::begin_stack_reads). Read by the owner at every switch, written rarely.
+  std::atomic<uint32_t> stack_readers{0};
+  [[gnu::noinline]] void wait_for_stack_reader() noexcept;
   // Whether `mine` is used at all: not when workers outnumber CPUs. Then a worker may sit
   // preempted by the kernel for milliseconds, and fibers only it can see would wait with it
   // (measured: 16 workers on 2 CPUs, CPU-bound yielders, 0.82x of 2 workers instead of 0.88x):
@@ -255,6 +259,15 @@ class SchedulerImpl {
   bool all_idle() noexcept;
   void cancel_io_waits() noexcept;
   void cancel_all_fibers() noexcept;  // protocol 6b: JoinHandle::cancel of every listed fiber
+
+  // Protocol 11 (fiber stacks in dumps, fiber_dump.cc). Between begin_stack_reads() and
+  // end_stack_reads(), a fiber that a worker resumes is RUNNING before the worker looks at
+  // Worker::stack_readers, and a worker that sees readers takes stack_read_mu before the jump;
+  // so a reader that holds stack_read_mu and sees a fiber PARKED or RUNNABLE may walk its
+  // stack: it is not resumed until the reader lets go.
+  void begin_stack_reads() noexcept;
+  void end_stack_reads() noexcept;
+  std::mutex stack_read_mu;
 };
 
 // ---- the idle-state word (protocol 3): idle_state packs (searching << 16) | unparked ----
