@@ -33,6 +33,18 @@ inline void tsan_acquire([[maybe_unused]] const void* p) noexcept {
 #endif
 }
 
+// Reads between these are not checked (the thread's own accesses; synchronization still is):
+// for reads whose order TSan cannot see, e.g. protocol 11's membarrier (sched/fiber_dump.cc).
+inline void tsan_ignore_reads_begin() noexcept {
+#if defined(LIONET_TSAN) || defined(__SANITIZE_THREAD__)
+  __tsan_ignore_thread_begin();
+#endif
+}
+inline void tsan_ignore_reads_end() noexcept {
+#if defined(LIONET_TSAN) || defined(__SANITIZE_THREAD__)
+  __tsan_ignore_thread_end();
+#endif
+}
 // Forgets what TSan knew of the number, as its close interceptor does, with the race check
 // switched off: the kernel orders one owner's close before the next owner's open.
 inline void tsan_fd_forget([[maybe_unused]] int fd) noexcept {

@@ -31,6 +31,7 @@ struct Unwinder {
   int (*init_local)(unw_cursor_t*, unw_context_t*) = nullptr;
   int (*step)(unw_cursor_t*) = nullptr;
   int (*get_reg)(unw_cursor_t*, unw_regnum_t, unw_word_t*) = nullptr;
+  int (*get_proc_info)(unw_cursor_t*, unw_proc_info_t*) = nullptr;
   std::string error;
 
   Unwinder() {
@@ -43,6 +44,7 @@ struct Unwinder {
     init_local = reinterpret_cast<decltype(init_local)>(::dlsym(h, "_ULx86_64_init_local"));
     step = reinterpret_cast<decltype(step)>(::dlsym(h, "_ULx86_64_step"));
     get_reg = reinterpret_cast<decltype(get_reg)>(::dlsym(h, "_ULx86_64_get_reg"));
+    get_proc_info = reinterpret_cast<decltype(get_proc_info)>(::dlsym(h, "_ULx86_64_get_proc_info"));
     if (!init_local || !step || !get_reg) error = "libunwind.so.8 lacks _ULx86_64_init_local/step/get_reg";
   }
   bool ok() const noexcept { return error.empty(); }
@@ -68,7 +70,8 @@ const std::string& stack_unwinding_error() noexcept {
 // that have since returned; TSan sees a plain read of memory the fiber wrote on another thread
 // (ordered by the dump protocol, scheduler.cc 11, which TSan cannot see through membarrier).
 __attribute__((no_sanitize("address", "thread"))) std::size_t unwind_saved_context(const void* fctx, uintptr_t* pcs,
-                                                                                   std::size_t max) noexcept {
+                                                                                   std::size_t max,
+                                                                                   uintptr_t switch_fn) noexcept {
 #ifdef LIONET_HAVE_UNWINDER
   const Unwinder& u = unwinder();
   detail::SavedRegisters r;
@@ -86,6 +89,20 @@ __attribute__((no_sanitize("address", "thread"))) std::size_t unwind_saved_conte
   g[REG_R15] = static_cast<greg_t>(r.r15);
   unw_cursor_t cur;
   if (u.init_local(&cur, &uc) != 0) return 0;
+  // Frames of the switch itself: through switch_fn if it is among the first kSwitchFrames,
+  // else the innermost one.
+  constexpr int kSwitchFrames = 4;
+  int skip = -1;
+  for (int i = 0; i < kSwitchFrames && skip < 0; ++i) {
+    unw_proc_info_t pi;
+    if (switch_fn != 0 && u.get_proc_info && u.get_proc_info(&cur, &pi) == 0 && pi.start_ip == switch_fn) skip = i;
+    if (skip < 0 && u.step(&cur) <= 0) return 0;
+  }
+  if (skip < 0) {  // not found: start over, leaving out the innermost frame only
+    if (u.init_local(&cur, &uc) != 0 || u.step(&cur) <= 0) return 0;
+  } else if (u.step(&cur) <= 0) {
+    return 0;
+  }
   std::size_t n = 0;
   do {
     unw_word_t ip = 0;
@@ -97,6 +114,7 @@ __attribute__((no_sanitize("address", "thread"))) std::size_t unwind_saved_conte
   (void)fctx;
   (void)pcs;
   (void)max;
+  (void)switch_fn;
   return 0;
 #endif
 }

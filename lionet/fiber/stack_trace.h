@@ -27,7 +27,12 @@ namespace lionet {
 // Return addresses of the frames from a switched-out context `fctx` (Fiber::ctx_.fctx of a
 // fiber that is parked or runnable and not resumed while this runs), innermost first, at most
 // `max`. Returns how many; 0 if the platform has no unwinder here (see stack_unwinding_error()).
-std::size_t unwind_saved_context(const void* fctx, uintptr_t* pcs, std::size_t max) noexcept;
+// `switch_fn`, if given, is the entry address of the function that switched the fiber out
+// (sched/'s Worker::switch_away): the frames up to and including it are left out, so that the
+// stack starts at the code that parked (which frames lie above it differs by build: a
+// sanitizer build has the out-of-line jump() as well). Without it, or if it is not among the
+// first frames, only the innermost frame (the switch's own call site) is left out.
+std::size_t unwind_saved_context(const void* fctx, uintptr_t* pcs, std::size_t max, uintptr_t switch_fn = 0) noexcept;
 
 // The caller's own stack (this function's caller is the first frame), innermost first.
 std::size_t unwind_current(uintptr_t* pcs, std::size_t max) noexcept;

@@ -177,8 +177,10 @@ void OnCancel::reset() noexcept {
   }
   uint32_t s = detail::OnCancelNode::kArmed;
   if (!n->state.compare_exchange_strong(s, detail::OnCancelNode::kDisarmed, std::memory_order_acq_rel) &&
-      s == detail::OnCancelNode::kRunning) {
-    // The callback runs in its fiber: wait for it, whatever this fiber's cancellation says.
+      (s == detail::OnCancelNode::kRunning || s == detail::OnCancelNode::kDone)) {
+    // The callback runs in its fiber, or has just ended (kDone is stored before its last touch
+    // of n, the exchange of `waiter`): wait for that touch, whatever this fiber's cancellation
+    // says. A waiter already kFinished means it is over (TSan found the kDone window).
     CancelShield shield;
     WaitClaim claim;
     uintptr_t expected = 0;

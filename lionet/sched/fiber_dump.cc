@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lionet/base/tsan.h"
 #include "lionet/fiber/fiber_registry.h"
 #include "lionet/fiber/stack_trace.h"
 #include "lionet/sched/detail/coarse_clock.h"
@@ -90,10 +91,15 @@ std::vector<FiberInfo> snapshot(const SchedulerImpl& impl, std::size_t max_fiber
   return out;
 }
 
-// The saved context of a switched-out fiber. Outside TSan's view: the order that makes this
-// read safe is protocol 11's, whose barrier TSan cannot see.
-__attribute__((no_sanitize("thread"), noinline)) const void* saved_context(const Fiber& f) noexcept {
-  return f.ctx_.fctx;
+// The saved context of a switched-out fiber, and the walk of its stack. Outside TSan's view:
+// the order that makes these reads safe is protocol 11's, whose membarrier TSan cannot see
+// (it reported the fiber's later switches, which write ctx_, as racing with this read).
+std::size_t walk_saved_stack(const Fiber& f, uintptr_t* pcs, std::size_t max) noexcept {
+  tsan_ignore_reads_begin();
+  const void* ctx = f.ctx_.fctx;
+  const std::size_t n = ctx ? unwind_saved_context(ctx, pcs, max, switch_away_entry()) : 0;
+  tsan_ignore_reads_end();
+  return n;
 }
 
 struct StackHash {
@@ -118,7 +124,7 @@ FiberSnapshot snapshot_with_stacks(SchedulerImpl& impl, const FiberDumpOptions& 
   snap.stacks_error = stack_unwinding_error();
   const bool unwind = snap.stacks_error.empty();
   std::unordered_map<std::vector<uintptr_t>, uint32_t, StackHash> ids;
-  std::vector<uintptr_t> pcs(std::min<std::size_t>(options.max_frames, 256) + 1);
+  std::vector<uintptr_t> pcs(std::min<std::size_t>(options.max_frames, 256));
   std::vector<uintptr_t> key;
   auto walk_shard = [&](const FiberRegistryShard& shard) {
     shard.for_each([&](const Fiber& f) {
@@ -130,13 +136,13 @@ FiberSnapshot snapshot_with_stacks(SchedulerImpl& impl, const FiberDumpOptions& 
         std::lock_guard<std::mutex> lk(impl.stack_read_mu);
         info = read_fiber(f);  // the state the walk goes by
         if (unwind && (info.state == FiberState::kParked || info.state == FiberState::kRunnable))
-          if (const void* ctx = saved_context(f)) n = unwind_saved_context(ctx, pcs.data(), pcs.size());
+          n = walk_saved_stack(f, pcs.data(), pcs.size());
       }
-      // The innermost frame is the worker's switch (Worker::switch_away, yield_current), whose
-      // return address differs by where the worker jumped next: left out, so that fibers parked
-      // in the same place group together whatever ran after them.
-      if (n > 1) {
-        key.assign(pcs.begin() + 1, pcs.begin() + static_cast<std::ptrdiff_t>(n));
+      // The switch's own frames are left out (unwind_saved_context): their return addresses
+      // differ by where the worker jumped next, and fibers parked in the same place should
+      // group together whatever ran after them.
+      if (n > 0) {
+        key.assign(pcs.begin(), pcs.begin() + static_cast<std::ptrdiff_t>(n));
         auto [it, fresh] = ids.try_emplace(key, static_cast<uint32_t>(snap.stacks.size()));
         if (fresh) snap.stacks.push_back(key);
         info.stack = it->second;

@@ -168,6 +168,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <string>
@@ -520,15 +521,17 @@ void Worker::publish_mine() noexcept {
 }
 
 [[gnu::always_inline]] inline void Worker::prepare_to_run(Fiber* f) noexcept {
-  if (LIONET_UNLIKELY(!f->ctx_.fctx)) first_run(f);
+  // Protocol 11: RUNNING is published before this look (a compiler barrier; a fiber dump pays
+  // the membarrier), so a dump either sees f running or is waited for here. Only then is a
+  // fresh fiber's context made (first_run writes ctx_ and its stack, which a dump reads of a
+  // fiber it sees RUNNABLE).
   // relaxed: both are read by others only after an acquire of state_ (unpark) or for display.
   f->worker_.store(this, std::memory_order_relaxed);
   f->state_since_ns_.store(coarse_now_ns, std::memory_order_relaxed);
   set_state(f, FiberState::kRunning);
-  // Protocol 11: RUNNING is published before this look (a compiler barrier; a fiber dump pays
-  // the membarrier), so a dump either sees f running or is waited for here.
   light_barrier();
   if (LIONET_UNLIKELY(stack_readers.load(std::memory_order_relaxed) != 0)) wait_for_stack_reader();
+  if (LIONET_UNLIKELY(!f->ctx_.fctx)) first_run(f);
   switches.inc();
   running = f;
   set_current_fiber(f);
@@ -545,6 +548,18 @@ struct PublishWorkerLayout {
   }
 } g_publish_worker_layout;
 }  // namespace
+
+uintptr_t switch_away_entry() noexcept {
+  // A non-virtual member function pointer holds the function's address (Itanium C++ ABI).
+  static const uintptr_t entry = [] {
+    auto p = &Worker::switch_away;
+    uintptr_t a = 0;
+    static_assert(sizeof(p) >= sizeof(a));
+    std::memcpy(&a, &p, sizeof a);
+    return a;
+  }();
+  return entry;
+}
 
 void Worker::wait_for_stack_reader() noexcept {
   std::lock_guard<std::mutex> lk(sched->stack_read_mu);  // the reader of one stack is done

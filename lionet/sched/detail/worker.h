@@ -304,6 +304,9 @@ inline bool SchedulerImpl::has_visible_work(const Worker& self) const noexcept {
   return false;
 }
 
+// Where Worker::switch_away begins: the stacks in fiber dumps start below it (fiber_dump.cc).
+uintptr_t switch_away_entry() noexcept;
+
 // A finished fiber's exception, logged (fiber_dump.cc): debug when a joiner will receive it
 // (joinable), a warning when nobody can.
 void log_fiber_exception(const Fiber& f, const std::exception_ptr& ex, bool joinable);
