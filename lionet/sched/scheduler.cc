@@ -149,9 +149,11 @@
 //      A worker about to resume f stores RUNNING into f's state (prepare_to_run), then, after
 //      light_barrier() (a compiler barrier), reads its own `stack_readers`: the asymmetric
 //      Dekker pair of protocol 10. If it sees a reader it takes and drops `stack_read_mu`
-//      before the jump.
+//      before the jump. A fiber's first context (first_run: its stack and ctx_) is made only
+//      after that look, so a dump never reads one being written.
 //    - The dump walks one fiber at a time, each under `stack_read_mu`, reading f's state first:
-//      RUNNING (or DONE, or never run) is skipped. A fiber it sees PARKED or RUNNABLE cannot be
+//      RUNNING (or DONE, or never run: no saved context yet) is skipped. The walk leaves out
+//      the switch's own frames (through Worker::switch_away). A fiber it sees PARKED or RUNNABLE cannot be
 //      resumed until the walk ends: a worker that published RUNNING before the barrier is
 //      seen as RUNNING; one that publishes after it sees the reader and waits on the mutex.
 //    - The Fiber object stays valid because the walk runs under the registry shard's reader
