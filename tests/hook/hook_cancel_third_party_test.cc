@@ -235,11 +235,17 @@ class HookCancelLibpq : public CancelTest {
   }
   // What every ended PQexec shows: a failure result (PGRES_FATAL_ERROR) or NULL, whose message
   // names the errno the hooked poll returned; PQfinish afterwards returns at once.
-  static void expect_failed_with(const PgSleepRun& run, const std::string& errno_text) {
+  // With PQcancel wired (pqcancel_wired), the server's own answer to it may reach PQexec before
+  // the fiber's interrupted read does: PostgreSQL's "canceling statement due to user request"
+  // is then the failure, as correct for the user (the query failed and is gone); seen once in
+  // 20 runs on a loaded machine.
+  static void expect_failed_with(const PgSleepRun& run, const std::string& errno_text, bool pqcancel_wired = false) {
     EXPECT_TRUE(run.connected) << run.error;
     EXPECT_NE(run.status, hook_test::kTuplesOk) << "PQexec succeeded: the query was not interrupted";
     EXPECT_NE(run.status, hook_test::kCommandOk);
-    EXPECT_NE(run.error.find(errno_text), std::string::npos)
+    const bool by_server =
+        pqcancel_wired && run.error.find("canceling statement due to user request") != std::string::npos;
+    EXPECT_TRUE(run.error.find(errno_text) != std::string::npos || by_server)
         << "PQerrorMessage: " << run.error << " (expected it to name " << errno_text << ")";
     EXPECT_LT(ms_between(run.finish_start, run.finish_end), 100.0 * kSlack) << "PQfinish after the failure";
   }
@@ -268,7 +274,7 @@ class HookCancelLibpq : public CancelTest {
         describe(rt).c_str(), from, ms_between(run.exec_start, cancel_at), ret_ms, run.error.c_str(),
         ms_between(run.finish_start, run.finish_end), ms_between(cancel_at, run.callback_start),
         ms_between(cancel_at, run.callback_end), gone_ms);
-    expect_failed_with(run, kCanceledText);
+    expect_failed_with(run, kCanceledText, /*pqcancel_wired=*/true);
     EXPECT_EQ(run.interruption, ECANCELED);
     EXPECT_LE(ret_ms, 300.0 * kSlack);
     EXPECT_TRUE(run.callback_fired) << "cancel() did not fire the on_cancel registration";
@@ -323,7 +329,7 @@ TEST_P(HookCancelLibpq, DeadlineWithPQcancelOnCancelStopsTheQueryOnTheServer) {
       describe(rt).c_str(), exec_ms, ms_between(run.finish_start, run.finish_end),
       ms_between(deadline_at, run.callback_start), ms_between(deadline_at, run.callback_end), gone_ms);
   EXPECT_TRUE(seen) << "never saw pg_sleep(10) active on the server";
-  expect_failed_with(run, kTimedOutText);
+  expect_failed_with(run, kTimedOutText, /*pqcancel_wired=*/true);
   EXPECT_GE(exec_ms, 200.0);
   EXPECT_LE(exec_ms, 500.0 * kSlack);
   EXPECT_TRUE(run.callback_fired) << "the deadline did not fire the on_cancel registration";
@@ -387,7 +393,7 @@ TEST_P(HookCancelLibpq, TaskGroupFirstFailureCancelsASiblingInPQexec) {
       "gone %.1f ms later\n",
       describe(rt).c_str(), ret_ms, gone ? ms_between(failed_at, *gone) : -1.0);
   EXPECT_EQ(rethrown, "sibling failed");
-  expect_failed_with(run, kCanceledText);
+  expect_failed_with(run, kCanceledText, /*pqcancel_wired=*/true);
   EXPECT_LE(ret_ms, 300.0 * kSlack);
   EXPECT_TRUE(run.callback_fired);
   EXPECT_EQ(run.cancel_rc, 1) << "PQcancel: " << run.cancel_err;
