@@ -42,7 +42,8 @@ TEST_PACKAGES=(
   gzip brotli zstd         # precompressed static files (tests make .gz/.br/.zst siblings)
   nghttp2-client           # http2/ interop tests (nghttp, h2load)
   chromium                 # headless browser test of the shipped page over h2 (scripts/screenshot.sh)
-  golang-go                # builds h2spec (below) and the Go references in bench/reference
+  golang-go                # builds h2spec (below) and the Go references in bench/reference; go tool pprof (tests/app pprof)
+  gdb                      # tests/gdb: scripts/gdb/lionet.py on a core file and a live process
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
