@@ -2,7 +2,6 @@
 #include "lionet/app/pprof.h"
 
 #include <dlfcn.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,18 +53,6 @@ const Profiler& profiler() {
 
 std::atomic<bool> g_busy{false};
 
-bool loopback(const Address& a) {
-  if (a.family() == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr());
-    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-  }
-  if (a.family() == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr());
-    return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
-           (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
-  }
-  return a.family() == AF_UNIX;
-}
 }  // namespace
 
 const std::string& pprof_unavailable_reason() { return profiler().error; }
@@ -116,7 +103,7 @@ http::Handler pprof_handler(PprofOptions options) {
   return [options](http::Request& req, http::Response& res) {
     if (!options.allow_remote) {
       auto peer = req.peer_address();
-      if (!peer.ok() || !loopback(peer.value())) {
+      if (!peer.ok() || !peer.value().is_loopback()) {
         res.reply(403, "CPU profiles are served to loopback clients only (allow_remote: true to change)\n");
         return;
       }

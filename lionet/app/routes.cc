@@ -4,7 +4,6 @@
 //
 // Owns: the mapping RouteConfig -> Router entries (a named route's handler kept for the
 // try_files "@name" fallbacks of its server's static routes). Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
-#include <netinet/in.h>
 
 #include <map>
 
@@ -20,19 +19,6 @@
 
 namespace lionet::app {
 namespace {
-
-bool is_loopback(const Address& a) {
-  if (a.family() == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr());
-    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-  }
-  if (a.family() == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr());
-    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
-  }
-  return a.family() == AF_UNIX;
-}
 
 // One route's handler, the methods it serves ("*", "GET,HEAD" or "GET") and whether its path
 // is a prefix.
@@ -115,7 +101,7 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
     return {"GET", false, [remote, dump](http::Request& req, http::Response& res) {
               if (!remote) {
                 auto peer = req.peer_address();
-                if (!peer.ok() || !is_loopback(peer.value())) {
+                if (!peer.ok() || !peer.value().is_loopback()) {
                   res.reply(403, "the fiber dump is served to loopback clients only (allow_remote: true to change)\n");
                   return;
                 }

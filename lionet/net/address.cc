@@ -166,6 +166,19 @@ Result<std::vector<Address>> Address::lookup(std::string_view host_port, int fam
   return out;
 }
 
+bool Address::is_loopback() const noexcept {
+  if (family() == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&storage_);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (family() == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage_);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return family() == AF_UNIX;
+}
+
 uint16_t Address::port() const noexcept {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
   if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);

@@ -48,6 +48,8 @@ class Address {
 
   int family() const noexcept { return storage_.ss_family; }
   bool is_ip() const noexcept { return family() == AF_INET || family() == AF_INET6; }
+  // 127.0.0.0/8, ::1, ::ffff:127.x.x.x, or a Unix socket: a peer on this host.
+  bool is_loopback() const noexcept;
   bool empty() const noexcept { return len_ == 0; }
   // 0 for Unix addresses.
   uint16_t port() const noexcept;
