@@ -130,6 +130,34 @@ __attribute__((noinline)) std::size_t unwind_current(uintptr_t* pcs, std::size_t
   return n;
 }
 
+namespace {
+// A symbol's demangled name, or the name itself if it is not a C++ mangled one.
+std::string demangle(const char* name) {
+  int status = -1;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled ? demangled : name;
+  std::free(demangled);
+  return out;
+}
+
+// f(symbolizer, address) for each address, on a plain thread of its own that the caller waits
+// for (describe_on_plain_thread says why); empty if no thread could be started.
+template <class F>
+std::vector<std::string> on_plain_thread(const std::vector<uintptr_t>& addrs, F f) {
+  std::vector<std::string> out;
+  try {
+    std::thread([&] {
+      Symbolizer sym;
+      out.reserve(addrs.size());
+      for (uintptr_t a : addrs) out.push_back(f(sym, a));
+    }).join();
+  } catch (...) {
+    out.clear();
+  }
+  return out;
+}
+}  // namespace
+
 struct Symbolizer::Impl {
   Dwfl* dwfl = nullptr;
   Dwfl_Callbacks callbacks{};
@@ -168,10 +196,7 @@ struct Symbolizer::Impl {
     const char* name = dwfl_module_addrinfo(mod, addr, &offset, &sym, nullptr, nullptr, nullptr);
     std::string out;
     if (name) {
-      int status = -1;
-      char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-      out = status == 0 && demangled ? demangled : name;
-      std::free(demangled);
+      out = demangle(name);
     } else {
       std::snprintf(buf, sizeof buf, "0x%" PRIxPTR, pc);
       out = buf;
@@ -201,25 +226,13 @@ std::string Symbolizer::function_name(uintptr_t addr) {
   GElf_Off offset = 0;
   GElf_Sym sym;
   const char* name = dwfl_module_addrinfo(mod, addr, &offset, &sym, nullptr, nullptr, nullptr);
-  if (!name) return {};
-  int status = -1;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string out = status == 0 && demangled ? demangled : name;
-  std::free(demangled);
-  return out;
+  return name ? demangle(name) : std::string();
 }
 
 std::vector<std::string> function_names_on_plain_thread(const std::vector<uintptr_t>& addrs) {
-  std::vector<std::string> out;
-  try {
-    std::thread([&] {
-      Symbolizer sym;
-      out.reserve(addrs.size());
-      for (uintptr_t a : addrs) out.push_back(sym.function_name(a));
-    }).join();
-  } catch (...) {
-    out.assign(addrs.size(), std::string());
-  }
+  std::vector<std::string> out =
+      on_plain_thread(addrs, [](Symbolizer& sym, uintptr_t a) { return sym.function_name(a); });
+  if (out.size() != addrs.size()) out.assign(addrs.size(), std::string());
   return out;
 }
 
@@ -233,16 +246,7 @@ const std::string& Symbolizer::describe(uintptr_t pc) {
 }
 
 std::vector<std::string> describe_on_plain_thread(const std::vector<uintptr_t>& pcs) {
-  std::vector<std::string> out;
-  try {
-    std::thread([&] {
-      Symbolizer sym;
-      out.reserve(pcs.size());
-      for (uintptr_t pc : pcs) out.push_back(sym.describe(pc));
-    }).join();
-  } catch (...) {
-    out.clear();
-  }
+  std::vector<std::string> out = on_plain_thread(pcs, [](Symbolizer& sym, uintptr_t pc) { return sym.describe(pc); });
   if (out.size() != pcs.size()) {
     out.clear();
     char buf[32];
