@@ -149,8 +149,8 @@ AppConfig define_config(config::Registry& r) {
       "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, "
       "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls, "
       "access_log, routes (each a path and/or a name, a type and its keys: timeout; static's root, mode, try_files, "
-      "...; proxy's upstreams, timeouts, ...; debug_fibers' and pprof's allow_remote, pprof's max_seconds); syslog: "
-      "topic, key, batch_max, linger, max_message_size, recv_buffer; "
+      "...; proxy's upstreams, timeouts, ...; debug's, debug_fibers' and pprof's allow_remote, pprof's max_seconds); "
+      "syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "
       "group_max_session_timeout, offset_metadata_max_bytes.");
   c.shutdown_timeout = r.define<std::chrono::milliseconds>(

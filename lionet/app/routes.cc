@@ -1,6 +1,6 @@
 // lionet/app/routes.cc: the routes of the lionet binary's http(s) servers (static, storage,
-// metrics, health, debug_fibers, hello, websocket, proxy). The per-server instrumentation and
-// the /metrics page are metrics.cc.
+// metrics, health, debug, debug_fibers, pprof, hello, websocket, proxy). The per-server
+// instrumentation and the /metrics page are metrics.cc; the status page (debug) debug_page.cc.
 //
 // Owns: the mapping RouteConfig -> Router entries (a named route's handler kept for the
 // try_files "@name" fallbacks of its server's static routes). Must not: block a handler on anything but the fiber-aware calls it makes (files, storage).
@@ -8,6 +8,7 @@
 #include <map>
 
 #include "lionet/app/counting_stream.h"
+#include "lionet/app/debug_page.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/app/pprof.h"
 #include "lionet/hook/hook.h"
@@ -108,6 +109,8 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
               }
               res.reply(200, dump_fibers(dump));
             }};
+  } else if (r.type == "debug") {
+    return {"GET", true, debug_handler(im, r.allow_remote)};  // <path>/ and <path>/status.json
   } else if (r.type == "pprof") {
     return {"GET,POST", true,  // <path>/profile and <path>/symbol
             pprof_handler({.allow_remote = r.allow_remote,

@@ -246,6 +246,7 @@ void Runtime::start() {
     s->started = true;
   }
   impl_->start_trimmer();
+  impl_->start_status_sampler();  // only with a debug route
 }
 
 bool Runtime::stop(std::chrono::milliseconds drain) { return impl_->shutdown(drain); }
@@ -399,6 +400,7 @@ bool Runtime::Impl::shutdown(std::chrono::milliseconds drain) {
   if (stopped) return true;
   stopped = true;
   stop_trimmer();  // it reads `servers`, cleared below
+  stop_status_sampler();  // so does this one
   auto lg = log::get("app");
   // 1-2: every server at once, so no listener stays open while another drains.
   std::vector<std::thread> stoppers;

@@ -17,8 +17,8 @@
 namespace lionet::app {
 namespace {
 const std::set<std::string> kServerTypes = {"http", "https", "echo", "syslog", "kafka"};
-const std::set<std::string> kRouteTypes = {"static", "storage", "metrics",   "health", "debug_fibers",
-                                           "pprof",  "hello",   "websocket", "proxy"};
+const std::set<std::string> kRouteTypes = {"static",       "storage", "metrics", "health",    "debug",
+                                           "debug_fibers", "pprof",   "hello",   "websocket", "proxy"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -191,9 +191,9 @@ const Fields<WorkerPoolConfig> kWorkerPoolFields = {
     {"io_backend", &W::io_backend},
 };
 
-// A route's keys, in the order they are written: its own, then its type's (static,
-// debug_fibers, websocket, proxy: only that list is written). Every list but the proxy's is read
-// for every route; read_proxy_route reads the proxy's, for a proxy route.
+// A route's keys, in the order they are written: its own, then its type's (static; debug,
+// debug_fibers and pprof; websocket; proxy: only that list is written). Every list but the
+// proxy's is read for every route; read_proxy_route reads the proxy's, for a proxy route.
 const Fields<RouteConfig> kRouteFields = {
     {"path", &R::path, kOmitEmpty},
     {"name", &R::name, kOmitEmpty},
@@ -341,7 +341,7 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
 YAML::Node ConfigTraits<RouteConfig>::to_yaml(const RouteConfig& r) {
   YAML::Node n = kRouteFields.encode(r);
   if (r.type == "static") app::static_route_fields().write(n, r);
-  if (r.type == "debug_fibers" || r.type == "pprof") kDebugFibersRouteFields.write(n, r);
+  if (r.type == "debug" || r.type == "debug_fibers" || r.type == "pprof") kDebugFibersRouteFields.write(n, r);
   if (r.type == "websocket") app::websocket_route_fields().write(n, r);
   if (r.type == "proxy") app::proxy_route_fields().write(n, r.proxy);
   return n;

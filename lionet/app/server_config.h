@@ -54,7 +54,7 @@ struct RouteConfig {
   std::string path;  // "/static" (prefix for static/storage), exact for the others;
       // empty: a named route, reachable only as a try_files fallback
   std::string name;  // unique within the server; "" = unnamed (then path is required)
-  std::string type;  // static | storage | metrics | health | debug_fibers | pprof | hello | websocket | proxy
+  std::string type;  // static | storage | metrics | health | debug | debug_fibers | pprof | hello | websocket | proxy
   // The handler's deadline (http/handler_limits.h with_timeout: 504 past it); 0 = the server's.
   std::chrono::milliseconds timeout{0};
   // static:
@@ -72,8 +72,8 @@ struct RouteConfig {
   // nginx's try_files: file candidates ("$uri", "$uri/", "$uri.html", "/index.html"), the last
   // entry optionally "=CODE" (a status) or "@name" (that route of the server gets the request).
   std::vector<std::string> try_files;
-  // debug_fibers and pprof:
-  bool allow_remote = false;  // serve the fiber dump / CPU profiles to non-loopback peers too
+  // debug, debug_fibers and pprof:
+  bool allow_remote = false;  // serve the status page / fiber dump / CPU profiles to non-loopback peers too
   std::size_t max_seconds = 600;  // pprof: the longest profile a request may ask for (seconds)
   // websocket (lionet/websocket): what the route does with each connection, and its limits.
   std::string handler = "echo";  // echo: every message back as it came

@@ -1,12 +1,15 @@
 // lionet/app/detail/running.h: the objects behind lionet::app::Runtime, shared by runtime.cc
-// (build, start, stop) and routes.cc (routes, instrumentation, /metrics).
+// (build, start, stop), routes.cc (routes), metrics.cc (instrumentation, /metrics) and
+// debug_page.cc (the status page).
 //
-// Owns: Pool, ServerMetrics, Running, Runtime::Impl (which owns the access logs, one per file).
+// Owns: Pool, ServerMetrics, Running, StatusHistory, Runtime::Impl (which owns the access logs,
+// one per file).
 // Must not be included outside app/.
 // Member order matters: each struct's members are destroyed bottom-up, so a server goes before
 // the router its handler points into, and servers before the store and pools they use.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -90,6 +93,42 @@ struct Running {
   bool has_listener() const { return http || tcp || kafka; }
 };
 
+// What the `debug` route's page charts (app/debug_page.h): one sample per second of every
+// server's request rate and latency percentiles, the last kSamples of them. A ring, so that
+// memory is fixed whatever the uptime: kSamples = 300 is the 5 minutes the page draws, at
+// 3 floats per server per sample (3.6 KB per server), and status.json carries all of it on each
+// refresh (~5 KB of numbers per server). Filled by the sampler thread
+// (Runtime::Impl::start_status_sampler), read by the route's handlers; next, count, t, servers
+// and pools are under mu, held only to copy numbers (never across IO or a park).
+struct StatusHistory {
+  static constexpr std::size_t kSamples = 300;
+  static constexpr std::chrono::seconds kInterval{1};
+  struct Point {
+    float rps = 0;  // requests (http: responses; kafka: requests; syslog: messages) per second
+    float p50_ms = 0, p99_ms = 0;  // http(s) only; NaN: no request ended in that interval
+  };
+  // The latest rates of a pool (over the last interval).
+  struct PoolRates {
+    double switches = 0, parks = 0, created = 0, steals = 0, worker_sleeps = 0;
+  };
+
+  mutable std::mutex mu;
+  std::size_t next = 0;  // the slot the next sample goes to
+  std::size_t count = 0;  // samples held, <= kSamples; the oldest is at (next - count) mod kSamples
+  std::array<double, kSamples> t{};  // seconds since the runtime started
+  std::vector<std::array<Point, kSamples>> servers;  // indexed like Runtime::Impl::servers
+  std::vector<PoolRates> pools;  // indexed like Runtime::Impl::pools
+
+  // The sampler thread's own: the cumulative readings of the previous sample, for deltas.
+  struct Previous {
+    uint64_t requests = 0;
+    Histogram::Snapshot latency;
+  };
+  std::chrono::steady_clock::time_point prev_at;
+  std::vector<Previous> prev_servers;
+  std::vector<SchedulerStats> prev_pools;
+};
+
 struct Runtime::Impl {
   explicit Impl(const AppConfig& c);
   ~Impl();
@@ -124,6 +163,18 @@ struct Runtime::Impl {
   std::condition_variable trim_cv;
   bool trim_stop = false;  // under trim_mu
   std::atomic<uint64_t> trims{0};
+
+  // The `debug` route's history: made when the first debug route is built (none otherwise),
+  // sampled by a plain thread from start() until shutdown() (it reads `servers` and `pools`).
+  // A thread like the trimmer's, not a fiber: the samples keep their one-second rhythm when the
+  // pools are saturated, which is when a person looks. debug_page.cc.
+  void start_status_sampler();
+  void stop_status_sampler();
+  std::shared_ptr<StatusHistory> status;
+  std::thread status_sampler;
+  std::mutex status_mu;
+  std::condition_variable status_cv;
+  bool status_stop = false;  // under status_mu
 };
 
 // routes.cc
@@ -133,4 +184,6 @@ http::Handler instrument(http::Handler inner, ServerMetrics& m);
 // Wraps every connection (in TLS first when tls is set) in a CountingStream over m.
 http::StreamFactory counting_factory(std::shared_ptr<TlsSlot> tls, ServerMetrics& m);
 std::string render_metrics(const Runtime::Impl& im);
+// debug_page.cc: the `debug` route's handler (a prefix route: the page and status.json).
+http::Handler debug_handler(Runtime::Impl& im, bool allow_remote);
 }  // namespace lionet::app
