@@ -29,6 +29,13 @@ TEST(Address, ParsesAndFormatsIPv6) {
   EXPECT_EQ(Address::parse("[fe80::1:2]:1")->to_string(), "[fe80::1:2]:1");
 }
 
+TEST(Address, OnlyPeersOnThisHostAreLoopback) {
+  for (const char* a : {"127.0.0.1:80", "127.8.9.10:1", "[::1]:80", "[::ffff:127.0.0.1]:80", "unix:/tmp/x.sock"})
+    EXPECT_TRUE(Address::parse(a).value().is_loopback()) << a;
+  for (const char* a : {"10.0.0.1:80", "192.168.1.20:8080", "128.0.0.1:80", "[2001:db8::1]:80", "[::ffff:10.0.0.1]:80"})
+    EXPECT_FALSE(Address::parse(a).value().is_loopback()) << a;
+}
+
 TEST(Address, ParsesUnixPathsAndAbstractNames) {
   auto a = Address::parse("unix:/tmp/lionet.sock");
   ASSERT_TRUE(a.ok());
