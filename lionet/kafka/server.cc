@@ -58,6 +58,8 @@ Server::Server(Scheduler& sched, storage::Store& store, ServerOptions options) :
   broker_ = std::make_unique<Broker>(store, opt_.broker);
   TcpServerOptions o;
   o.max_connections = opt_.max_connections;
+  o.max_connections_per_address = opt_.max_connections_per_address;
+  o.admit = opt_.admit;
   o.name = opt_.name;
   tcp_ = std::make_unique<TcpServer>(
       sched, [this](SocketStream& s) { serve(s); }, o);

@@ -113,10 +113,12 @@ std::vector<Address> TcpServer::addresses() const { return addresses_; }
 // of a 20,000-connection flood, each accept paying for a fresh fiber stack).
 void TcpServer::accept_loop(Listener* l) noexcept {
   unsigned in_a_row = 0;
+  const bool want_peer = !options_.admit.empty() || options_.max_connections_per_address;
+  Address peer;
   while (!stopping()) {
-    auto s = l->socket.accept();
+    auto s = l->socket.accept(want_peer ? &peer : nullptr);
     if (LIONET_LIKELY(s.ok())) {
-      admit(std::move(*s));
+      admit(std::move(*s), peer);
       if (options_.accept_batch && ++in_a_row >= options_.accept_batch) {
         in_a_row = 0;
         this_fiber::yield();
@@ -141,12 +143,49 @@ void TcpServer::log_accept_error(int err) noexcept {
                   std::chrono::duration_cast<std::chrono::milliseconds>(options_.accept_backoff).count());
 }
 
-void TcpServer::admit(Socket s) noexcept {
+bool TcpServer::take_address_slot(const IpKey& key) noexcept {
+  std::lock_guard<std::mutex> g(addr_mu_);
+  try {
+    std::size_t& n = per_address_[key];
+    if (n >= options_.max_connections_per_address) return false;
+    ++n;
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;  // no memory for the entry: refuse this connection rather than not count it
+  }
+}
+
+void TcpServer::release_address_slot(const IpKey& key) noexcept {
+  std::lock_guard<std::mutex> g(addr_mu_);
+  auto it = per_address_.find(key);
+  if (it != per_address_.end() && --it->second == 0) per_address_.erase(it);
+}
+
+// Closes refused connections at once (the client reads end of stream), in this order: the
+// address rules, the address's own limit, the server's limit.
+void TcpServer::admit(Socket s, const Address& peer) noexcept {
+  if (!options_.admit.empty() && !options_.admit.admits(peer)) {
+    denied_.fetch_add(1, std::memory_order_relaxed);
+    s.close();
+    return;
+  }
+  IpKey key;
+  bool counted = false;
+  if (options_.max_connections_per_address && peer.is_ip()) {
+    key = IpKey::of(peer);
+    if (!take_address_slot(key)) {
+      per_address_rejected_.fetch_add(1, std::memory_order_relaxed);
+      s.close();
+      return;
+    }
+    counted = true;
+  }
   if (size_t max = options_.max_connections) {
     size_t n = live_.load(std::memory_order_relaxed);
     do {
       if (n >= max) {
         rejected_.fetch_add(1, std::memory_order_relaxed);
+        if (counted) release_address_slot(key);
         s.close();  // at once: the client reads end of stream
         return;
       }
@@ -157,6 +196,8 @@ void TcpServer::admit(Socket s) noexcept {
   accepted_.fetch_add(1, std::memory_order_relaxed);
   handlers_.add(1);
   Conn* c = new Conn(std::move(s));
+  c->counted = counted;
+  c->key = key;
   c->stream.set_timeouts(options_.read_timeout, options_.write_timeout);
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -181,6 +222,7 @@ void TcpServer::admit(Socket s) noexcept {
     else head_ = c->next;
     if (c->next) c->next->prev = c->prev;
   }
+  if (c->counted) release_address_slot(c->key);
   delete c;
   live_.fetch_sub(1, std::memory_order_relaxed);
   handlers_.done();
@@ -208,6 +250,7 @@ void TcpServer::serve(Conn* c) noexcept {
     else head_ = c->next;
     if (c->next) c->next->prev = c->prev;
   }
+  if (c->counted) release_address_slot(c->key);
   delete c;  // closes the socket
   live_.fetch_sub(1, std::memory_order_relaxed);
   handlers_.done();

@@ -7,7 +7,8 @@
 //   ...
 //   server.stop(std::chrono::seconds(5));   // stop accepting, drain, then cancel
 //
-// Owns: listeners, acceptor fibers, the set of live connections, the connection limit and
+// Owns: listeners, acceptor fibers, the set of live connections, the connection limits (in
+// all, per client address), the address rules applied at accept, and
 // the shutdown protocol. Must not: know any protocol (HTTP, TLS wrap the handler), read
 // configuration (TcpServerOptions is filled by app/), or throw after start().
 //
@@ -48,11 +49,13 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "lionet/base/clock.h"
 #include "lionet/base/log_limiter.h"
 #include "lionet/net/address.h"
+#include "lionet/net/address_rules.h"
 #include "lionet/net/socket.h"
 #include "lionet/net/socket_stream.h"
 #include "lionet/sched/scheduler.h"
@@ -65,6 +68,14 @@ struct TcpServerOptions {
   // Connections served at once; a connection accepted beyond it is closed at once (the client
   // reads end of stream). 0 = no limit (then RLIMIT_NOFILE is the limit).
   std::size_t max_connections = 0;
+  // Connections served at once from one client address (IpKey: the IPv4 address, the whole
+  // IPv6 address); the next one from it is closed at once. Unix-domain peers are not counted.
+  // The table holds only addresses with a live connection, so max_connections bounds it.
+  // 0 = no limit. nginx: limit_conn per $binary_remote_addr.
+  std::size_t max_connections_per_address = 0;
+  // Who may connect: a peer these rules refuse is closed at once, before any byte is read
+  // (net/address_rules.h). Empty: everyone.
+  AddressRules admit;
   // One SO_REUSEPORT listener per worker for each address, its acceptor pinned to that
   // worker: the kernel spreads connections over workers and accept never contends. Costs one
   // fd per worker per address.
@@ -142,6 +153,10 @@ class TcpServer {
   std::size_t connections() const noexcept { return live_.load(std::memory_order_relaxed); }
   uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
   uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
+  // Connections closed at once because options.admit refused their address.
+  uint64_t denied() const noexcept { return denied_.load(std::memory_order_relaxed); }
+  // Connections closed at once because their address had max_connections_per_address.
+  uint64_t per_address_rejected() const noexcept { return per_address_rejected_.load(std::memory_order_relaxed); }
   // Connections closed at once because no fiber could be spawned for them (spawn threw
   // std::system_error: fiber.max_stack_memory or the address space exhausted). Logged at most
   // once per second, with the count.
@@ -158,12 +173,17 @@ class TcpServer {
     SocketStream stream;
     TimePoint accepted;
     bool read_shut = false;  // step 2 done (under mu_)
+    bool counted = false;  // holds a slot of per_address_ under `key`
+    IpKey key;
     Conn* prev = nullptr;  // links protected by mu_
     Conn* next = nullptr;
   };
 
   void accept_loop(Listener* l) noexcept;
-  void admit(Socket s) noexcept;
+  void admit(Socket s, const Address& peer) noexcept;
+  // max_connections_per_address: takes a slot for key (false: none left), gives one back.
+  bool take_address_slot(const IpKey& key) noexcept;
+  void release_address_slot(const IpKey& key) noexcept;
   void serve(Conn* c) noexcept;
   bool shut_reads(TimePoint t);
   void log_accept_error(int err) noexcept;
@@ -184,6 +204,10 @@ class TcpServer {
   std::atomic<std::size_t> live_{0};
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> denied_{0};
+  std::atomic<uint64_t> per_address_rejected_{0};
+  std::mutex addr_mu_;  // protects per_address_; held for one lookup, never across a park
+  std::unordered_map<IpKey, std::size_t, IpKeyHash> per_address_;  // live connections per address
   std::atomic<bool> stopping_{false};  // release by stop(), acquire by acceptors and handlers
   std::atomic<int> acceptors_running_{0};  // +1 by start() per acceptor, -1 as each ends
   std::atomic<bool> started_{false};

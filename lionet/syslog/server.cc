@@ -76,7 +76,7 @@ struct Server::Impl {
   std::vector<std::unique_ptr<TcpServer>> tcp;
   bool started = false, stopped = false;
 
-  std::atomic<uint64_t> received{0}, stored{0}, malformed{0}, truncated{0}, lost{0}, tcp_connections{0};
+  std::atomic<uint64_t> received{0}, stored{0}, malformed{0}, truncated{0}, lost{0}, tcp_connections{0}, denied{0};
 
   // Records gathered for one append: their keys and JSON values in one arena.
   class Batch {
@@ -203,6 +203,10 @@ struct Server::Impl {
       try {
         for (std::size_t i = 0; i < *n; ++i) {
           const Datagram& g = slots[i];
+          if (!opt.admit.empty() && !opt.admit.admits(g.peer)) {
+            denied.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
           batch.add(std::string_view(g.buffer.data(), g.length), g.truncated, ip_of(g.peer, peer_buf), now);
         }
       } catch (const std::bad_alloc&) {
@@ -216,6 +220,8 @@ struct Server::Impl {
   std::unique_ptr<TcpServer> new_tcp_server() {
     TcpServerOptions o;
     o.max_connections = opt.max_connections;
+    o.max_connections_per_address = opt.max_connections_per_address;
+    o.admit = opt.admit;
     o.name = opt.name;
     return std::make_unique<TcpServer>(
         sched, [this](SocketStream& s) { tcp_conn(s); }, o);
@@ -364,7 +370,8 @@ bool Server::stop(Duration drain) {
 ServerStats Server::stats() const noexcept {
   const Impl& im = *impl_;
   auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {g(im.received), g(im.stored), g(im.malformed), g(im.truncated), g(im.lost), g(im.tcp_connections)};
+  return {g(im.received), g(im.stored),          g(im.malformed), g(im.truncated),
+          g(im.lost),     g(im.tcp_connections), g(im.denied)};
 }
 
 uint64_t Server::kernel_drops() const noexcept {

@@ -56,6 +56,10 @@ struct ServerOptions {
   std::size_t max_message_size = 8192;  // bytes of one message kept (480..1048576). YAML: servers[].max_message_size
   int recv_buffer = 4 << 20;  // UDP SO_RCVBUF (bytes; the kernel doubles it). YAML: servers[].recv_buffer
   std::size_t max_connections = 10000;  // TCP. YAML: servers[].max_connections
+  std::size_t max_connections_per_address = 0;  // TCP, 0 = none. YAML: servers[].max_connections_per_address
+  // Who may send: a TCP peer these rules refuse is closed at accept, a UDP datagram from one
+  // is dropped and counted (ServerStats::denied). YAML: servers[].allow / deny
+  AddressRules admit;
   Duration idle_timeout = std::chrono::minutes(5);  // TCP: a silent connection is closed. YAML: servers[].idle_timeout
 };
 
@@ -66,6 +70,7 @@ struct ServerStats {
   uint64_t truncated = 0;  // stored cut at max_message_size
   uint64_t lost = 0;  // records whose append failed
   uint64_t tcp_connections = 0;  // accepted so far
+  uint64_t denied = 0;  // UDP datagrams dropped because `admit` refused their sender
 };
 
 class Server {
