@@ -7,6 +7,7 @@
 // peers count as loopback (the route's 403 for others, which a test on 127.0.0.1 cannot reach).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -170,7 +171,7 @@ TEST_F(AppStatusPage, ThePageIsOneSelfContainedDocument) {
 TEST_F(AppStatusPage, ChromiumShowsTheNumbersMoveWhileALoadRuns) {
   int rc = -1;
   sh("command -v chromium >/dev/null 2>&1", &rc);
-  if (rc != 0) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
+  ASSERT_EQ(rc, 0) << "chromium is not installed (scripts/install-deps.sh installs it)";
   ASSERT_NO_FATAL_FAILURE(start());
   // Left for a person to look at, beside the test binary (the build tree).
   const fs::path png = fs::read_symlink("/proc/self/exe").parent_path() / "app_status_page.png";
@@ -190,8 +191,10 @@ TEST_F(AppStatusPage, ChromiumShowsTheNumbersMoveWhileALoadRuns) {
   // The request count moves while the load runs and has every load request once it is over.
   EXPECT_GT(during, before + 100) << out;
   EXPECT_GE(after, before + load) << out;
-  // The rate shown 2 s into the load is the load's: at least a quarter of its average.
-  EXPECT_GT(json_number(out, "during_requests_per_s"), load / 4 / 4) << out;
+  // The rate shown 2 s into the load has risen with it. (Not compared with the load's average:
+  // one second of a machine busy with other work showed 220/s where the average was 6,000/s.)
+  EXPECT_GT(json_number(out, "during_requests_per_s"), std::max(50.0, json_number(out, "before_requests_per_s")))
+      << out;
   EXPECT_FALSE(std::isnan(json_number(out, "during_p99_ms"))) << out;
   // The charts were drawn: points and their lines' pixels (a blank canvas has none).
   EXPECT_GE(json_number(out, "rps_points"), 5) << out;
