@@ -146,9 +146,11 @@ AppConfig define_config(config::Registry& r) {
                     "'main' is the scheduler.* pool; give other pools other names"));
   c.servers = r.define<std::vector<ServerConfig>>(
       "servers", {},
-      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, "
+      "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits "
+      "(max_connections, max_connections_per_address, ...), allow / deny, "
       "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls, "
-      "access_log, routes (each a path and/or a name, a type and its keys: timeout; static's root, mode, try_files, "
+      "access_log, routes (each a path and/or a name, a type and its keys: timeout, allow / deny, rate_limit; "
+      "static's root, mode, try_files, "
       "...; proxy's upstreams, timeouts, ...; debug's, debug_fibers' and pprof's allow_remote, pprof's max_seconds); "
       "syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "

@@ -150,6 +150,48 @@ std::string render_metrics(const Runtime::Impl& im) {
   server_family(
       "lionet_connections_rejected_total", "counter", "Connections closed at once: over max_connections.",
       [](const Running& s) { return s.listener().rejected(); }, false);
+  // Refused at accept (address rules, connections per address): every server with a TCP
+  // listener, syslog's TCP listeners summed.
+  auto accept_family = [&](const char* name, const char* help, auto field) {
+    w.family(name, "counter", help);
+    for (const auto& s : im.servers) {
+      uint64_t v = 0;
+      if (s->has_listener()) {
+        v = field(s->listener());
+      } else if (s->syslog) {
+        for (TcpServer* t : s->syslog->tcp_servers()) v += field(*t);
+      } else {
+        continue;
+      }
+      w.sample(name, L{{"server", s->cfg.name}, {"type", s->cfg.type}}, v);
+    }
+  };
+  accept_family("lionet_connections_denied_total",
+                "Connections closed at accept: the server's allow/deny refused "
+                "the address (http(s) answer 403 instead: lionet_http_access_denied_total).",
+                [](const TcpServer& t) { return t.denied(); });
+  accept_family("lionet_connections_per_address_rejected_total",
+                "Connections closed at accept: their address had max_connections_per_address open.",
+                [](const TcpServer& t) { return t.per_address_rejected(); });
+  // Per route of http(s) servers that have address rules / a rate limit (route "" = the
+  // server's own allow/deny).
+  auto access_family = [&](const char* name, const char* help, bool rate, auto field) {
+    bool any = false;
+    for (const auto& s : im.servers)
+      for (const auto& [route, a] : s->access) any |= rate ? a->has_rate_limit : a->has_rules;
+    if (!any) return;
+    w.family(name, "counter", help);
+    for (const auto& s : im.servers)
+      for (const auto& [route, a] : s->access)
+        if (rate ? a->has_rate_limit : a->has_rules)
+          w.sample(name, L{{"server", s->cfg.name}, {"route", route}}, field(*a));
+  };
+  access_family("lionet_http_access_denied_total", "Requests answered 403 by allow/deny.", false,
+                [](const Running::Access& a) { return a.denied.value(); });
+  access_family("lionet_http_rate_limited_total", "Requests refused by the route's rate_limit (429 by default).", true,
+                [](const Running::Access& a) { return a.rate.refused.value(); });
+  access_family("lionet_http_rate_delayed_total", "Requests delayed by the route's rate_limit (within its burst).",
+                true, [](const Running::Access& a) { return a.rate.delayed.value(); });
   server_family(
       "lionet_connections_no_fiber_total", "counter",
       "Connections closed at once: no fiber could be spawned (fiber.max_stack_memory).",
@@ -178,6 +220,8 @@ std::string render_metrics(const Runtime::Impl& im) {
                 [](const syslog::Server& s) { return s.stats().truncated; });
   syslog_family("lionet_syslog_lost_total", "Syslog messages whose append failed (disk full, IO error).",
                 [](const syslog::Server& s) { return s.stats().lost; });
+  syslog_family("lionet_syslog_denied_total", "UDP datagrams dropped: the server's allow/deny refused the sender.",
+                [](const syslog::Server& s) { return s.stats().denied; });
   syslog_family("lionet_syslog_kernel_drops_total",
                 "UDP datagrams the kernel dropped with the receive buffer full (sk_drops, as SO_RXQ_OVFL counts).",
                 [](const syslog::Server& s) { return s.kernel_drops(); });

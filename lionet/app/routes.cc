@@ -119,10 +119,39 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
   throw std::runtime_error("unknown route type '" + r.type + "'");  // rejected at load already
 }
 
+// What a route puts around its handler(s), outermost first: its address rules (403), its rate
+// limit (429 / a delay). One limiter per route, shared by a storage route's several handlers.
+// The route's label in /metrics is its path, or "@name" for a named route without one.
+using Guard = std::function<http::Handler(http::Handler)>;
+Guard route_guard(Running& srv, const RouteConfig& r) {
+  const bool rules = !r.allow.empty() || !r.deny.empty();
+  if (!rules && !r.rate_limit) return [](http::Handler h) { return h; };
+  Running::Access& a = srv.access_of(r.path.empty() ? "@" + r.name : r.path);
+  a.has_rules = a.has_rules || rules;
+  std::shared_ptr<http::RateLimiter> limiter;
+  if (r.rate_limit) {
+    a.has_rate_limit = true;
+    const RateLimitConfig& c = *r.rate_limit;
+    http::RateLimitOptions o;
+    o.rate = c.rate;
+    o.burst = c.burst;
+    o.nodelay = c.nodelay;
+    if (c.key != "address") o.key_header = c.key.substr(std::string_view("header:").size());
+    o.max_keys = c.max_keys;
+    o.status = c.status;
+    limiter = std::make_shared<http::RateLimiter>(std::move(o));
+  }
+  return [&a, limiter, ar = AddressRules::parse(r.allow, r.deny)](http::Handler h) {  // rules checked at load
+    if (limiter) h = http::with_rate_limit(std::move(h), limiter, &a.rate);
+    return http::with_address_rules(std::move(h), ar, &a.denied);
+  };
+}
+
 void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r, NamedRoutes& named) {
   const std::string where = "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
+  const Guard guard = route_guard(srv, r);
   if (r.type == "storage") {  // never named (checked at load)
-    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage), guard);
     return;
   }
   RouteHandler h;
@@ -132,6 +161,7 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
     throw StartupError(where + e.what());
   }
   if (r.timeout.count() > 0) h.handler = http::with_timeout(std::move(h.handler), r.timeout);
+  h.handler = guard(std::move(h.handler));
   if (!r.name.empty()) *named.at(r.name) = h;
   if (r.path.empty()) return;  // a named route: reached only as a fallback
   if (h.prefix) router.prefix(h.methods, r.path, std::move(h.handler));

@@ -55,6 +55,7 @@ http::ServerOptions http_options(const ServerConfig& c, http2::Stats* h2_stats) 
   o.input_buffer = c.input_buffer;
   o.tcp.drain_silent_grace = c.drain_silent_grace;
   o.tcp.max_connections = c.max_connections;
+  o.tcp.max_connections_per_address = c.max_connections_per_address;
   o.tcp.reuse_port = c.reuse_port;
   o.tcp.name = c.name;
   if (c.http2) {
@@ -158,6 +159,8 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       o.max_message_size = sc.max_message_size;
       o.recv_buffer = static_cast<int>(sc.recv_buffer);
       o.max_connections = sc.max_connections;
+      o.max_connections_per_address = sc.max_connections_per_address;
+      o.admit = AddressRules::parse(sc.allow, sc.deny);  // checked at load
       o.idle_timeout = sc.idle_timeout;
       try {
         run->syslog = std::make_unique<syslog::Server>(io, *im.store, o);
@@ -187,6 +190,8 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       o.broker.groups.max_session_timeout = sc.group_max_session_timeout;
       o.broker.groups.offset_metadata_max_bytes = sc.offset_metadata_max_bytes;
       o.max_connections = sc.max_connections;
+      o.max_connections_per_address = sc.max_connections_per_address;
+      o.admit = AddressRules::parse(sc.allow, sc.deny);
       o.idle_timeout = sc.idle_timeout;
       try {
         run->kafka = std::make_unique<kafka::Server>(io, *im.store, o);
@@ -196,6 +201,8 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
     } else if (sc.type == "echo") {
       TcpServerOptions o;
       o.max_connections = sc.max_connections;
+      o.max_connections_per_address = sc.max_connections_per_address;
+      o.admit = AddressRules::parse(sc.allow, sc.deny);
       o.drain_silent_grace = sc.drain_silent_grace;
       o.reuse_port = sc.reuse_port;
       o.name = sc.name;
@@ -205,7 +212,15 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       http::ServerOptions ho = http_options(sc, &run->h2);
       ho.refusal = run->router->refusal_handler();  // routes word their refusals (storage: JSON)
       if (sc.access_log) ho.access_log = im.access_log(sc);
-      run->http = std::make_unique<http::Server>(io, instrument(run->router->handler(), run->m), std::move(ho));
+      // The server's own address rules come before routing: a refused client learns nothing
+      // of which paths exist.
+      http::Handler routed = run->router->handler();
+      if (!sc.allow.empty() || !sc.deny.empty()) {
+        Running::Access& a = run->access_of("");
+        a.has_rules = true;
+        routed = http::with_address_rules(std::move(routed), AddressRules::parse(sc.allow, sc.deny), &a.denied);
+      }
+      run->http = std::make_unique<http::Server>(io, instrument(std::move(routed), run->m), std::move(ho));
       if (sc.type == "https") {
         run->tls = std::make_shared<TlsSlot>();
         run->tls->set(tls_context(sc));

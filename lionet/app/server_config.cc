@@ -13,6 +13,7 @@
 #include "lionet/config/fields.h"
 #include "lionet/http/static_files.h"
 #include "lionet/net/address.h"
+#include "lionet/net/address_rules.h"
 
 namespace lionet::app {
 namespace {
@@ -52,6 +53,16 @@ TryFiles split_try_files(const std::vector<std::string>& entries) {
     t.candidates.pop_back();
   }
   return t;
+}
+
+void check_address_rules(const YAML::Node& n, const std::vector<std::string>& allow,
+                         const std::vector<std::string>& deny) {
+  for (const char* list : {"allow", "deny"}) {
+    const auto& entries = list[0] == 'a' ? allow : deny;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      if (std::string e = AddressRules::check_entry(entries[i]); !e.empty())
+        config::field_error(n, list, "entry " + std::to_string(i) + ", '" + entries[i] + "': " + e);
+  }
 }
 
 bool valid_route_name(std::string_view name) {
@@ -174,6 +185,7 @@ void check_route_names(const YAML::Node& n, const std::vector<app::RouteConfig>&
 }
 }  // namespace
 using app::AccessLogConfig;
+using app::RateLimitConfig;
 using app::RouteConfig;
 using app::ServerConfig;
 using app::TlsConfig;
@@ -195,10 +207,14 @@ const Fields<WorkerPoolConfig> kWorkerPoolFields = {
 // debug_fibers and pprof; websocket; proxy: only that list is written). Every list but the
 // proxy's is read for every route; read_proxy_route reads the proxy's, for a proxy route.
 const Fields<RouteConfig> kRouteFields = {
-    {"path", &R::path, kOmitEmpty},
-    {"name", &R::name, kOmitEmpty},
-    {"type", &R::type, kRequired},
-    {"timeout", &R::timeout},
+    {"path", &R::path, kOmitEmpty}, {"name", &R::name, kOmitEmpty},   {"type", &R::type, kRequired},
+    {"timeout", &R::timeout},       {"allow", &R::allow, kOmitEmpty}, {"deny", &R::deny, kOmitEmpty},
+    {"rate_limit", &R::rate_limit},
+};
+const Fields<RateLimitConfig> kRateLimitFields = {
+    {"rate", &RateLimitConfig::rate, kRequired}, {"burst", &RateLimitConfig::burst},
+    {"nodelay", &RateLimitConfig::nodelay},      {"key", &RateLimitConfig::key},
+    {"max_keys", &RateLimitConfig::max_keys},    {"status", &RateLimitConfig::status},
 };
 const Fields<RouteConfig> kStaticRouteFields = {
     {"try_files", &R::try_files, kOmitEmpty},
@@ -248,6 +264,9 @@ const Fields<ServerConfig> kServerFields = {
     {"listen", &S::listen, kRequired},
     {"workers", &S::workers},
     {"max_connections", &S::max_connections},
+    {"max_connections_per_address", &S::max_connections_per_address},
+    {"allow", &S::allow, kOmitEmpty},
+    {"deny", &S::deny, kOmitEmpty},
     {"reuse_port", &S::reuse_port},
     {"idle_timeout", &S::idle_timeout},
     {"header_timeout", &S::header_timeout},
@@ -314,6 +333,18 @@ WorkerPoolConfig ConfigTraits<WorkerPoolConfig>::from_yaml(const YAML::Node& n) 
 }
 YAML::Node ConfigTraits<WorkerPoolConfig>::to_yaml(const WorkerPoolConfig& w) { return kWorkerPoolFields.encode(w); }
 
+RateLimitConfig ConfigTraits<RateLimitConfig>::from_yaml(const YAML::Node& n) {
+  RateLimitConfig c = kRateLimitFields.decode(n);
+  if (!(c.rate > 0) || c.rate > 1e9) field_error(n, "rate", "requests per second per key: above 0, at most 1e9");
+  if (c.burst > 100000000) field_error(n, "burst", "must be in 0..100000000");
+  if (c.key != "address" && (!c.key.starts_with("header:") || c.key.size() == 7))
+    field_error(n, "key", "must be address or header:NAME (e.g. header:X-Api-Key), got '" + c.key + "'");
+  if (c.max_keys < 1 || c.max_keys > (1u << 24)) field_error(n, "max_keys", "must be in 1..16777216");
+  if (c.status < 400 || c.status > 599) field_error(n, "status", "must be in 400..599");
+  return c;
+}
+YAML::Node ConfigTraits<RateLimitConfig>::to_yaml(const RateLimitConfig& c) { return kRateLimitFields.encode(c); }
+
 RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
   expect_keys(n, kRouteFields, app::static_route_fields(), kDebugFibersRouteFields, app::websocket_route_fields(),
               app::proxy_route_fields());
@@ -330,6 +361,7 @@ RouteConfig ConfigTraits<RouteConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "type", "unknown route type '" + r.type + "' (expected one of " + app::join(app::kRouteTypes) + ")");
   }
   if (r.type == "proxy") r.proxy = app::read_proxy_route(n);
+  app::check_address_rules(n, r.allow, r.deny);
   if (r.type == "storage" && !r.name.empty())
     field_error(n, "name", "a storage route cannot be named: it is several routes under its path, not one handler");
   app::check_static_route(n, r);
@@ -402,6 +434,9 @@ ServerConfig ConfigTraits<ServerConfig>::from_yaml(const YAML::Node& n) {
   if (s.offset_metadata_max_bytes > 32767)
     field_error(n, "offset_metadata_max_bytes", "must be in 0..32767 (a Kafka string's length)");
   check_route_names(n, s.routes);
+  app::check_address_rules(n, s.allow, s.deny);
+  if (s.max_connections_per_address > 1000000)
+    field_error(n, "max_connections_per_address", "must be in 0..1000000 (0: no limit)");
   for (std::size_t i = 0; i < s.routes.size(); ++i)
     if (s.routes[i].timeout.count() < 0) field_error(n["routes"][i], "timeout", "must be 0 (none) or positive");
   if (s.max_connections < 1 || s.max_connections > 1000000) {

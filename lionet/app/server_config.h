@@ -49,6 +49,17 @@ struct WorkerPoolConfig {
   bool operator==(const WorkerPoolConfig&) const = default;
 };
 
+// A route's rate_limit (lionet/http/access.h RateLimitOptions, nginx's limit_req).
+struct RateLimitConfig {
+  double rate = 0;  // requests per second per key (required, > 0)
+  std::size_t burst = 0;  // requests above the rate queued (or served at once with nodelay)
+  bool nodelay = false;
+  std::string key = "address";  // address | "header:NAME"
+  std::size_t max_keys = 65536;  // keys remembered at most (1..16777216)
+  int status = 429;  // the answer to a refused request (400..599)
+  bool operator==(const RateLimitConfig&) const = default;
+};
+
 // One route of an http(s) server. type decides which other fields apply.
 struct RouteConfig {
   std::string path;  // "/static" (prefix for static/storage), exact for the others;
@@ -57,6 +68,9 @@ struct RouteConfig {
   std::string type;  // static | storage | metrics | health | debug | debug_fibers | pprof | hello | websocket | proxy
   // The handler's deadline (http/handler_limits.h with_timeout: 504 past it); 0 = the server's.
   std::chrono::milliseconds timeout{0};
+  // Any type: address rules after the server's (net/address_rules.h; 403), and a rate limit.
+  std::vector<std::string> allow, deny;
+  std::optional<RateLimitConfig> rate_limit;
   // static:
   std::string root;  // directory served
   std::string mode = "auto";  // memory | chunk | sendfile | auto
@@ -115,6 +129,9 @@ struct ServerConfig {
   std::vector<std::string> listen;  // "host:port" ("[::1]:port" for IPv6); syslog: udp:// or tcp://
   std::string workers = "main";  // worker pool (see `workers:`)
   std::size_t max_connections = 10000;  // beyond it new connections are closed at once
+  std::size_t max_connections_per_address = 0;  // from one client address at once; 0 = no limit
+  // Who may come in (net/address_rules.h): http(s) answer 403, other types close at accept.
+  std::vector<std::string> allow, deny;
   bool reuse_port = false;  // SO_REUSEPORT on its TCP listeners: several processes share a port
   std::chrono::milliseconds idle_timeout{60000};  // keep-alive / echo idle
   std::chrono::milliseconds header_timeout{10000};  // whole request head
@@ -184,11 +201,15 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
 // The file an access_log.path names, for sharing: "stdout", or the path lexically normalised
 // ("var/log/../log/a.log" and "var/log/a.log" are one log).
 std::string access_log_key(const std::string& path);
+// allow / deny entries (net/address_rules.h): a field_error at the list naming the entry.
+void check_address_rules(const YAML::Node& n, const std::vector<std::string>& allow,
+                         const std::vector<std::string>& deny);
 // A syslog listen entry: {"udp" or "tcp", "host:port"}, nullopt without one of the two schemes.
 std::optional<std::pair<std::string_view, std::string_view>> split_syslog_listen(std::string_view text);
 }  // namespace lionet::app
 
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::WorkerPoolConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::RateLimitConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::RouteConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::TlsConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::AccessLogConfig);

@@ -483,22 +483,23 @@ void list_topics(http::Response& res, storage::Store& store) {
 }  // namespace
 
 void add_storage_routes(http::Router& router, std::string_view prefix, storage::Store& store, StorageApiStats& stats,
-                        StorageApiOptions options) {
+                        StorageApiOptions options, const std::function<http::Handler(http::Handler)>& wrap) {
   std::string base(prefix);
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string records = base + "/{topic}/partitions/{p}/records";
   const http::RefusalHandler refusal = [&stats](http::Request& q, http::Response& s, int status,
                                                 std::string_view reason) { refused(q, s, stats, status, reason); };
-  router.get(
-      base.empty() ? "/" : base, [&store](http::Request&, http::Response& res) { list_topics(res, store); }, refusal);
-  router.post(
-      records,
-      [&store, &stats, options](http::Request& q, http::Response& s) { post_records(q, s, store, stats, options); },
-      refusal);
-  router.get(
-      records,
-      [&store, &stats, options](http::Request& q, http::Response& s) { get_records(q, s, store, stats, options); },
-      refusal);
+  auto w = [&wrap](http::Handler h) { return wrap ? wrap(std::move(h)) : h; };
+  router.get(base.empty() ? "/" : base, w([&store](http::Request&, http::Response& res) { list_topics(res, store); }),
+             refusal);
+  router.post(records, w([&store, &stats, options](http::Request& q, http::Response& s) {
+                post_records(q, s, store, stats, options);
+              }),
+              refusal);
+  router.get(records, w([&store, &stats, options](http::Request& q, http::Response& s) {
+               get_records(q, s, store, stats, options);
+             }),
+             refusal);
   // The live tail: checked as a GET of records, then upgraded (websocket::accept answers 101,
   // or 426/400 to a request that is no WebSocket handshake).
   websocket::Options wo;
@@ -508,11 +509,9 @@ void add_storage_routes(http::Router& router, std::string_view prefix, storage::
       websocket::accept([&store, &stats, options](websocket::Socket& ws,
                                                   const http::Request& q) { live_tail(ws, q, store, stats, options); },
                         wo);
-  router.get(
-      base + "/{topic}/partitions/{p}/ws",
-      [&store, &stats, upgrade](http::Request& q, http::Response& s) {
-        if (tail_start(q, s, store, stats)) upgrade(q, s);
-      },
-      refusal);
+  router.get(base + "/{topic}/partitions/{p}/ws", w([&store, &stats, upgrade](http::Request& q, http::Response& s) {
+               if (tail_start(q, s, store, stats)) upgrade(q, s);
+             }),
+             refusal);
 }
 }  // namespace lionet::app

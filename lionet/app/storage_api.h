@@ -56,6 +56,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -89,8 +90,10 @@ struct StorageApiStats {
 // Registers the routes above on `router`, each with its JSON answer to requests the server
 // refuses by their head (the 413 above: it reaches clients when the server's
 // ServerOptions::refusal is router.refusal_handler()); store and stats must outlive the server.
+// `wrap`, when given, is put around each handler (the route's address rules, rate limit and
+// authentication: app/routes.cc).
 void add_storage_routes(http::Router& router, std::string_view prefix, storage::Store& store, StorageApiStats& stats,
-                        StorageApiOptions options = {});
+                        StorageApiOptions options = {}, const std::function<http::Handler(http::Handler)>& wrap = {});
 
 // One record as the GET answer writes it (without the newline): {"offset":..,"timestamp":..,
 // "key":..,"value":..}, key and value as JSON strings when they are UTF-8 (and escaping at most

@@ -23,6 +23,7 @@
 #include "lionet/app/runtime.h"
 #include "lionet/app/storage_api.h"
 #include "lionet/base/metrics.h"
+#include "lionet/http/access.h"
 #include "lionet/http/access_log.h"
 #include "lionet/http/proxy.h"
 #include "lionet/http/router.h"
@@ -89,6 +90,19 @@ struct Running {
   // Its proxy routes (path -> proxy), for health checks and /metrics; the router's handlers
   // hold them too.
   std::vector<std::pair<std::string, std::shared_ptr<http::Proxy>>> proxies;
+  // Refusals of its address rules and rate limits (http, https), by route ("" = the server's
+  // own lists; a named route without a path: "@name"), for /metrics. Filled before serving.
+  struct Access {
+    Counter denied;  // 403: address rules
+    http::RateLimitCounters rate;  // rate_limit: refused (429), delayed
+    bool has_rules = false, has_rate_limit = false;
+  };
+  std::map<std::string, std::unique_ptr<Access>> access;
+  Access& access_of(const std::string& route) {
+    auto& a = access[route];
+    if (!a) a = std::make_unique<Access>();
+    return *a;
+  }
   TcpServer& listener() const { return http ? http->tcp() : kafka ? kafka->tcp() : *tcp; }  // http(s), echo, kafka
   bool has_listener() const { return http || tcp || kafka; }
 };
