@@ -253,6 +253,8 @@ DecodeError decode_request(std::string_view frame, RequestHeader& h, RequestBody
     case ApiKey::kLeaveGroup: body = leave_group(r, v); break;
     case ApiKey::kOffsetCommit: body = offset_commit(r, v); break;
     case ApiKey::kOffsetFetch: body = offset_fetch(r, v); break;
+    case ApiKey::kSaslHandshake: body = SaslHandshakeRequest{r.string()}; break;
+    case ApiKey::kSaslAuthenticate: body = SaslAuthenticateRequest{r.bytes()}; break;
   }
   if (!r.ok()) return {r.error()};
   if (!r.at_end()) return {"bytes after the request's last field"};
