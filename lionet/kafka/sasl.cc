@@ -404,7 +404,10 @@ SaslExchange::Step SaslExchange::step(std::string_view in, std::string& out) {
   const std::size_t nl = nonce_.find('\n');
   const std::string_view nonce = std::string_view(nonce_).substr(0, nl);
   const std::string_view cbind = std::string_view(nonce_).substr(nl + 1);
-  if (f.nonce != nonce) return fail("client-final: the nonce is not the one of this exchange");
+  // RFC 5802 wants r= to be the server-first's nonce; librdkafka (up to 2.x at least) sends its own
+  // nonce before it again. Kafka accepts any r= that ends with its nonce, and so does this.
+  if (f.nonce.size() < nonce.size() || f.nonce.substr(f.nonce.size() - nonce.size()) != nonce)
+    return fail("client-final: the nonce is not the one of this exchange");
   if (f.channel_binding != cbind) return fail("client-final: the channel binding is not the gs2 header sent first");
   auto proof = base64_decode(f.proof);
   if (!proof || proof->size() != cred_.stored_key.size()) return fail("client-final: bad proof");
