@@ -138,11 +138,17 @@ struct Broker::Impl {
     } else if (!sasl_step(s, r.auth_bytes, out, error)) {
       err = ErrorCode::kSaslAuthenticationFailed;
     }
+    const bool flexible = h.api_version >= 2;
+    if (flexible) w.no_tagged_fields();  // response header v1
     w.i16(code(err));
-    if (err == ErrorCode::kNone) w.nullable_string(std::nullopt);
-    else w.nullable_string(error);
-    w.bytes(out);
+    const std::optional<std::string_view> message =
+        err == ErrorCode::kNone ? std::nullopt : std::optional<std::string_view>(error);
+    if (flexible) w.compact_nullable_string(message);
+    else w.nullable_string(message);
+    if (flexible) w.compact_bytes(out);
+    else w.bytes(out);
     if (h.api_version >= 1) w.i64(0);  // session_lifetime_ms: no re-authentication (KIP-368)
+    if (flexible) w.no_tagged_fields();
     return err == ErrorCode::kNone;
   }
 

@@ -9,8 +9,9 @@
 // unless both are advertised, and include ApiVersions 0 because librdkafka retries a refused
 // ApiVersions v3 with v0 (it cannot read the v0-format refusal as v3). The group APIs
 // (group_coordinator.h) reach down to 0 (OffsetCommit 2, OffsetFetch 1) and up to the last
-// non-flexible version of each. SaslHandshake (0-1) and SaslAuthenticate (0-1: v2 is flexible)
-// are advertised on every listener (Kafka does too); a listener without SASL refuses them.
+// non-flexible version of each. SaslHandshake (0-1) and SaslAuthenticate (0-2) are advertised
+// on every listener (Kafka does too); a listener without SASL refuses them. SaslAuthenticate
+// v2 is the one flexible version spoken (request header v2, response header v1, compact fields).
 #pragma once
 
 #include <cstdint>
@@ -85,7 +86,7 @@ inline constexpr ApiRange kSupportedApis[] = {
     {ApiKey::kMetadata, 1, 8},        {ApiKey::kOffsetCommit, 2, 7},   {ApiKey::kOffsetFetch, 1, 5},
     {ApiKey::kFindCoordinator, 0, 2}, {ApiKey::kJoinGroup, 0, 5},      {ApiKey::kHeartbeat, 0, 3},
     {ApiKey::kLeaveGroup, 0, 3},      {ApiKey::kSyncGroup, 0, 3},      {ApiKey::kSaslHandshake, 0, 1},
-    {ApiKey::kApiVersions, 0, 2},     {ApiKey::kInitProducerId, 0, 1}, {ApiKey::kSaslAuthenticate, 0, 1},
+    {ApiKey::kApiVersions, 0, 2},     {ApiKey::kInitProducerId, 0, 1}, {ApiKey::kSaslAuthenticate, 0, 2},
 };
 
 inline bool supported(int16_t api_key, int16_t version) noexcept {

@@ -363,7 +363,7 @@ TEST(KafkaSaslServer, OnlyTheSaslApisAreServedBeforeAuthentication) {
       r.i16();
       const int16_t max = r.i16();
       hs |= k == 17 && max == 1;
-      auth |= k == 36 && max == 1;
+      auth |= k == 36 && max == 2;
     }
     EXPECT_TRUE(hs && auth);
     c.send(3, 4, [](Writer& w) {
@@ -392,6 +392,27 @@ TEST(KafkaSaslServer, OnlyTheSaslApisAreServedBeforeAuthentication) {
     plain_login(c, "alice", "alice-secret");
     EXPECT_EQ(metadata_error(c, "t1"), 0);  // served, and auto-created
   }
+  {  // SaslAuthenticate v2, the flexible version (header v2, compact fields, tagged fields)
+    RawClient c(fx.port());
+    ASSERT_EQ(handshake(c, "PLAIN", 1), 0);
+    const std::string token("\0bob\0bob-secret", 15);
+    const int32_t corr = c.send(36, 2, [&](Writer& w) {
+      w.uvarint(0);  // the request header's tagged fields
+      w.compact_bytes(token);
+      w.uvarint(0);
+    });
+    const std::string resp = c.recv();
+    Reader r(resp);
+    EXPECT_EQ(r.i32(), corr);
+    EXPECT_EQ(r.uvarint32(), 0u);  // response header v1
+    EXPECT_EQ(r.i16(), 0);
+    EXPECT_EQ(r.uvarint32(), 0u);  // null error message
+    EXPECT_EQ(r.compact_bytes(), "");
+    EXPECT_EQ(r.i64(), 0);
+    r.skip_tagged_fields();
+    EXPECT_TRUE(r.ok() && r.at_end()) << r.error();
+    EXPECT_EQ(metadata_error(c, "t1"), 0);
+  }
   {  // a SCRAM-SHA-256 exchange in SaslAuthenticate v0
     RawClient c(fx.port());
     ASSERT_EQ(handshake(c, "SCRAM-SHA-256", 1), 0);
@@ -404,7 +425,7 @@ TEST(KafkaSaslServer, OnlyTheSaslApisAreServedBeforeAuthentication) {
     EXPECT_EQ(metadata_error(c, "t1"), 0);
   }
   const BrokerStats s = fx.server().broker().stats();
-  EXPECT_EQ(s.sasl_ok[static_cast<int>(SaslMechanism::kPlain)], 1u);
+  EXPECT_EQ(s.sasl_ok[static_cast<int>(SaslMechanism::kPlain)], 2u);
   EXPECT_EQ(s.sasl_ok[static_cast<int>(SaslMechanism::kScramSha256)], 1u);
   EXPECT_EQ(s.sasl_failed[static_cast<int>(SaslMechanism::kPlain)], 1u);
   EXPECT_EQ(s.unauthenticated, 1u);
