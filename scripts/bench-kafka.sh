@@ -24,7 +24,12 @@
 # Prints each figure for lionet and Kafka and the ratio lionet / Kafka (for latencies below 1
 # is better); with --write puts the table into bench/RESULTS.md (section "kafka").
 #
-# Usage: scripts/bench-kafka.sh [--with-kafka] [--write] [--no-build] [--quick]
+# --sasl: also lionet with TLS (a Kafka SSL listener) and with TLS + SASL SCRAM-SHA-256 (a
+# SASL_SSL listener, the same certificate) from the same run, alternating, produce acks=1 and
+# consume as above: authentication costs once per connection, so the target is SASL_SSL >= 0.9x
+# of TLS alone; printed with the ratio and in the RESULT line (tls_*, sasl_*, ratio_sasl_*).
+#
+# Usage: scripts/bench-kafka.sh [--with-kafka] [--sasl] [--write] [--no-build] [--quick]
 #   --with-kafka: also the Apache Kafka reference (needs java 17 and mvn: scripts/install-deps.sh
 #     --bench); its jars are fetched once into $KAFKA_CACHE.
 #   --quick: RUNS=1, COUNT=100000, SAMPLES=500 unless set (a smoke run; figures indicative only).
@@ -34,19 +39,24 @@
 #   CLIENT_CPUS=0,1 lets both brokers use both CPUs, shared with the client), REF_DIR.
 # Last line: RESULT produce_acks1_mbps=.. [kafka_produce_acks1_mbps=.. ratio_produce_acks1=..]
 #   produce_acksall_mbps=.. consume_mbps=.. lat_p50_us=.. lat_p99_us=.. lat_flush_p50_us=..
-#   lat_flush_p99_us=.. (each with its kafka_ and ratio_ keys with --with-kafka) errors=N
+#   lat_flush_p99_us=.. (each with its kafka_ and ratio_ keys with --with-kafka) [tls_produce_mbps=..
+#   sasl_produce_mbps=.. ratio_sasl_produce=.. tls_consume_mbps=.. sasl_consume_mbps=..
+#   ratio_sasl_consume=.. with --sasl] errors=N
 BENCH="kafka"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
-bench_parse "--with-kafka --write --no-build --quick" "$@"
+bench_parse "--with-kafka --sasl --write --no-build --quick" "$@"
 with_kafka=0
 bench_opt --with-kafka && with_kafka=1
+with_sasl=0
+bench_opt --sasl && with_sasl=1
 if [ "$quick" = 1 ]; then
   bench_defaults RUNS=1 COUNT=100000 SAMPLES=500
 fi
 bench_defaults RUNS=3 COUNT=500000 SAMPLES=2000 WARMUP=200 QUIET_BUSY=25 QUIET_WAIT=60 \
   KAFKA_CACHE=build/kafka-reference KAFKA_HEAP=1g BROKER_CPUS=0 CLIENT_CPUS=1
 bench_need taskset python3 timeout
+[ "$with_sasl" = 0 ] || bench_need openssl
 [ "$with_kafka" = 0 ] || bench_need java mvn
 bench_build kafka_bench lionet_app
 client=$(bench_bin kafka_bench)
@@ -129,7 +139,8 @@ stop_broker() {
 }
 bench_at_exit 'stop_broker'
 
-# start_lionet none|every_batch: sets port and SERVER_PID; false if it did not listen.
+# start_lionet none|every_batch [tls|sasl]: sets port and SERVER_PID; false if it did not listen.
+# tls: the listener has tls: ($tmp/cert.pem); sasl: tls and sasl (SCRAM-SHA-256, user bench).
 start_lionet() {
   local dir=$tmp/lionet
   rm -rf "$dir" && mkdir -p "$dir"
@@ -143,6 +154,12 @@ servers:
     type: kafka
     listen: ["127.0.0.1:$port"]
 EOF
+  case "${2:-}" in
+    tls) echo "    tls: {cert: $tmp/cert.pem, key: $tmp/key.pem}" >>"$dir/server.yml" ;;
+    sasl)
+      echo "    tls: {cert: $tmp/cert.pem, key: $tmp/key.pem}" >>"$dir/server.yml"
+      echo "    sasl: {mechanisms: [SCRAM-SHA-256], users: $tmp/users.txt}" >>"$dir/server.yml" ;;
+  esac
   taskset -c "$BROKER_CPUS" "$lionet" -c "$dir" >"$dir/out.log" 2>&1 &
   SERVER_PID=$!
   wait_listen "$port" 10
@@ -244,6 +261,44 @@ bench_run() {
     fig[$sys.lat_flush_p99_us]+="$(field lat_p99_us <<<"$res") "
   fi
 }
+# ---- TLS alone against TLS + SASL (--sasl) ----------------------------------------------------
+if [ "$with_sasl" = 1 ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >/dev/null 2>&1 || bench_die "openssl req failed"
+  (umask 077 && echo "bench:bench-secret" >"$tmp/users.txt")
+  for k in produce consume; do fig[tls.$k]=""; fig[sasl.$k]=""; done
+fi
+# sec_run tls|sasl COUNTED: lionet (flush none) with that listener; produce acks=1 and consume.
+sec_run() {
+  local sec=$1 counted=$2 out r e m rc topic="s$RANDOM"
+  echo "== lionet $sec$([ "$counted" = 1 ] || echo ' (warm-up)')" >&2
+  bench_warm
+  wait_quiet
+  if ! start_lionet none "$sec"; then
+    echo "bench-$BENCH: lionet ($sec) did not start:" >&2
+    tail -5 "$tmp/lionet/"*.log >&2 || true
+    stop_broker
+    errors=$((errors + 1))
+    return
+  fi
+  local -a x=(-X security.protocol=SSL -X "ssl.ca.location=$tmp/cert.pem")
+  [ "$sec" = tls ] || x=(-X security.protocol=SASL_SSL -X "ssl.ca.location=$tmp/cert.pem"
+    -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=bench -X sasl.password=bench-secret)
+  for m in produce consume; do
+    rc=0
+    out=$(taskset -c "$CLIENT_CPUS" timeout 600 "$client" -b "127.0.0.1:$port" -t "$topic" -n "$COUNT" \
+      -N "$SAMPLES" -w "$WARMUP" -m "$m" -a 1 "${x[@]}" 2>&1) || rc=$?
+    grep -v '^RESULT' <<<"$out" | sed 's/^/  /' >&2
+    r=$(grep '^RESULT' <<<"$out" | tail -1)
+    e=$(field errors <<<"$r")
+    [ -n "$r" ] || echo "bench-$BENCH: kafka_bench -m $m ($sec) ended with status $rc and no RESULT line" >&2
+    [ -n "$e" ] || e=1
+    errors=$((errors + e))
+    [ "$counted" = 1 ] && fig[$sec.$m]+="$(field "${m}_mbps" <<<"$r") "
+  done
+  stop_broker
+}
+
 systems=(lionet)
 [ "$with_kafka" = 0 ] || systems+=(kafka)
 round() {  # round N COUNTED: every system and configuration once; odd rounds lionet first
@@ -255,8 +310,15 @@ round() {  # round N COUNTED: every system and configuration once; odd rounds li
     bench_run "$s" flush "$2"
   done
 }
+sec_round() {  # sec_round N COUNTED: TLS and SASL_SSL once each; odd rounds TLS first
+  if [ $(($1 % 2)) = 1 ]; then sec_run tls "$2"; sec_run sasl "$2"; else sec_run sasl "$2"; sec_run tls "$2"; fi
+}
 round 1 0
-for i in $(seq "$RUNS"); do round "$i" 1; done
+[ "$with_sasl" = 0 ] || sec_round 1 0
+for i in $(seq "$RUNS"); do
+  round "$i" 1
+  [ "$with_sasl" = 0 ] || sec_round "$i" 1
+done
 
 # ---- the table ------------------------------------------------------------------------------
 # shellcheck disable=SC2086  # med "1 2 3": the runs' figures, split on purpose
@@ -289,6 +351,18 @@ for k in $keys; do
   fi
 done
 [ "$with_kafka" = 1 ] || echo "bench-$BENCH: the reference (Apache Kafka) was not run: add --with-kafka for it and the ratios"
+sec_rows=()
+if [ "$with_sasl" = 1 ]; then
+  for m in produce consume; do
+    tm=$(med "${fig[tls.$m]}")
+    sm=$(med "${fig[sasl.$m]}")
+    r=$(ratio "$sm" "$tm")
+    met=$(awk -v r="$r" 'BEGIN { print (r + 0 == 0 ? "-" : r >= 0.9 ? "yes" : "**no**") }')
+    summary+=" tls_${m}_mbps=$tm sasl_${m}_mbps=$sm ratio_sasl_$m=$r"
+    sec_rows+=("| $m acks=1 (MB/s): SASL_SSL SCRAM-SHA-256 vs TLS alone (lionet) | $sm | $tm | $r | >= 0.9x | $met | ${fig[sasl.$m]% } / ${fig[tls.$m]% } |")
+    printf '%-40s SASL_SSL %8s  TLS %8s  ratio %s (target >= 0.9x: %s)\n' "$m (MB/s), lionet" "$sm" "$tm" "$r" "$met"
+  done
+fi
 busy_max=$(printf '%s\n' "${busy_seen[@]}" | sort -n | tail -1)
 
 commit=$(bench_commit lionet/kafka lionet/storage lionet/app bench/kafka)
@@ -313,6 +387,7 @@ cpu=$(bench_cpu)
   echo "| figure | lionet | Apache Kafka | ratio | target | met | runs (lionet / Kafka) |"
   echo "|---|---:|---:|---:|---|---|---|"
   printf '%s\n' "${rows[@]}"
+  [ "${#sec_rows[@]}" = 0 ] || printf '%s\n' "${sec_rows[@]}"
 } >"$tmp/section.md"
 bench_section "$tmp/section.md"
 bench_result "$summary errors=$errors"

@@ -47,7 +47,7 @@ TEST_PACKAGES=(
   wrk netcat-openbsd       # app/ end-to-end tests: load during SIGTERM, echo
   nginx-light              # the proxy tests' third-party upstream (run by the test, private port), bench reference
   clang libclang-rt-14-dev # libFuzzer targets (HTTP parser, chunked decoder, config, segment recovery)
-  kcat                     # kafka/ interop tests: a librdkafka producer and consumer
+  kcat                     # kafka/ interop tests: a librdkafka producer and consumer (plaintext and SASL_SSL)
   librdkafka-dev           # kafka/ consumer-group test and bench/kafka (librdkafka's C and C++ API)
   systemd                  # systemd-socket-activate: the socket-activation test (no systemd as PID 1 needed)
   dpkg-dev fakeroot lintian  # make package (dpkg-shlibdeps, dpkg-deb) and its test, lintian on the .deb
@@ -119,7 +119,7 @@ fi
 TEST_PREFIX=/opt/lionet-test
 WEBSOCKETS_VERSION=13.1   # Python websockets: ws_peer.py uses its sync API (13.x)
 AIOHTTP_VERSION=3.12.15   # Python aiohttp: tests/app/proxy_upstream.py's upstream (app proxy tests)
-KAFKA_PYTHON_VERSION=3.0.12  # kafka-python: tests/kafka/kafka_python_check.py (idempotent producer by default)
+KAFKA_PYTHON_VERSION=3.0.12  # kafka-python: tests/kafka/kafka_python_check.py (idempotent producer by default), kafka_python_sasl_check.py (SASL_SSL)
 NODE_WS_VERSION=8.18.0    # Node ws: ws_peer.js
 if [ "${1:-}" != "--run" ]; then
   SUDO=""

@@ -51,12 +51,13 @@ struct Options {
   std::string acks = "1";
   long samples = 2000, warmup = 200;
   int stall_secs = 30;
+  std::vector<std::pair<std::string, std::string>> extra;  // -X key=value: librdkafka properties (TLS, SASL)
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s -b HOST:PORT -m produce,consume,latency [-t TOPIC] [-n COUNT] [-s SIZE] [-a 1|all] "
-               "[-N SAMPLES] [-w WARMUP] [-T SECS]\n",
+               "[-N SAMPLES] [-w WARMUP] [-T SECS] [-X key=value]...\n",
                argv0);
   std::exit(2);
 }
@@ -134,6 +135,7 @@ bool wait_for_topic(rd_kafka_t* rk, rd_kafka_topic_t* rkt, int secs) {
 rd_kafka_conf_t* producer_conf(const Options& o, Delivery& d, const char* linger_ms) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", o.broker);
+  for (const auto& [k, v] : o.extra) set(conf, k.c_str(), v);
   set(conf, "linger.ms", linger_ms);
   set(conf, "batch.size", "65536");
   set(conf, "compression.type", "none");
@@ -203,6 +205,7 @@ void produce(const Options& o, Figures& f) {
 void consume(const Options& o, Figures& f) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", o.broker);
+  for (const auto& [k, v] : o.extra) set(conf, k.c_str(), v);
   rd_kafka_topic_conf_t* tconf = rd_kafka_topic_conf_new();
   char err[512];
   // No group: nothing is committed (lionet has no OffsetCommit yet; the legacy consumer would
@@ -349,7 +352,7 @@ void latency(const Options& o, Figures& f) {
 int main(int argc, char** argv) {
   Options o;
   int c;
-  while ((c = getopt(argc, argv, "b:m:t:n:s:a:N:w:T:")) != -1) {
+  while ((c = getopt(argc, argv, "b:m:t:n:s:a:N:w:T:X:")) != -1) {
     switch (c) {
       case 'b': o.broker = optarg; break;
       case 'm': {
@@ -368,6 +371,13 @@ int main(int argc, char** argv) {
       case 'N': o.samples = std::atol(optarg); break;
       case 'w': o.warmup = std::atol(optarg); break;
       case 'T': o.stall_secs = std::atoi(optarg); break;
+      case 'X': {
+        const std::string kv = optarg;
+        const std::size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) usage(argv[0]);
+        o.extra.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        break;
+      }
       default: usage(argv[0]);
     }
   }

@@ -154,7 +154,8 @@ AppConfig define_config(config::Registry& r) {
       "...; proxy's upstreams, timeouts, ...; debug's, debug_fibers' and pprof's allow_remote, pprof's max_seconds); "
       "syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "
-      "group_max_session_timeout, offset_metadata_max_bytes.");
+      "group_max_session_timeout, offset_metadata_max_bytes, tls (SSL / SASL_SSL), sasl (mechanisms, users, "
+      "allow_plaintext_sasl, acls: user -> produce, consume, groups).");
   c.shutdown_timeout = r.define<std::chrono::milliseconds>(
       "app.shutdown_timeout", std::chrono::milliseconds(10000),
       "On SIGTERM/SIGINT: how long in-flight requests may run after the listeners closed.",

@@ -251,6 +251,45 @@ std::string render_metrics(const Runtime::Impl& im) {
                [](const kafka::BrokerStats& b) { return b.groups.expired_members; });
   kafka_family("lionet_kafka_offset_commits_total", "Partitions committed by OffsetCommit requests.",
                [](const kafka::BrokerStats& b) { return b.groups.offset_commits; });
+  {  // SASL listeners only
+    bool any = false;
+    for (const auto& s : im.servers) any |= s->kafka && s->cfg.sasl;
+    if (any) {
+      w.family("lionet_kafka_sasl_authentications_total", "counter",
+               "SASL authentications on Kafka listeners, by mechanism and result (ok, failed).");
+      for (const auto& s : im.servers) {
+        if (!s->kafka || !s->cfg.sasl) continue;
+        const kafka::BrokerStats b = s->kafka->broker().stats();
+        for (int m = 0; m < kafka::kSaslMechanismCount; ++m) {
+          const std::string mech(kafka::mechanism_name(static_cast<kafka::SaslMechanism>(m)));
+          w.sample("lionet_kafka_sasl_authentications_total",
+                   L{{"server", s->cfg.name}, {"mechanism", mech}, {"result", "ok"}}, b.sasl_ok[m]);
+          w.sample("lionet_kafka_sasl_authentications_total",
+                   L{{"server", s->cfg.name}, {"mechanism", mech}, {"result", "failed"}}, b.sasl_failed[m]);
+        }
+      }
+      w.family("lionet_kafka_unauthenticated_requests_total", "counter",
+               "Kafka requests other than ApiVersions/SaslHandshake/SaslAuthenticate before authentication (each "
+               "closed its connection).");
+      for (const auto& s : im.servers)
+        if (s->kafka && s->cfg.sasl)
+          w.sample("lionet_kafka_unauthenticated_requests_total", L{{"server", s->cfg.name}},
+                   s->kafka->broker().stats().unauthenticated);
+      w.family("lionet_kafka_authorization_failures_total", "counter",
+               "Kafka answers refused by a SASL user's permissions (sasl.acls), by resource: topic "
+               "(TOPIC_AUTHORIZATION_FAILED), group (GROUP_AUTHORIZATION_FAILED), cluster (InitProducerId).");
+      for (const auto& s : im.servers) {
+        if (!s->kafka || !s->cfg.sasl) continue;
+        const kafka::BrokerStats b = s->kafka->broker().stats();
+        w.sample("lionet_kafka_authorization_failures_total", L{{"server", s->cfg.name}, {"resource", "topic"}},
+                 b.topic_denied);
+        w.sample("lionet_kafka_authorization_failures_total", L{{"server", s->cfg.name}, {"resource", "group"}},
+                 b.group_denied);
+        w.sample("lionet_kafka_authorization_failures_total", L{{"server", s->cfg.name}, {"resource", "cluster"}},
+                 b.cluster_denied);
+      }
+    }
+  }
   w.family("lionet_http_requests_total", "counter", "HTTP responses from handlers, by status class.");
   for (const auto& s : im.servers) {
     if (!s->http) continue;

@@ -86,6 +86,7 @@ SslOptions tls_options(const ServerConfig& c) {
   if (c.http2 && std::find(o.alpn.begin(), o.alpn.end(), "h2") == o.alpn.end()) o.alpn.insert(o.alpn.begin(), "h2");
   if (!c.http2) std::erase(o.alpn, "h2");
   o.handshake_timeout = t.handshake_timeout;
+  if (c.type == "kafka") o.alpn.clear();  // Kafka clients send no ALPN
   return o;
 }
 
@@ -102,6 +103,23 @@ std::shared_ptr<SslContext> tls_context(const ServerConfig& c) {
   } catch (const std::exception& e) {
     fail("server '" + c.name + "': " + e.what());
   }
+}
+
+// A kafka server's SASL settings: the users file read and its credentials derived (the
+// passwords dropped), the ACLs.
+std::shared_ptr<const kafka::SaslConfig> kafka_sasl(const ServerConfig& c) {
+  const KafkaSaslConfig& s = *c.sasl;
+  auto cfg = std::make_shared<kafka::SaslConfig>();
+  for (const std::string& m : s.mechanisms) cfg->mechanisms.push_back(*kafka::parse_mechanism(m));  // checked at load
+  std::string err;
+  cfg->users = kafka::SaslUsers::load(s.users, err);
+  if (!cfg->users) fail("server '" + c.name + "': " + err);
+  std::map<std::string, kafka::Permissions> acl;
+  for (const auto& [user, a] : s.acls) acl[user] = {a.produce, a.consume, a.groups};
+  cfg->acl = kafka::Acl(acl);
+  LIONET_LOG_INFO(log::get("app"), "server '{}': SASL with {} user(s) from {}{}", c.name, cfg->users->size(), s.users,
+                  s.acls.empty() ? "" : ", with per-user permissions");
+  return cfg;
 }
 
 // The echo protocol: bytes back as they come, until the client closes or idles past idle_timeout.
@@ -193,6 +211,12 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       o.max_connections_per_address = sc.max_connections_per_address;
       o.admit = AddressRules::parse(sc.allow, sc.deny);
       o.idle_timeout = sc.idle_timeout;
+      if (sc.tls) {
+        run->tls = std::make_shared<TlsSlot>();
+        run->tls->set(tls_context(sc));
+        o.tls = [slot = run->tls] { return slot->get(); };
+      }
+      if (sc.sasl) o.broker.sasl = kafka_sasl(sc);
       try {
         run->kafka = std::make_unique<kafka::Server>(io, *im.store, o);
       } catch (const std::exception& e) {

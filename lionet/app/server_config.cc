@@ -12,6 +12,7 @@
 #include "lionet/app/websocket_route.h"
 #include "lionet/config/fields.h"
 #include "lionet/http/static_files.h"
+#include "lionet/kafka/sasl.h"
 #include "lionet/net/address.h"
 #include "lionet/net/address_rules.h"
 
@@ -91,7 +92,16 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
       return key + ".workers: no worker pool named '" + s.workers + "' (defined: " + known + ")";
     }
     if (s.type == "https" && !s.tls) return key + ".tls: an https server needs tls.cert and tls.key";
-    if (s.type != "https" && s.tls) return key + ".tls: only an https server takes a tls section";
+    if (s.type != "https" && s.type != "kafka" && s.tls)
+      return key + ".tls: only https and kafka servers take a tls section";
+    if (s.sasl && s.type != "kafka") return key + ".sasl: only a kafka server takes a sasl section";
+    if (s.sasl) {
+      if (!s.tls && !s.sasl->allow_plaintext_sasl)
+        return key +
+               ".sasl: SASL without tls would send passwords (PLAIN) and SCRAM exchanges in the clear: add a tls "
+               "section (a SASL_SSL listener), or say sasl.allow_plaintext_sasl: true (SASL_PLAINTEXT)";
+      if (std::string e = kafka::SaslUsers::check_file(s.sasl->users); !e.empty()) return key + ".sasl.users: " + e;
+    }
     if (s.type == "echo" && !s.routes.empty()) return key + ".routes: an echo server has no routes";
     if (s.access_log) {
       if (s.type == "echo" || s.type == "syslog" || s.type == "kafka")
@@ -185,6 +195,8 @@ void check_route_names(const YAML::Node& n, const std::vector<app::RouteConfig>&
 }
 }  // namespace
 using app::AccessLogConfig;
+using app::KafkaAclConfig;
+using app::KafkaSaslConfig;
 using app::RateLimitConfig;
 using app::RouteConfig;
 using app::ServerConfig;
@@ -247,6 +259,19 @@ const Fields<TlsConfig> kTlsFields = {
     {"min_version", &TlsConfig::min_version},
     {"alpn", &TlsConfig::alpn},
     {"handshake_timeout", &TlsConfig::handshake_timeout},
+};
+
+const Fields<KafkaAclConfig> kKafkaAclFields = {
+    {"produce", &KafkaAclConfig::produce},
+    {"consume", &KafkaAclConfig::consume},
+    {"groups", &KafkaAclConfig::groups},
+};
+
+const Fields<KafkaSaslConfig> kKafkaSaslFields = {
+    {"mechanisms", &KafkaSaslConfig::mechanisms},
+    {"users", &KafkaSaslConfig::users, kRequired},
+    {"allow_plaintext_sasl", &KafkaSaslConfig::allow_plaintext_sasl},
+    {"acls", &KafkaSaslConfig::acls, kOmitEmpty},
 };
 
 const Fields<AccessLogConfig> kAccessLogFields = {
@@ -313,6 +338,7 @@ const Fields<ServerConfig> kKafkaServerFields = {
 };
 const Fields<ServerConfig> kServerSectionFields = {
     {"tls", &S::tls},
+    {"sasl", &S::sasl},
     {"access_log", &S::access_log},
     {"routes", &S::routes, kOmitEmpty},
 };
@@ -388,6 +414,33 @@ TlsConfig ConfigTraits<TlsConfig>::from_yaml(const YAML::Node& n) {
   return t;
 }
 YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) { return kTlsFields.encode(t); }
+
+KafkaAclConfig ConfigTraits<KafkaAclConfig>::from_yaml(const YAML::Node& n) {
+  KafkaAclConfig a = kKafkaAclFields.decode(n);
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"produce", &a.produce}, {"consume", &a.consume}, {"groups", &a.groups}};
+  for (const auto& [k, list] : lists)
+    for (const std::string& p : *list)
+      if (p.empty() || p.find('*') < p.size() - 1)
+        field_error(n, k, "'" + p + "': a pattern is a name, \"*\", or a prefix ending in '*'");
+  return a;
+}
+YAML::Node ConfigTraits<KafkaAclConfig>::to_yaml(const KafkaAclConfig& a) { return kKafkaAclFields.encode(a); }
+
+KafkaSaslConfig ConfigTraits<KafkaSaslConfig>::from_yaml(const YAML::Node& n) {
+  KafkaSaslConfig c = kKafkaSaslFields.decode(n);
+  if (c.mechanisms.empty()) field_error(n, "mechanisms", "needs at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512");
+  std::set<std::string> seen;
+  for (const std::string& m : c.mechanisms) {
+    if (!kafka::parse_mechanism(m))
+      field_error(n, "mechanisms",
+                  "unknown SASL mechanism '" + m + "' (expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)");
+    if (!seen.insert(m).second) field_error(n, "mechanisms", "'" + m + "' is given twice");
+  }
+  if (c.users.empty()) field_error(n, "users", "needs the path of a name:password file (mode 0600)");
+  return c;
+}
+YAML::Node ConfigTraits<KafkaSaslConfig>::to_yaml(const KafkaSaslConfig& c) { return kKafkaSaslFields.encode(c); }
 
 AccessLogConfig ConfigTraits<AccessLogConfig>::from_yaml(const YAML::Node& n) {
   AccessLogConfig a = kAccessLogFields.decode(n);

@@ -112,6 +112,25 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// servers[].sasl.acls.<user> (kafka): lionet::kafka::Permissions, topic and group patterns
+// ("name", "*", "prefix*").
+struct KafkaAclConfig {
+  std::vector<std::string> produce;  // topics it may produce to
+  std::vector<std::string> consume;  // topics it may fetch from and commit offsets of
+  std::vector<std::string> groups;  // consumer groups it may join, commit and fetch offsets in
+  bool operator==(const KafkaAclConfig&) const = default;
+};
+
+// servers[].sasl (kafka): lionet::kafka::SaslConfig. Checked by check_servers (--check): the
+// users file (mode 0600 or stricter, every line), and tls unless allow_plaintext_sasl.
+struct KafkaSaslConfig {
+  std::vector<std::string> mechanisms = {"SCRAM-SHA-256", "SCRAM-SHA-512"};  // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+  std::string users;  // `name:password` lines (kafka/sasl.h); credentials derived at start
+  bool allow_plaintext_sasl = false;  // SASL without tls (passwords or proofs in the clear)
+  std::map<std::string, KafkaAclConfig> acls;  // user (or "*") -> permissions; empty: all
+  bool operator==(const KafkaSaslConfig&) const = default;
+};
+
 // servers[].access_log (http, https): lionet::http::AccessLogOptions. Servers naming the same
 // path share one log (and must give it the same settings).
 struct AccessLogConfig {
@@ -179,7 +198,8 @@ struct ServerConfig {
   std::chrono::milliseconds group_min_session_timeout{6000};  // 1ms..3600000ms
   std::chrono::milliseconds group_max_session_timeout{1800000};  // 1ms..86400000ms, >= the min
   std::size_t offset_metadata_max_bytes = 4096;  // 0..32767
-  std::optional<TlsConfig> tls;  // required for https
+  std::optional<TlsConfig> tls;  // required for https; kafka: optional (SSL / SASL_SSL listener)
+  std::optional<KafkaSaslConfig> sasl;  // kafka only: SASL authentication (and permissions)
   std::optional<AccessLogConfig> access_log;  // http(s); absent = no access log
   std::vector<RouteConfig> routes;  // http(s) only
   bool operator==(const ServerConfig&) const = default;
@@ -212,5 +232,7 @@ LIONET_DECLARE_CONFIG_TRAITS(lionet::app::WorkerPoolConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::RateLimitConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::RouteConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::TlsConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::KafkaAclConfig);
+LIONET_DECLARE_CONFIG_TRAITS(lionet::app::KafkaSaslConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::AccessLogConfig);
 LIONET_DECLARE_CONFIG_TRAITS(lionet::app::ServerConfig);

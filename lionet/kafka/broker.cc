@@ -55,6 +55,22 @@ struct Broker::Impl {
   LogWatchers watchers;  // Fetches over several partitions wait here
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> requests{0}, records_in{0}, records_out{0}, duplicates{0}, malformed{0};
+  std::atomic<uint64_t> sasl_ok[kSaslMechanismCount] = {}, sasl_failed[kSaslMechanismCount] = {};
+  std::atomic<uint64_t> unauthenticated{0}, topic_denied{0}, group_denied{0}, cluster_denied{0};
+
+  // ------------------------------------------------------------------ authorization (acl.h)
+  // true: `perms` refuses `op` on `topic` (counted). perms nullptr: everything allowed.
+  bool topic_refused(const Permissions* perms, bool (Permissions::*op)(std::string_view) const noexcept,
+                     std::string_view topic) {
+    if (!perms || (perms->*op)(topic)) return false;
+    topic_denied.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  bool group_refused(const Permissions* perms, std::string_view group) {
+    if (!perms || perms->may_use_group(group)) return false;
+    group_denied.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
 
   Impl(storage::Store& s, const BrokerOptions& o) : store(s), opt(o) {}
 
@@ -70,8 +86,74 @@ struct Broker::Impl {
     if (!refused && h.api_version >= 1) w.i32(0);  // throttle_time_ms
   }
 
+  // ------------------------------------------------------------------ SASL (sasl.h)
+  void mechanisms(Writer& w) {
+    const std::size_t n = opt.sasl ? opt.sasl->mechanisms.size() : 0;
+    w.array_count(static_cast<int32_t>(n));
+    for (std::size_t i = 0; i < n; ++i) w.string(mechanism_name(opt.sasl->mechanisms[i]));
+  }
+
+  // false: answered with an error, then the connection is closed (Kafka's behaviour).
+  bool sasl_handshake(const RequestHeader& h, const SaslHandshakeRequest& r, Writer& w, Session& s) {
+    const auto m = parse_mechanism(r.mechanism);
+    ErrorCode err = ErrorCode::kNone;
+    if (!opt.sasl || !m || !opt.sasl->enabled(*m)) err = ErrorCode::kUnsupportedSaslMechanism;
+    else if (s.authenticated || s.exchange) err = ErrorCode::kIllegalSaslState;
+    w.i16(code(err));
+    mechanisms(w);  // the enabled ones (none without SASL)
+    if (err != ErrorCode::kNone) return false;
+    s.exchange = std::make_unique<SaslExchange>(*opt.sasl->users, *m);
+    s.raw_tokens = h.api_version == 0;  // v0: the tokens follow as bare frames
+    return true;
+  }
+
+  // One token through the session's exchange. `out`: the server's token. false: failed (the
+  // reason in `error`, counted).
+  bool sasl_step(Session& s, std::string_view token, std::string& out, std::string& error) {
+    const int m = static_cast<int>(s.exchange->mechanism());
+    switch (s.exchange->step(token, out)) {
+      case SaslExchange::Step::kContinue: return true;
+      case SaslExchange::Step::kDone:
+        s.authenticated = true;
+        s.raw_tokens = false;
+        s.principal = s.exchange->principal();
+        s.permissions = opt.sasl->acl.for_user(s.principal);
+        s.exchange.reset();
+        sasl_ok[m].fetch_add(1, std::memory_order_relaxed);
+        return true;
+      case SaslExchange::Step::kFailed: break;
+    }
+    error = s.exchange->error();
+    s.exchange.reset();
+    sasl_failed[m].fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  bool sasl_authenticate(const RequestHeader& h, const SaslAuthenticateRequest& r, Writer& w, Session& s) {
+    std::string out, error;
+    ErrorCode err = ErrorCode::kNone;
+    if (!s.exchange || s.raw_tokens) {
+      err = ErrorCode::kIllegalSaslState;
+      error = s.authenticated ? "already authenticated" : "SaslAuthenticate before SaslHandshake";
+    } else if (!sasl_step(s, r.auth_bytes, out, error)) {
+      err = ErrorCode::kSaslAuthenticationFailed;
+    }
+    const bool flexible = h.api_version >= 2;
+    if (flexible) w.no_tagged_fields();  // response header v1
+    w.i16(code(err));
+    const std::optional<std::string_view> message =
+        err == ErrorCode::kNone ? std::nullopt : std::optional<std::string_view>(error);
+    if (flexible) w.compact_nullable_string(message);
+    else w.nullable_string(message);
+    if (flexible) w.compact_bytes(out);
+    else w.bytes(out);
+    if (h.api_version >= 1) w.i64(0);  // session_lifetime_ms: no re-authentication (KIP-368)
+    if (flexible) w.no_tagged_fields();
+    return err == ErrorCode::kNone;
+  }
+
   // ------------------------------------------------------------------ Metadata
-  void metadata(const RequestHeader& h, const MetadataRequest& m, Writer& w) {
+  void metadata(const RequestHeader& h, const MetadataRequest& m, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
     if (v >= 3) w.i32(0);  // throttle_time_ms
     w.array_count(1);  // brokers: this one
@@ -85,14 +167,17 @@ struct Broker::Impl {
     if (m.topics) {
       for (auto t : *m.topics) names.emplace_back(t);
     } else {
-      for (auto& t : store.list_topics())
-        if (!internal_topic(t)) names.push_back(std::move(t));
+      for (auto& t : store.list_topics())  // the topics this user may see
+        if (!internal_topic(t) && (!perms || perms->may_describe(t))) names.push_back(std::move(t));
     }
     w.array_count(static_cast<int32_t>(names.size()));
     for (const std::string& name : names) {
       ErrorCode err = ErrorCode::kNone;
-      auto info = store.describe(name);
-      if (!info && !storage::valid_topic_name(name)) {
+      const bool refused = topic_refused(perms, &Permissions::may_describe, name);
+      auto info = refused ? Result<storage::TopicInfo>(storage::Errc::kNotFound) : store.describe(name);
+      if (refused) {
+        err = ErrorCode::kTopicAuthorizationFailed;  // whether it exists or not
+      } else if (!info && !storage::valid_topic_name(name)) {
         err = ErrorCode::kInvalidTopic;
       } else if (!info) {
         err = ErrorCode::kUnknownTopicOrPartition;
@@ -214,15 +299,18 @@ struct Broker::Impl {
   }
 
   // false: malformed (close).
-  bool produce(const RequestHeader& h, const ProduceRequest& req, Writer& w, const char*& why) {
+  bool produce(const RequestHeader& h, const ProduceRequest& req, Writer& w, const char*& why,
+               const Permissions* perms) {
     const int16_t v = h.api_version;
     w.array_count(static_cast<int32_t>(req.topics.size()));
     for (const auto& t : req.topics) {
       w.string(t.name);
       w.array_count(static_cast<int32_t>(t.partitions.size()));
+      const bool refused = topic_refused(perms, &Permissions::may_produce, t.name);
       for (const auto& p : t.partitions) {
         const char* bad = nullptr;
-        const PartResult r = produce_partition(req, t.name, p, bad);
+        const PartResult r =
+            refused ? PartResult{ErrorCode::kTopicAuthorizationFailed} : produce_partition(req, t.name, p, bad);
         if (bad) {
           why = bad;
           return false;
@@ -290,7 +378,8 @@ struct Broker::Impl {
     return total;
   }
 
-  void fetch(const RequestHeader& h, const FetchRequest& f, Writer& w, std::vector<FileSlice>& slices) {
+  void fetch(const RequestHeader& h, const FetchRequest& f, Writer& w, std::vector<FileSlice>& slices,
+             const Permissions* perms) {
     const int16_t v = h.api_version;
     w.i32(0);  // throttle_time_ms
     if (v >= 7 && (f.session_id != 0 || f.session_epoch > 0)) {
@@ -310,8 +399,13 @@ struct Broker::Impl {
     std::size_t i = 0;
     std::vector<storage::Log*> logs;  // distinct readable logs: where a long poll waits
     for (const auto& t : f.topics) {
+      const bool refused = topic_refused(perms, &Permissions::may_consume, t.name);
       for (const auto& p : t.partitions) {
         FetchPart& fp = parts[i++];
+        if (refused) {
+          fp.error = ErrorCode::kTopicAuthorizationFailed;
+          continue;
+        }
         auto log = p.index < 0 ? Result<storage::Log*>(storage::Errc::kNotFound)
                                : store.find(t.name, static_cast<uint32_t>(p.index));
         if (!log) {
@@ -416,7 +510,7 @@ struct Broker::Impl {
   }
 
   // ------------------------------------------------------------------ ListOffsets
-  void list_offsets(const RequestHeader& h, const ListOffsetsRequest& l, Writer& w) {
+  void list_offsets(const RequestHeader& h, const ListOffsetsRequest& l, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
     if (v >= 2) w.i32(0);  // throttle_time_ms
     w.array_count(static_cast<int32_t>(l.topics.size()));
@@ -424,12 +518,15 @@ struct Broker::Impl {
     for (const auto& t : l.topics) {
       w.string(t.name);
       w.array_count(static_cast<int32_t>(t.partitions.size()));
+      const bool refused = topic_refused(perms, &Permissions::may_describe, t.name);
       for (const auto& p : t.partitions) {
         ErrorCode err = ErrorCode::kNone;
         int64_t ts = -1, off = -1;
-        auto log = p.index < 0 ? Result<storage::Log*>(storage::Errc::kNotFound)
-                               : store.find(t.name, static_cast<uint32_t>(p.index));
-        if (!log) {
+        auto log = refused || p.index < 0 ? Result<storage::Log*>(storage::Errc::kNotFound)
+                                          : store.find(t.name, static_cast<uint32_t>(p.index));
+        if (refused) {
+          err = ErrorCode::kTopicAuthorizationFailed;
+        } else if (!log) {
           err = ErrorCode::kUnknownTopicOrPartition;
         } else if (p.timestamp == -2) {
           off = (*log)->start_offset();
@@ -453,8 +550,15 @@ struct Broker::Impl {
   }
 
   // ------------------------------------------------------------------ InitProducerId
-  void init_producer_id(const InitProducerIdRequest& r, Writer& w) {
+  void init_producer_id(const InitProducerIdRequest& r, Writer& w, const Permissions* perms) {
     w.i32(0);  // throttle_time_ms
+    if (!r.transactional_id && perms && perms->produce.empty()) {  // Kafka: IdempotentWrite or Write on a topic
+      cluster_denied.fetch_add(1, std::memory_order_relaxed);
+      w.i16(code(ErrorCode::kClusterAuthorizationFailed));
+      w.i64(-1);
+      w.i16(-1);
+      return;
+    }
     if (r.transactional_id) {  // transactions are not implemented: refused, fatal in clients
       w.i16(code(ErrorCode::kTransactionalIdAuthorizationFailed));
       w.i64(-1);
@@ -468,11 +572,12 @@ struct Broker::Impl {
   }
 
   // ------------------------------------------------------------------ FindCoordinator
-  void find_coordinator(const RequestHeader& h, const FindCoordinatorRequest& f, Writer& w) {
+  void find_coordinator(const RequestHeader& h, const FindCoordinatorRequest& f, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
     // Key type 0: a group, coordinated here. 1: a transactional id (transactions are refused
     // everywhere with this code, fatal in clients). Anything else is not a key type.
-    const ErrorCode err = f.key_type == 0   ? ErrorCode::kNone
+    const ErrorCode err = f.key_type == 0 && group_refused(perms, f.key) ? ErrorCode::kGroupAuthorizationFailed
+                          : f.key_type == 0                              ? ErrorCode::kNone
                           : f.key_type == 1 ? ErrorCode::kTransactionalIdAuthorizationFailed
                                             : ErrorCode::kInvalidRequest;
     if (v >= 1) w.i32(0);  // throttle_time_ms
@@ -481,7 +586,9 @@ struct Broker::Impl {
       if (err == ErrorCode::kNone) {
         w.nullable_string(std::nullopt);
       } else {
-        w.nullable_string(err == ErrorCode::kInvalidRequest ? "unknown key type" : "transactions are not supported");
+        w.nullable_string(err == ErrorCode::kInvalidRequest             ? "unknown key type"
+                          : err == ErrorCode::kGroupAuthorizationFailed ? "not authorized for this group"
+                                                                        : "transactions are not supported");
       }
     }
     const bool ok = err == ErrorCode::kNone;
@@ -491,9 +598,15 @@ struct Broker::Impl {
   }
 
   // ------------------------------------------------------------------ JoinGroup, SyncGroup, ...
-  void join_group(const RequestHeader& h, const JoinGroupRequest& r, Writer& w) {
+  void join_group(const RequestHeader& h, const JoinGroupRequest& r, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
-    const GroupCoordinator::JoinResult res = groups->join(r, h.client_id.value_or(""), v >= 4);
+    GroupCoordinator::JoinResult res;
+    if (group_refused(perms, r.group_id)) {
+      res.error = ErrorCode::kGroupAuthorizationFailed;
+      res.member_id = std::string(r.member_id);
+    } else {
+      res = groups->join(r, h.client_id.value_or(""), v >= 4);
+    }
     if (v >= 2) w.i32(0);  // throttle_time_ms
     w.i16(code(res.error));
     w.i32(res.generation_id);
@@ -508,22 +621,31 @@ struct Broker::Impl {
     }
   }
 
-  void sync_group(const RequestHeader& h, const SyncGroupRequest& r, Writer& w) {
-    const GroupCoordinator::SyncResult res = groups->sync(r);
+  void sync_group(const RequestHeader& h, const SyncGroupRequest& r, Writer& w, const Permissions* perms) {
+    GroupCoordinator::SyncResult res;
+    if (group_refused(perms, r.group_id)) res.error = ErrorCode::kGroupAuthorizationFailed;
+    else res = groups->sync(r);
     if (h.api_version >= 1) w.i32(0);  // throttle_time_ms
     w.i16(code(res.error));
     w.bytes(res.assignment);
   }
 
-  void heartbeat(const RequestHeader& h, const HeartbeatRequest& r, Writer& w) {
-    const ErrorCode err = groups->heartbeat(r);
+  void heartbeat(const RequestHeader& h, const HeartbeatRequest& r, Writer& w, const Permissions* perms) {
+    const ErrorCode err =
+        group_refused(perms, r.group_id) ? ErrorCode::kGroupAuthorizationFailed : groups->heartbeat(r);
     if (h.api_version >= 1) w.i32(0);  // throttle_time_ms
     w.i16(code(err));
   }
 
-  void leave_group(const RequestHeader& h, const LeaveGroupRequest& r, Writer& w) {
+  void leave_group(const RequestHeader& h, const LeaveGroupRequest& r, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
-    const GroupCoordinator::LeaveResult res = groups->leave(r);
+    GroupCoordinator::LeaveResult res;
+    if (group_refused(perms, r.group_id)) {
+      res.error = ErrorCode::kGroupAuthorizationFailed;
+      res.members.assign(r.members.size(), ErrorCode::kGroupAuthorizationFailed);
+    } else {
+      res = groups->leave(r);
+    }
     if (v >= 1) w.i32(0);  // throttle_time_ms
     if (v <= 2) {  // one member: its error is the request's (Kafka's LeaveGroupResponse)
       ErrorCode e = res.error;
@@ -540,8 +662,30 @@ struct Broker::Impl {
     }
   }
 
-  void offset_commit(const RequestHeader& h, const OffsetCommitRequest& r, Writer& w) {
-    const GroupCoordinator::CommitResult res = groups->commit_offsets(r);
+  void offset_commit(const RequestHeader& h, const OffsetCommitRequest& r, Writer& w, const Permissions* perms) {
+    GroupCoordinator::CommitResult res(r.topics.size());
+    if (group_refused(perms, r.group_id)) {
+      for (std::size_t t = 0; t < r.topics.size(); ++t)
+        res[t].assign(r.topics[t].partitions.size(), ErrorCode::kGroupAuthorizationFailed);
+    } else if (!perms) {
+      res = groups->commit_offsets(r);
+    } else {  // the topics this user may consume are committed; the others refused
+      OffsetCommitRequest allowed = r;
+      allowed.topics.clear();
+      std::vector<std::size_t> from;
+      for (std::size_t t = 0; t < r.topics.size(); ++t) {
+        if (topic_refused(perms, &Permissions::may_consume, r.topics[t].name)) {
+          res[t].assign(r.topics[t].partitions.size(), ErrorCode::kTopicAuthorizationFailed);
+        } else {
+          allowed.topics.push_back(r.topics[t]);
+          from.push_back(t);
+        }
+      }
+      if (!allowed.topics.empty()) {
+        GroupCoordinator::CommitResult part = groups->commit_offsets(allowed);
+        for (std::size_t k = 0; k < from.size(); ++k) res[from[k]] = std::move(part[k]);
+      }
+    }
     if (h.api_version >= 3) w.i32(0);  // throttle_time_ms
     w.array_count(static_cast<int32_t>(r.topics.size()));
     for (std::size_t t = 0; t < r.topics.size(); ++t) {
@@ -554,9 +698,32 @@ struct Broker::Impl {
     }
   }
 
-  void offset_fetch(const RequestHeader& h, const OffsetFetchRequest& r, Writer& w) {
+  void offset_fetch(const RequestHeader& h, const OffsetFetchRequest& r, Writer& w, const Permissions* perms) {
     const int16_t v = h.api_version;
-    const GroupCoordinator::FetchResult res = groups->fetch_offsets(r);
+    GroupCoordinator::FetchResult res;
+    std::vector<std::string> refused;  // topics answered TOPIC_AUTHORIZATION_FAILED
+    if (group_refused(perms, r.group_id)) {
+      res.error = ErrorCode::kGroupAuthorizationFailed;
+      if (v < 2 && r.topics) {  // v1 has no request-level error: one per partition
+        for (const auto& t : *r.topics) {
+          auto& parts =
+              res.topics.emplace_back(std::string(t.name), std::vector<GroupCoordinator::FetchedOffset>{}).second;
+          for (int32_t p : t.partitions) parts.push_back({.partition = p});
+        }
+      }
+    } else {
+      res = groups->fetch_offsets(r);
+      if (perms) {  // topics this user may not consume: refused when asked for, else left out
+        std::erase_if(res.topics, [&](auto& t) {
+          if (perms->may_consume(t.first)) return false;
+          if (!r.topics) return true;
+          topic_denied.fetch_add(1, std::memory_order_relaxed);
+          for (auto& p : t.second) p = {.partition = p.partition};
+          refused.push_back(t.first);
+          return false;
+        });
+      }
+    }
     if (v >= 3) w.i32(0);  // throttle_time_ms
     w.array_count(static_cast<int32_t>(res.topics.size()));
     for (const auto& [topic, parts] : res.topics) {
@@ -568,7 +735,8 @@ struct Broker::Impl {
         if (v >= 5) w.i32(p.leader_epoch);
         w.nullable_string(p.metadata);
         // v1 has no request-level error: it goes on every partition.
-        w.i16(code(v >= 2 ? ErrorCode::kNone : res.error));
+        const bool topic_refused = std::find(refused.begin(), refused.end(), topic) != refused.end();
+        w.i16(code(topic_refused ? ErrorCode::kTopicAuthorizationFailed : v >= 2 ? ErrorCode::kNone : res.error));
       }
     }
     if (v >= 2) w.i16(code(res.error));
@@ -625,8 +793,31 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response) {
   return o;
 }
 
+Session Broker::new_session() const {
+  Session s;
+  s.authenticated = impl_->opt.sasl == nullptr;
+  return s;
+}
+
 Broker::Outcome Broker::handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices) {
+  Session s = new_session();
+  return handle(frame, response, slices, s);
+}
+
+Broker::Outcome Broker::handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices,
+                               Session& session) {
   Impl& im = *impl_;
+  if (session.raw_tokens) {  // after SaslHandshake v0: a bare token in, a bare token out
+    response.clear();
+    slices.clear();
+    Writer w(response);
+    const std::size_t size_at = w.reserve_i32();
+    std::string out, error;
+    if (!im.sasl_step(session, frame, out, error)) return {Outcome::kClose, "SASL authentication failed", true};
+    w.raw(out);
+    w.patch_i32(size_at, static_cast<int32_t>(response.size() - 4));
+    return {};
+  }
   im.requests.fetch_add(1, std::memory_order_relaxed);
   response.clear();
   slices.clear();
@@ -637,6 +828,13 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response, st
     im.malformed.fetch_add(1, std::memory_order_relaxed);
     return {Outcome::kClose, e.why};
   }
+  if (!session.authenticated && h.api_key != static_cast<int16_t>(ApiKey::kApiVersions) &&
+      h.api_key != static_cast<int16_t>(ApiKey::kSaslHandshake) &&
+      h.api_key != static_cast<int16_t>(ApiKey::kSaslAuthenticate)) {
+    im.unauthenticated.fetch_add(1, std::memory_order_relaxed);
+    return {Outcome::kClose, "a request before SASL authentication", true};
+  }
+  const Permissions* perms = session.permissions;
   auto finish = [&] {
     std::size_t stored = 0;
     for (const FileSlice& sl : slices) stored += static_cast<std::size_t>(sl.bytes);
@@ -661,7 +859,7 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response, st
   Outcome out;
   if (auto* p = std::get_if<ProduceRequest>(&body)) {
     const char* why = nullptr;
-    if (!im.produce(h, *p, w, why)) {
+    if (!im.produce(h, *p, w, why, perms)) {
       im.malformed.fetch_add(1, std::memory_order_relaxed);
       return {Outcome::kClose, why};
     }
@@ -672,27 +870,32 @@ Broker::Outcome Broker::handle(std::string_view frame, std::string& response, st
   } else if (std::get_if<ApiVersionsRequest>(&body)) {
     im.api_versions(h, w, false);
   } else if (auto* m = std::get_if<MetadataRequest>(&body)) {
-    im.metadata(h, *m, w);
+    im.metadata(h, *m, w, perms);
   } else if (auto* f = std::get_if<FetchRequest>(&body)) {
-    im.fetch(h, *f, w, slices);
+    im.fetch(h, *f, w, slices, perms);
   } else if (auto* l = std::get_if<ListOffsetsRequest>(&body)) {
-    im.list_offsets(h, *l, w);
+    im.list_offsets(h, *l, w, perms);
   } else if (auto* ip = std::get_if<InitProducerIdRequest>(&body)) {
-    im.init_producer_id(*ip, w);
+    im.init_producer_id(*ip, w, perms);
   } else if (auto* fc = std::get_if<FindCoordinatorRequest>(&body)) {
-    im.find_coordinator(h, *fc, w);
+    im.find_coordinator(h, *fc, w, perms);
   } else if (auto* jg = std::get_if<JoinGroupRequest>(&body)) {
-    im.join_group(h, *jg, w);
+    im.join_group(h, *jg, w, perms);
   } else if (auto* sg = std::get_if<SyncGroupRequest>(&body)) {
-    im.sync_group(h, *sg, w);
+    im.sync_group(h, *sg, w, perms);
   } else if (auto* hb = std::get_if<HeartbeatRequest>(&body)) {
-    im.heartbeat(h, *hb, w);
+    im.heartbeat(h, *hb, w, perms);
   } else if (auto* lg = std::get_if<LeaveGroupRequest>(&body)) {
-    im.leave_group(h, *lg, w);
+    im.leave_group(h, *lg, w, perms);
   } else if (auto* oc = std::get_if<OffsetCommitRequest>(&body)) {
-    im.offset_commit(h, *oc, w);
+    im.offset_commit(h, *oc, w, perms);
   } else if (auto* of = std::get_if<OffsetFetchRequest>(&body)) {
-    im.offset_fetch(h, *of, w);
+    im.offset_fetch(h, *of, w, perms);
+  } else if (auto* sh = std::get_if<SaslHandshakeRequest>(&body)) {
+    if (!im.sasl_handshake(h, *sh, w, session)) out = {Outcome::kRespondAndClose, "SASL handshake refused", true};
+  } else if (auto* sa = std::get_if<SaslAuthenticateRequest>(&body)) {
+    if (!im.sasl_authenticate(h, *sa, w, session))
+      out = {Outcome::kRespondAndClose, "SASL authentication failed", true};
   }
   finish();
   return out;
@@ -720,7 +923,17 @@ void Broker::stop() {
 BrokerStats Broker::stats() const noexcept {
   const Impl& im = *impl_;
   auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {g(im.requests), g(im.records_in), g(im.records_out), g(im.duplicates), g(im.malformed), im.groups->stats()};
+  BrokerStats s{g(im.requests),   g(im.records_in), g(im.records_out),
+                g(im.duplicates), g(im.malformed),  im.groups->stats()};
+  for (int m = 0; m < kSaslMechanismCount; ++m) {
+    s.sasl_ok[m] = g(im.sasl_ok[m]);
+    s.sasl_failed[m] = g(im.sasl_failed[m]);
+  }
+  s.unauthenticated = g(im.unauthenticated);
+  s.topic_denied = g(im.topic_denied);
+  s.group_denied = g(im.group_denied);
+  s.cluster_denied = g(im.cluster_denied);
+  return s;
 }
 
 }  // namespace lionet::kafka

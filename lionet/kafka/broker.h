@@ -51,6 +51,7 @@
 #include "lionet/kafka/group_coordinator.h"
 #include "lionet/kafka/producer_state.h"
 #include "lionet/kafka/requests.h"
+#include "lionet/kafka/sasl.h"
 #include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
@@ -61,6 +62,19 @@ struct BrokerOptions {
   int32_t node_id = 1;  // this broker's id in Metadata and FindCoordinator
   std::string cluster_id = "lionet";
   GroupOptions groups{};  // consumer groups (group_coordinator.h)
+  // SASL (sasl.h): set, every connection must authenticate before any API but ApiVersions,
+  // SaslHandshake and SaslAuthenticate, and its user's permissions (acl.h) apply. nullptr: none.
+  std::shared_ptr<const SaslConfig> sasl;
+};
+
+// One connection's state, kept by its caller (server.h: the connection's fiber) and handed to
+// every handle() of that connection: who authenticated, and the SASL exchange in progress.
+struct Session {
+  bool authenticated = true;  // false on a SASL listener until SaslAuthenticate succeeds
+  std::string principal;  // the SASL user ("" without SASL)
+  const Permissions* permissions = nullptr;  // the user's (acl.h); nullptr: everything allowed
+  bool raw_tokens = false;  // after SaslHandshake v0: the next frames are bare SASL tokens
+  std::unique_ptr<SaslExchange> exchange;  // between SaslHandshake and the last token
 };
 
 struct BrokerStats {
@@ -70,6 +84,12 @@ struct BrokerStats {
   uint64_t duplicates = 0;  // idempotent retries acknowledged without an append
   uint64_t malformed = 0;  // requests that closed their connection
   GroupStats groups;
+  uint64_t sasl_ok[kSaslMechanismCount] = {};  // authentications, by SaslMechanism
+  uint64_t sasl_failed[kSaslMechanismCount] = {};
+  uint64_t unauthenticated = 0;  // requests before authentication (each closed its connection)
+  uint64_t topic_denied = 0;  // TOPIC_AUTHORIZATION_FAILED answered (per topic or partition)
+  uint64_t group_denied = 0;  // GROUP_AUTHORIZATION_FAILED answered
+  uint64_t cluster_denied = 0;  // CLUSTER_AUTHORIZATION_FAILED (InitProducerId without produce rights)
 };
 
 // Stored bytes of a segment that belong in a response at position `at` of its buffer.
@@ -90,9 +110,13 @@ class Broker {
   ~Broker();
 
   struct Outcome {
-    enum Kind { kRespond, kNoResponse, kClose } kind = kRespond;
+    // kRespondAndClose: a SASL failure, answered, then the connection is closed.
+    enum Kind { kRespond, kNoResponse, kClose, kRespondAndClose } kind = kRespond;
     const char* why = "";  // kClose: what was malformed
+    bool refused = false;  // closed for security (SASL), not for a malformed request
   };
+  // A new connection's state: unauthenticated when the listener has SASL.
+  Session new_session() const;
   // `response` is cleared, then (kRespond) holds the whole response frame, size prefix included.
   // Stored batches a Fetch returns are read into it (pread).
   Outcome handle(std::string_view frame, std::string& response);
@@ -100,6 +124,10 @@ class Broker {
   // with each slice's bytes inserted at its `at` (in order; the size prefix and the records'
   // lengths count them), for the server to send with sendfile.
   Outcome handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices);
+  // The same on a connection's Session (SASL state, the user's permissions). After a
+  // SaslHandshake v0 the next frames are bare SASL tokens (session.raw_tokens): answered with a
+  // bare size-prefixed token; a failure closes.
+  Outcome handle(std::string_view frame, std::string& response, std::vector<FileSlice>& slices, Session& session);
 
   // Sets the address Metadata advertises. Only before the first handle() (not synchronised).
   void advertise(std::string host, int32_t port);

@@ -71,6 +71,23 @@ int64_t Reader::varlong() noexcept {
   return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
 }
 
+std::string_view Reader::compact_bytes() noexcept {
+  const uint32_t n = uvarint32();
+  if (!ok()) return {};
+  if (n == 0) {
+    fail("a null where bytes are required");
+    return {};
+  }
+  return raw(n - 1);
+}
+void Reader::skip_tagged_fields() noexcept {
+  const uint32_t count = uvarint32();
+  for (uint32_t i = 0; i < count && ok(); ++i) {
+    uvarint32();  // tag
+    raw(uvarint32());
+  }
+}
+
 std::string_view Reader::raw(std::size_t n) noexcept {
   if (!need(n)) return {};
   std::string_view s(p_, n);
@@ -134,6 +151,16 @@ void Writer::varint(int32_t v) {
   put_uvarint(out_, static_cast<uint32_t>((static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31)));
 }
 void Writer::varlong(int64_t v) { put_uvarint(out_, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+void Writer::uvarint(uint32_t v) { put_uvarint(out_, v); }
+void Writer::compact_nullable_string(std::optional<std::string_view> s) {
+  if (!s) return uvarint(0);
+  uvarint(static_cast<uint32_t>(s->size() + 1));
+  out_.append(*s);
+}
+void Writer::compact_bytes(std::string_view s) {
+  uvarint(static_cast<uint32_t>(s.size() + 1));
+  out_.append(s);
+}
 void Writer::string(std::string_view s) {
   i16(static_cast<int16_t>(s.size()));
   out_.append(s);

@@ -41,6 +41,11 @@ class Reader {
   bool boolean() noexcept { return i8() != 0; }
   int32_t varint() noexcept;  // zig-zag, at most 5 bytes
   int64_t varlong() noexcept;  // zig-zag, at most 10 bytes
+  // Flexible versions (KIP-482): an unsigned varint (at most 5 bytes), COMPACT_BYTES
+  // (uvarint length + 1; 0, null, is an error), and a tagged-field section, skipped.
+  uint32_t uvarint32() noexcept { return static_cast<uint32_t>(uvarint(5)); }
+  std::string_view compact_bytes() noexcept;
+  void skip_tagged_fields() noexcept;
 
   std::string_view raw(std::size_t n) noexcept;
   // STRING: int16 length (negative: error).
@@ -80,6 +85,12 @@ class Writer {
   void boolean(bool v) { i8(v ? 1 : 0); }
   void varint(int32_t v);
   void varlong(int64_t v);
+  // Flexible versions: unsigned varint, COMPACT_NULLABLE_STRING, COMPACT_BYTES, and an empty
+  // tagged-field section.
+  void uvarint(uint32_t v);
+  void compact_nullable_string(std::optional<std::string_view> s);
+  void compact_bytes(std::string_view s);
+  void no_tagged_fields() { i8(0); }
   void raw(std::string_view s) { out_.append(s); }
   void string(std::string_view s);
   void nullable_string(std::optional<std::string_view> s);

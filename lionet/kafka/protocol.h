@@ -9,7 +9,9 @@
 // unless both are advertised, and include ApiVersions 0 because librdkafka retries a refused
 // ApiVersions v3 with v0 (it cannot read the v0-format refusal as v3). The group APIs
 // (group_coordinator.h) reach down to 0 (OffsetCommit 2, OffsetFetch 1) and up to the last
-// non-flexible version of each.
+// non-flexible version of each. SaslHandshake (0-1) and SaslAuthenticate (0-2) are advertised
+// on every listener (Kafka does too); a listener without SASL refuses them. SaslAuthenticate
+// v2 is the one flexible version spoken (request header v2, response header v1, compact fields).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +31,10 @@ enum class ApiKey : int16_t {
   kHeartbeat = 12,
   kLeaveGroup = 13,
   kSyncGroup = 14,
+  kSaslHandshake = 17,
   kApiVersions = 18,
   kInitProducerId = 22,
+  kSaslAuthenticate = 36,
 };
 
 // Kafka's error codes (org.apache.kafka.common.protocol.Errors) that this layer returns.
@@ -52,12 +56,18 @@ enum class ErrorCode : int16_t {
   kUnknownMemberId = 25,
   kInvalidSessionTimeout = 26,
   kRebalanceInProgress = 27,
+  kTopicAuthorizationFailed = 29,
+  kGroupAuthorizationFailed = 30,
+  kClusterAuthorizationFailed = 31,
+  kUnsupportedSaslMechanism = 33,
+  kIllegalSaslState = 34,
   kUnsupportedVersion = 35,
   kInvalidRequest = 42,
   kOutOfOrderSequenceNumber = 45,
   kInvalidProducerEpoch = 47,
   kTransactionalIdAuthorizationFailed = 53,
   kKafkaStorageError = 56,
+  kSaslAuthenticationFailed = 58,
   kUnknownProducerId = 59,
   kFetchSessionIdNotFound = 70,
   kUnsupportedCompressionType = 76,
@@ -72,11 +82,11 @@ struct ApiRange {
 
 // Exactly what the request handlers implement (broker.h), in api-key order.
 inline constexpr ApiRange kSupportedApis[] = {
-    {ApiKey::kProduce, 3, 8},         {ApiKey::kFetch, 4, 11},       {ApiKey::kListOffsets, 1, 5},
-    {ApiKey::kMetadata, 1, 8},        {ApiKey::kOffsetCommit, 2, 7}, {ApiKey::kOffsetFetch, 1, 5},
-    {ApiKey::kFindCoordinator, 0, 2}, {ApiKey::kJoinGroup, 0, 5},    {ApiKey::kHeartbeat, 0, 3},
-    {ApiKey::kLeaveGroup, 0, 3},      {ApiKey::kSyncGroup, 0, 3},    {ApiKey::kApiVersions, 0, 2},
-    {ApiKey::kInitProducerId, 0, 1},
+    {ApiKey::kProduce, 3, 8},         {ApiKey::kFetch, 4, 11},         {ApiKey::kListOffsets, 1, 5},
+    {ApiKey::kMetadata, 1, 8},        {ApiKey::kOffsetCommit, 2, 7},   {ApiKey::kOffsetFetch, 1, 5},
+    {ApiKey::kFindCoordinator, 0, 2}, {ApiKey::kJoinGroup, 0, 5},      {ApiKey::kHeartbeat, 0, 3},
+    {ApiKey::kLeaveGroup, 0, 3},      {ApiKey::kSyncGroup, 0, 3},      {ApiKey::kSaslHandshake, 0, 1},
+    {ApiKey::kApiVersions, 0, 2},     {ApiKey::kInitProducerId, 0, 1}, {ApiKey::kSaslAuthenticate, 0, 2},
 };
 
 inline bool supported(int16_t api_key, int16_t version) noexcept {

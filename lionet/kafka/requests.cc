@@ -253,6 +253,16 @@ DecodeError decode_request(std::string_view frame, RequestHeader& h, RequestBody
     case ApiKey::kLeaveGroup: body = leave_group(r, v); break;
     case ApiKey::kOffsetCommit: body = offset_commit(r, v); break;
     case ApiKey::kOffsetFetch: body = offset_fetch(r, v); break;
+    case ApiKey::kSaslHandshake: body = SaslHandshakeRequest{r.string()}; break;
+    case ApiKey::kSaslAuthenticate:
+      if (v >= 2) {  // flexible (KIP-482): request header v2's tagged fields, compact bytes
+        r.skip_tagged_fields();
+        body = SaslAuthenticateRequest{r.compact_bytes()};
+        r.skip_tagged_fields();
+      } else {
+        body = SaslAuthenticateRequest{r.bytes()};
+      }
+      break;
   }
   if (!r.ok()) return {r.error()};
   if (!r.at_end()) return {"bytes after the request's last field"};

@@ -162,9 +162,20 @@ struct OffsetFetchRequest {
   std::optional<std::vector<Topic>> topics;  // nullopt (v2+): every committed partition
 };
 
+// ---- SASL (sasl.h acts on the tokens)
+
+struct SaslHandshakeRequest {
+  std::string_view mechanism;
+};
+
+struct SaslAuthenticateRequest {
+  std::string_view auth_bytes;
+};
+
 using RequestBody = std::variant<ApiVersionsRequest, MetadataRequest, ProduceRequest, FetchRequest, ListOffsetsRequest,
                                  InitProducerIdRequest, FindCoordinatorRequest, JoinGroupRequest, SyncGroupRequest,
-                                 HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest>;
+                                 HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest,
+                                 SaslHandshakeRequest, SaslAuthenticateRequest>;
 
 struct DecodeError {
   const char* why = nullptr;  // nullptr: no error

@@ -11,6 +11,7 @@
 #include "lionet/kafka/detail/buffer_pool.h"
 #include "lionet/log/log.h"
 #include "lionet/net/stream.h"
+#include "lionet/ssl/ssl_stream.h"
 #include "lionet/storage/file_system.h"
 
 namespace lionet::kafka {
@@ -21,20 +22,29 @@ const std::shared_ptr<spdlog::logger>& kafka_log() {
 }
 LogLimiter g_malformed_log;
 
-void log_closed(const std::string& server, SocketStream& s, const char* why) {
+LogLimiter g_refused_log;
+
+void log_closed(const std::string& server, Socket& s, const char* why, bool refused = false) {
   uint64_t held = 0;
-  if (!g_malformed_log.admit(held)) return;
+  if (!(refused ? g_refused_log : g_malformed_log).admit(held)) return;
   std::string peer = "?";
-  if (auto a = s.socket().peer_address()) peer = a->to_string();
+  if (auto a = s.peer_address()) peer = a->to_string();
+  if (refused) {
+    LIONET_LOG_WARN(kafka_log(), "kafka '{}': {}: {}: connection closed ({} more held back)", server, peer, why, held);
+    return;
+  }
   LIONET_LOG_WARN(kafka_log(), "kafka '{}': {}: malformed request ({}): connection closed ({} more held back)", server,
                   peer, why, held);
 }
+
+// Kafka's sasl.server.max.receive.size: the largest frame before authentication.
+constexpr int64_t kMaxUnauthenticatedFrame = 512 * 1024;
 
 // The response frame: `response` with the slices' stored bytes in their places, those by
 // sendfile(2) (a Fetch's batches go from the page cache to the socket, never through here).
 // false: the connection is to be closed (a write failed, or a segment shrank under a slice:
 // the frame could not be completed, and a client must not see a short one).
-bool send_response(SocketStream& s, const std::string& response, const std::vector<FileSlice>& slices) {
+bool send_response(Stream& s, const std::string& response, const std::vector<FileSlice>& slices) {
   std::size_t from = 0;
   std::string copy;
   for (const FileSlice& sl : slices) {
@@ -98,9 +108,22 @@ bool Server::stop(Duration drain) {
 }
 
 void Server::serve(SocketStream& s) {
+  if (!opt_.tls) {
+    serve(s, s.socket());
+    return;
+  }
+  std::shared_ptr<SslContext> ctx = opt_.tls();
+  if (!ctx) return;
+  SslStream tls(std::move(ctx), s.socket());  // borrowed: TcpServer owns the socket
+  if (!tls.handshake()) return;  // bounded by the context's handshake_timeout
+  serve(tls, s.socket());
+}
+
+void Server::serve(Stream& s, Socket& sock) {
   s.set_timeouts(opt_.idle_timeout, opt_.idle_timeout);
   std::string frame, response;
   std::vector<FileSlice> slices;
+  Session session = broker_->new_session();
   for (;;) {
     char size_buf[4];
     auto n = s.read_full(size_buf, 4);
@@ -108,19 +131,31 @@ void Server::serve(SocketStream& s) {
     uint32_t be;
     std::memcpy(&be, size_buf, 4);
     const int64_t size = static_cast<int32_t>(ntohl(be));
-    if (size < 8 || static_cast<uint64_t>(size) > opt_.max_request_size) {
-      log_closed(opt_.name, s, size < 8 ? "a frame size below 8" : "a frame larger than max_request_size");
+    if (!session.authenticated && size > kMaxUnauthenticatedFrame) {
+      log_closed(opt_.name, sock, "a frame above 512 KiB before SASL authentication", true);
+      return;
+    }
+    // A bare SASL token (after SaslHandshake v0) may be shorter than a request header.
+    if (size < (session.raw_tokens ? 0 : 8) || static_cast<uint64_t>(size) > opt_.max_request_size) {
+      log_closed(opt_.name, sock, size < 8 ? "a frame size below 8" : "a frame larger than max_request_size");
       return;
     }
     frame.resize(static_cast<std::size_t>(size));
     n = s.read_full(frame.data(), frame.size());
     if (!n || *n < frame.size()) return;
-    const Broker::Outcome o = broker_->handle(frame, response, slices);
+    const Broker::Outcome o = broker_->handle(frame, response, slices, session);
     if (o.kind == Broker::Outcome::kClose) {
-      log_closed(opt_.name, s, o.why);
+      log_closed(opt_.name, sock, o.why, o.refused);
       return;
     }
-    if (o.kind == Broker::Outcome::kRespond && !send_response(s, response, slices)) return;
+    if ((o.kind == Broker::Outcome::kRespond || o.kind == Broker::Outcome::kRespondAndClose) &&
+        !send_response(s, response, slices))
+      return;
+    if (o.kind == Broker::Outcome::kRespondAndClose) {
+      log_closed(opt_.name, sock, o.why, o.refused);
+      (void)s.shutdown_write();  // the answer reaches the client before the close
+      return;
+    }
     slices.clear();  // lets go of the segments
     if (frame.capacity() > (1u << 20)) std::string().swap(frame);  // one huge request keeps no memory
     // A big response (a consumer's Fetch) goes to the Fetch buffer pool, not to the allocator.

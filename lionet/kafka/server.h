@@ -11,8 +11,17 @@
 //   ...
 //   s.stop(std::chrono::seconds(5));
 //
-// Owns: the TcpServer, the per-connection loop (frame size limit, idle timeout, the log line
-// of a closed malformed connection). Must not: interpret requests (broker.h does).
+// Owns: the TcpServer, the per-connection loop (TLS handshake, the connection's Session, frame
+// size limit, idle timeout, the log line of a closed malformed connection). Must not:
+// interpret requests (broker.h does).
+//
+// TLS (ServerOptions::tls): each connection is an SslStream over the accepted socket, its
+// handshake bounded by the context's handshake_timeout; the loop then reads a Stream, TLS or
+// not (a Fetch's sendfile goes through the stream: by copy over TLS without kTLS).
+// SASL (ServerOptions::broker.sasl): the connection's Session starts unauthenticated; a frame
+// above 512 KiB before authentication closes it (Kafka's sasl.server.max.receive.size), and
+// a request refused before authentication or a failed authentication closes it with one log
+// line (rate-limited, as malformed requests).
 //
 // Pipelining: a client may send requests without waiting; each is answered before the next is
 // read, so answers leave in request order. A frame whose size is below 8 or above
@@ -22,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +41,7 @@
 #include "lionet/net/address.h"
 #include "lionet/net/tcp_server.h"
 #include "lionet/sched/scheduler.h"
+#include "lionet/ssl/ssl_context.h"
 #include "lionet/storage/fwd.h"
 
 namespace lionet::kafka {
@@ -47,6 +58,9 @@ struct ServerOptions {
   AddressRules admit;  // peers refused are closed at accept. YAML: servers[].allow / deny
   Duration idle_timeout = std::chrono::minutes(
       10);  // silent connection closed (Kafka's connections.max.idle.ms). YAML: servers[].idle_timeout
+  // TLS: the context each new connection uses (called once per connection, so a reloaded
+  // certificate applies to the next ones). Empty: plaintext. YAML: servers[].tls
+  std::function<std::shared_ptr<SslContext>()> tls;
 };
 
 class Server {
@@ -71,6 +85,7 @@ class Server {
 
  private:
   void serve(SocketStream& s);
+  void serve(Stream& s, Socket& sock);
 
   const ServerOptions opt_;
   std::unique_ptr<Broker> broker_;
