@@ -51,7 +51,7 @@ test-tsan: deps
 
 # libFuzzer targets (tests/fuzz/, made by the asan build), FUZZ_SECONDS each, under ASan+UBSan
 # (clang), one per CPU at once.
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 45
 test-fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 

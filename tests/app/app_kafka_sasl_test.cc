@@ -51,8 +51,12 @@ TEST(AppKafkaSasl, CheckRefusesUnsafeOrBrokenSaslSettings) {
     Process p({"-c", conf.path(), "--check"});
     REQUIRE_BINARY(p);
     EXPECT_EQ(p.wait(), c.expect.empty() ? 0 : 1) << server << "\n" << p.output();
-    if (!c.expect.empty()) EXPECT_NE(p.output().find(c.expect), std::string::npos) << server << "\n" << p.output();
-    if (c.mode == 0644) EXPECT_NE(p.output().find(users), std::string::npos) << p.output();
+    if (!c.expect.empty()) {
+      EXPECT_NE(p.output().find(c.expect), std::string::npos) << server << "\n" << p.output();
+    }
+    if (c.mode == 0644) {
+      EXPECT_NE(p.output().find(users), std::string::npos) << p.output();
+    }
   }
   TempConf conf;
   const std::string users = users_file(conf, 0600);

@@ -166,7 +166,7 @@ TEST(KafkaSasl, PlainChecksThePasswordAgainstTheSaltedCredential) {
   EXPECT_EQ(out, "");
   SaslExchange authz(*u, SaslMechanism::kPlain);
   EXPECT_EQ(authz.step(std::string("bob\0bob\0bob-secret", 18), out), SaslExchange::Step::kDone) << authz.error();
-  for (const std::string bad : {std::string("\0bob\0wrong", 10), std::string("\0eve\0bob-secret", 15),
+  for (const std::string& bad : {std::string("\0bob\0wrong", 10), std::string("\0eve\0bob-secret", 15),
                                 std::string("alice\0bob\0bob-secret", 20), std::string("\0bob", 4),
                                 std::string("\0\0x", 3), std::string("\0bob\0", 5)}) {
     SaslExchange x(*u, SaslMechanism::kPlain);
@@ -314,7 +314,9 @@ AuthAnswer authenticate(RawClient& c, std::string_view token, int16_t version = 
   a.error = r.i16();
   if (auto m = r.nullable_string()) a.message = std::string(*m);
   a.bytes = std::string(r.bytes());
-  if (version >= 1) EXPECT_EQ(r.i64(), 0);
+  if (version >= 1) {
+    EXPECT_EQ(r.i64(), 0);
+  }
   EXPECT_TRUE(r.ok() && r.at_end()) << r.error();
   return a;
 }
