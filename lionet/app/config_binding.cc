@@ -147,8 +147,9 @@ AppConfig define_config(config::Registry& r) {
   c.servers = r.define<std::vector<ServerConfig>>(
       "servers", {},
       "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits, "
-      "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls, "
-      "access_log, routes (each a path and/or a name, a type and its keys: timeout; static's root, mode, try_files, "
+      "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls (verify_client and client_ca for "
+      "client certificates), access_log, routes (each a path and/or a name, a type and its keys: timeout; auth "
+      "(basic, bearer or client_cert, the brute-force brake); static's root, mode, try_files, "
       "...; proxy's upstreams, timeouts, ...; debug_fibers' and pprof's allow_remote, pprof's max_seconds); syslog: "
       "topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "
@@ -160,7 +161,8 @@ AppConfig define_config(config::Registry& r) {
   c.watch = r.define<bool>(
       "watch", false,
       "Follow changes on disk while running: the configuration reloads as on SIGHUP, https servers' certificate and "
-      "key files load for new connections, static files leave the caches at once. Read at start.");
+      "key files load for new connections, static files leave the caches at once, routes' credential files (auth) "
+      "load again. Read at start.");
   c.memory_trim_interval = r.define<std::chrono::milliseconds>(
       "memory.trim_interval", std::chrono::milliseconds(5000),
       "How often to look whether connections dropped; after a drop (memory.trim_after_closed) the "

@@ -11,6 +11,7 @@
 #include "lionet/app/detail/running.h"
 #include "lionet/app/pprof.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/auth.h"
 #include "lionet/http/handler_limits.h"
 #include "lionet/http/static_files.h"
 #include "lionet/sched/fiber_dump.h"
@@ -118,8 +119,24 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
 
 void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r, NamedRoutes& named) {
   const std::string where = "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
+  std::shared_ptr<http::Authenticator> auth;
+  if (r.auth) {
+    try {
+      auth = make_authenticator(*r.auth);
+    } catch (const std::exception& e) {
+      throw StartupError(where + e.what());
+    }
+    srv.auths.push_back({r.path.empty() ? "@" + r.name : r.path, *r.auth, auth});
+  }
   if (r.type == "storage") {  // never named (checked at load)
-    add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+    if (!auth) {
+      add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+      return;
+    }
+    // Its several routes in a router of their own, behind the route's authentication.
+    auto sub = std::make_shared<http::Router>();
+    add_storage_routes(*sub, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage));
+    router.prefix("*", r.path, auth->wrap([sub](http::Request& q, http::Response& s) { sub->dispatch(q, s); }));
     return;
   }
   RouteHandler h;
@@ -129,6 +146,7 @@ void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const Rout
     throw StartupError(where + e.what());
   }
   if (r.timeout.count() > 0) h.handler = http::with_timeout(std::move(h.handler), r.timeout);
+  if (auth) h.handler = auth->wrap(std::move(h.handler));  // outside the timeout: bcrypt is not the handler's time
   if (!r.name.empty()) *named.at(r.name) = h;
   if (r.path.empty()) return;  // a named route: reached only as a fallback
   if (h.prefix) router.prefix(h.methods, r.path, std::move(h.handler));

@@ -111,6 +111,16 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
       auto [it, fresh] = used.emplace(std::string(proto) + " " + a->to_string(), i);
       if (!fresh) return lkey + ": " + s.listen[j] + " is already used by " + at(it->second, servers[it->second]);
     }
+    for (std::size_t j = 0; j < s.routes.size(); ++j) {
+      const RouteConfig& r = s.routes[j];
+      if (!r.auth || !r.auth->client_cert) continue;
+      const std::string rkey = key + ".routes[" + std::to_string(j) + "].auth.client_cert";
+      if (s.type != "https") return rkey + ": client certificates need an https server (this one is " + s.type + ")";
+      if (s.tls->verify_client == "off")
+        return rkey +
+               ": the server asks for no client certificate: set tls.verify_client (optional or require) "
+               "and tls.client_ca";
+    }
     std::set<std::string> paths;
     for (std::size_t j = 0; j < s.routes.size(); ++j) {
       if (s.routes[j].path.empty()) continue;  // a named route: no URL
@@ -199,6 +209,7 @@ const Fields<RouteConfig> kRouteFields = {
     {"name", &R::name, kOmitEmpty},
     {"type", &R::type, kRequired},
     {"timeout", &R::timeout},
+    {"auth", &R::auth},
 };
 const Fields<RouteConfig> kStaticRouteFields = {
     {"try_files", &R::try_files, kOmitEmpty},
@@ -231,6 +242,8 @@ const Fields<TlsConfig> kTlsFields = {
     {"min_version", &TlsConfig::min_version},
     {"alpn", &TlsConfig::alpn},
     {"handshake_timeout", &TlsConfig::handshake_timeout},
+    {"verify_client", &TlsConfig::verify_client},
+    {"client_ca", &TlsConfig::client_ca, kOmitEmpty},
 };
 
 const Fields<AccessLogConfig> kAccessLogFields = {
@@ -353,6 +366,10 @@ TlsConfig ConfigTraits<TlsConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "min_version", "must be TLS1.2 or TLS1.3, got '" + t.min_version + "'");
   }
   if (t.handshake_timeout.count() <= 0) field_error(n, "handshake_timeout", "must be positive");
+  if (t.verify_client != "off" && t.verify_client != "optional" && t.verify_client != "require")
+    field_error(n, "verify_client", "must be off, optional or require, got '" + t.verify_client + "'");
+  if (t.verify_client != "off" && t.client_ca.empty())
+    field_error(n, "client_ca", "verify_client " + t.verify_client + " needs client_ca (the CA certificates, PEM)");
   return t;
 }
 YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) { return kTlsFields.encode(t); }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "lionet/app/auth_route.h"
 #include "lionet/app/runtime.h"
 #include "lionet/app/storage_api.h"
 #include "lionet/base/metrics.h"
@@ -86,6 +87,8 @@ struct Running {
   // Its proxy routes (path -> proxy), for health checks and /metrics; the router's handlers
   // hold them too.
   std::vector<std::pair<std::string, std::shared_ptr<http::Proxy>>> proxies;
+  // Its routes with `auth:` (reloads, /metrics); the router's handlers hold the authenticators too.
+  std::vector<AuthRoute> auths;
   TcpServer& listener() const { return http ? http->tcp() : kafka ? kafka->tcp() : *tcp; }  // http(s), echo, kafka
   bool has_listener() const { return http || tcp || kafka; }
 };
