@@ -203,7 +203,7 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
       }
       // Credential files of routes with auth: (a file that fails keeps the running credentials).
       if (const std::size_t n = runtime.reload_credentials(); n > 0) {
-        LIONET_LOG_INFO(lg, "SIGHUP: {} credential file(s) reloaded", n);
+        LIONET_LOG_INFO(lg, "SIGHUP: credentials reloaded for {} route(s)", n);
       }
       // Access logs: each writer thread opens its file anew (a failure is logged there).
       if (const std::size_t n = runtime.reopen_access_logs(); n > 0) {

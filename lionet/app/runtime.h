@@ -117,7 +117,7 @@ class Runtime {
   std::vector<std::string> credential_files() const;
   // Loads again every credential file in `changed` (SIGHUP: all of them); a route's verified-
   // credential cache is emptied when its file loads. A file that fails to load keeps the running
-  // credentials and logs why (file and line, never a credential). Returns how many loaded.
+  // credentials and logs why (file and line, never a credential). Returns how many routes loaded.
   std::size_t reload_credentials(const std::vector<std::string>& changed);
   std::size_t reload_credentials() { return reload_credentials(credential_files()); }
 

@@ -2,7 +2,8 @@
 //  - Basic against an `htpasswd -B` file made here: right password 200, wrong 401, none 401
 //    with the realm; the file changed and SIGHUP: the old password is refused, the new passes;
 //    the brute-force brake (429 + Retry-After); the access log holds neither password, token
-//    nor Authorization value; /metrics counts successes, failures and brake refusals.
+//    nor Authorization value, nor do the error log and the fiber dumps (the route and
+//    SIGQUIT's); /metrics counts successes, failures and brake refusals.
 //  - Bearer tokens on a storage route (its several routes behind one check).
 //  - `watch: true` reloads a changed token file.
 //  - A required TLS client certificate (a CA and certificates made here with openssl) over
@@ -89,7 +90,8 @@ TEST(AppAuth, BasicBearerBrakeReloadAndNothingSecretInTheAccessLog) {
                  "      - {path: /api, type: storage, auth: {bearer: {tokens: " +
                  d +
                  "/tokens.txt}}}\n"
-                 "      - {path: /metrics, type: metrics}\n");
+                 "      - {path: /metrics, type: metrics}\n"
+                           "      - {path: /debug/fibers, type: debug_fibers}\n");
   Process p({"-c", d});
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();
@@ -121,7 +123,7 @@ TEST(AppAuth, BasicBearerBrakeReloadAndNothingSecretInTheAccessLog) {
   ASSERT_EQ(rc, 0);
   std::size_t at = p.output().size();
   p.signal(SIGHUP);
-  ASSERT_TRUE(p.wait_for("SIGHUP: 2 credential file(s) reloaded", 20s, at)) << p.output();
+  ASSERT_TRUE(p.wait_for("SIGHUP: credentials reloaded for 2 route(s)", 20s, at)) << p.output();
   EXPECT_EQ(curl("-u 'alice:open sesame' " + base + "/private/").status, 401);
   EXPECT_EQ(curl("-u 'alice:new-Pass' " + base + "/private/").status, 200);
 
@@ -150,7 +152,13 @@ TEST(AppAuth, BasicBearerBrakeReloadAndNothingSecretInTheAccessLog) {
 
   // The access log: the requests are there, no credential is.
   ASSERT_TRUE(poll_until([&] { return file_bytes(log).find("GET /metrics") != std::string::npos; })) << p.output();
-  const std::string text = file_bytes(log) + p.output();
+  // The fiber dumps (the route, and SIGQUIT's on stderr, which p.output() holds).
+  const std::string dump = curl(base + "/debug/fibers").body;
+  EXPECT_NE(dump.find("fiber"), std::string::npos) << dump;
+  at = p.output().size();
+  p.signal(SIGQUIT);
+  ASSERT_TRUE(p.wait_for("SIGQUIT: fiber dump", 20s, at)) << p.output();
+  const std::string text = file_bytes(log) + dump + p.output();
   EXPECT_NE(file_bytes(log).find("\"GET /private/?again=1 HTTP/1.1\" 200"), std::string::npos) << file_bytes(log);
   for (const char* secret : {"open sesame", "open%20sesame", "new-Pass", "guess", "tok-Alpha", "Authorization",
                              "YWxpY2U6b3BlbiBzZXNhbWU=", "alice:"})
