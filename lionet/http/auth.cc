@@ -258,8 +258,13 @@ std::vector<Sha256Digest> parse_token_file(std::string_view text, std::string_vi
 }
 
 std::string read_credential_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw AuthFileError(path + ": " + std::generic_category().message(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // a FIFO or a device would block or never end
+    ::close(fd);
+    throw AuthFileError(path + ": not a regular file");
+  }
   std::string out;
   char buf[16384];
   for (;;) {

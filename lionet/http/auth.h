@@ -113,7 +113,8 @@ std::vector<HtpasswdEntry> parse_htpasswd(std::string_view text, std::string_vie
 // that the file need not hold the tokens. Empty lines and '#' lines are skipped, spaces around
 // a line ignored. Returns the digests (duplicates kept once).
 std::vector<Sha256Digest> parse_token_file(std::string_view text, std::string_view file);
-// The whole file (at most 64 MiB); AuthFileError "<file>: <strerror>" when it cannot be read.
+// The whole regular file (at most 64 MiB); AuthFileError "<file>: <strerror>" when it cannot be
+// read, "<file>: not a regular file" for a FIFO, device or directory.
 std::string read_credential_file(const std::string& path);
 
 // Users and their bcrypt hashes. Immutable: share it, swap it whole on a reload.

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "lionet/app/config_binding.cc"  // NOLINT: app/ is not part of the library
+#include "lionet/app/auth_route.cc"  // NOLINT
 #include "lionet/app/proxy_route.cc"  // NOLINT
 #include "lionet/app/server_config.cc"  // NOLINT
 #include "lionet/app/static_route.cc"  // NOLINT

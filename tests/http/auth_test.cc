@@ -148,6 +148,8 @@ TEST(HttpAuthParse, UnreadableFileIsNamed) {
             "/nonexistent/u.htpasswd: No such file or directory");
   EXPECT_EQ(error_of([] { BearerTokens::load("/nonexistent/t.txt"); }),
             "/nonexistent/t.txt: No such file or directory");
+  EXPECT_EQ(error_of([] { HtpasswdUsers::load("/dev/zero"); }), "/dev/zero: not a regular file");
+  EXPECT_EQ(error_of([] { BearerTokens::load("/tmp"); }), "/tmp: not a regular file");
 }
 
 TEST(HttpAuthVerify, BcryptThroughLibxcrypt) {
