@@ -4,7 +4,10 @@
 //
 //   http_hello_server PORT [--threads N] [--backend epoll|io_uring|io_uring-poll] [--max-connections N]
 //                     [--header-timeout-ms MS] [--accept-batch N] [--http2]
-//                     [--access-log PATH] [--access-log-format combined|json]
+//                     [--access-log PATH] [--access-log-format combined|json] [--basic-auth HTPASSWD]
+// --basic-auth: /hello behind lionet/http/auth.h's Basic authentication against the bcrypt
+// htpasswd file (its defaults: 1024 cached credentials, the brake on); scripts/bench-http-hello.sh
+// measures the cost with one credential, verified once and then taken from the cache.
 // --http2: h2c with prior knowledge beside HTTP/1.1 (lionet/http2).
 // --access-log: one line per response into PATH (or "stdout"), lionet/http/access_log.h with
 // its defaults (1 MiB buffer, 1 s flush interval); off unless given (scripts/bench-http-hello.sh
@@ -20,6 +23,7 @@
 
 #include "bench/common/server_main.h"
 #include "lionet/http/access_log.h"
+#include "lionet/http/auth.h"
 #include "lionet/http/router.h"
 #include "lionet/http/server.h"
 #include "lionet/http2/server.h"
@@ -29,7 +33,7 @@ namespace {
   std::fprintf(stderr,
                "usage: %s PORT [--threads N] [--backend epoll|io_uring|io_uring-poll] [--max-connections N] "
                "[--header-timeout-ms MS] [--accept-batch N] [--http2] [--access-log PATH] "
-               "[--access-log-format combined|json]\n",
+               "[--access-log-format combined|json] [--basic-auth HTPASSWD]\n",
                argv0);
   std::exit(2);
 }
@@ -41,7 +45,7 @@ int main(int argc, char** argv) {
   long accept_batch = -1;  // -1: TcpServerOptions' default
   bool http2 = false;
   std::string backend = "epoll";
-  std::string access_log, access_log_format = "combined";
+  std::string access_log, access_log_format = "combined", basic_auth;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
@@ -58,6 +62,8 @@ int main(int argc, char** argv) {
       http2 = true;
     } else if (a == "--access-log" && i + 1 < argc) {
       access_log = argv[++i];
+    } else if (a == "--basic-auth" && i + 1 < argc) {
+      basic_auth = argv[++i];
     } else if (a == "--access-log-format" && i + 1 < argc) {
       access_log_format = argv[++i];
     } else if (!a.empty() && a[0] != '-' && port < 0) {
@@ -74,10 +80,22 @@ int main(int argc, char** argv) {
   // The default runtime: the scheduler's own IO driver, on the backend asked for.
   lionet::bench::ServerMain runtime(threads, "hello", backend);
   lionet::http::Router router;
-  router.get("/hello", [](lionet::http::Request&, lionet::http::Response& res) {
+  lionet::http::Handler hello = [](lionet::http::Request&, lionet::http::Response& res) {
     res.set_header("Content-Type", "text/plain");
     res.set_body_view("hello world");
-  });
+  };
+  if (!basic_auth.empty()) {
+    auto auth = std::make_shared<lionet::http::Authenticator>(
+        lionet::http::AuthOptions{.kind = lionet::http::AuthKind::kBasic, .realm = "bench"});
+    try {
+      auth->set_users(lionet::http::HtpasswdUsers::load(basic_auth));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+    hello = auth->wrap(std::move(hello));
+  }
+  router.get("/hello", std::move(hello));
   lionet::http::ServerOptions opts;
   opts.tcp.reuse_port_per_worker = threads > 1;
   opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
@@ -101,9 +119,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   server.start();
-  std::fprintf(stderr, "http_hello_server: listening on %s, %d worker(s), backend %s, access log %s\n",
+  std::fprintf(stderr, "http_hello_server: listening on %s, %d worker(s), backend %s, access log %s, basic auth %s\n",
                server.addresses()[0].to_string().c_str(), threads, runtime.backend(),
-               access_log.empty() ? "off" : access_log.c_str());
+               access_log.empty() ? "off" : access_log.c_str(), basic_auth.empty() ? "off" : basic_auth.c_str());
   runtime.wait_for_stop();
   server.stop(std::chrono::seconds(1));
   runtime.stop();

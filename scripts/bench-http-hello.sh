@@ -10,6 +10,10 @@
 # `--access-log $tmp/access.log` (combined, lionet/http/access_log.h's defaults) and once without,
 # RUNS interleaved runs each (which goes first alternates), medians; target access_log_ratio
 # (on / off) >= 0.95. A run with the log on that leaves no line in the file counts as an error.
+# Then "Basic auth on vs off": the same, with `--basic-auth $tmp/users.htpasswd` (an `htpasswd -B`
+# file, cost 5, the default) and wrk sending the right Authorization on every request, against
+# the server without auth; target basic_auth_ratio (on / off) >= 0.9 (bcrypt runs once, then the
+# verified-credential cache answers). A run whose answers are not 200 counts as an error.
 # A run with socket errors or non-2xx answers counts as 0 (and as an error).
 # Prints a markdown table and, with --write, puts it into bench/RESULTS.md between
 # <!-- http-hello:begin --> and <!-- http-hello:end -->.
@@ -18,13 +22,14 @@
 #   --quick: RUNS=1 SECS=1 unless set (a smoke run; figures indicative only).
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR (bench/reference).
 #   Needs wrk and nginx.
-# Last line: RESULT ka16_ratio=.. ka100_ratio=.. close16_ratio=.. access_log_ratio=.. errors=N
+# Last line: RESULT ka16_ratio=.. ka100_ratio=.. close16_ratio=.. access_log_ratio=.. basic_auth_off=..
+#   basic_auth_on=.. basic_auth_ratio=.. errors=N
 BENCH="http-hello"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
 bench_parse "--write --no-build --quick" "$@"
 bench_defaults RUNS=3 SECS=5
-bench_need wrk nginx
+bench_need wrk nginx htpasswd
 bench_build http_hello_server
 server=$(bench_bin http_hello_server)
 nginx_run=$(ref_file nginx/run.sh)
@@ -32,11 +37,14 @@ bench_start
 chmod 755 "$tmp"  # nginx workers run as an unprivileged user
 root=$tmp/www; mkdir -p "$root"; chmod 755 "$root"; head -c 1024 /dev/urandom >"$root/1k.bin"; chmod 644 "$root/1k.bin"
 errors=0
+htpasswd -cbB "$tmp/users.htpasswd" bench 'bench-Pass' 2>/dev/null
+auth_header="Authorization: Basic $(printf %s 'bench:bench-Pass' | base64 -w0)"
 
-# wrk_rps URL CONNS [close] -> requests/s, or 0 with errors
+# wrk_rps URL CONNS [close|auth] -> requests/s, or 0 with errors
 wrk_rps() {
   local hdr=() out
   [ "${3:-}" = close ] && hdr=(-H "Connection: close")
+  [ "${3:-}" = auth ] && hdr=(-H "$auth_header")
   out=$(taskset -c 1 wrk -t1 -c"$2" -d"$SECS"s "${hdr[@]}" "$1" 2>&1)
   if echo "$out" | grep -q -E "Socket errors|Non-2xx"; then echo 0; return; fi
   local rps
@@ -48,6 +56,9 @@ one() {  # which conns mode
   if [ "$1" = nginx ]; then
     "$nginx_run" "$root" "$port" >/dev/null 2>&1 & SERVER_PID=$!; wait_port "$port" || true
     wrk_rps "http://127.0.0.1:$port/1k.bin" "$2" "$3"
+  elif [ "$1" = hello-auth ]; then
+    start_server "$server $port --threads 1 --basic-auth $tmp/users.htpasswd" "$port"
+    wrk_rps "http://127.0.0.1:$port/hello" "$2" auth
   elif [ "$1" = hello-log ]; then
     rm -f "$tmp/access.log"
     start_server "$server $port --threads 1 --access-log $tmp/access.log" "$port"
@@ -93,6 +104,17 @@ log_row="| keep-alive | 16 | $loff | $lon | $lr | ${off[*]} / ${on[*]} |"
 summary="$summary access_log_ratio=$lr"
 echo "access log keep-alive conns=16 off=$loff on=$lon ratio=$lr (runs: ${off[*]} | ${on[*]})"
 rm -f "$tmp/access.log"
+# Basic auth on vs off (the same server, keep-alive, 16 connections; the order alternates).
+aon=(); aoff=()
+for i in $(seq "$RUNS"); do
+  if [ $((i % 2)) = 1 ]; then aoff+=("$(one hello 16 ka)"); aon+=("$(one hello-auth 16 ka)")
+  else aon+=("$(one hello-auth 16 ka)"); aoff+=("$(one hello 16 ka)"); fi
+done
+for v in "${aon[@]}" "${aoff[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
+aonm=$(med "${aon[@]}"); aoffm=$(med "${aoff[@]}"); ar=$(ratio "$aonm" "$aoffm")
+auth_row="| keep-alive | 16 | $aoffm | $aonm | $ar | ${aoff[*]} / ${aon[*]} |"
+summary="$summary basic_auth_off=$aoffm basic_auth_on=$aonm basic_auth_ratio=$ar"
+echo "basic auth keep-alive conns=16 off=$aoffm on=$aonm ratio=$ar (runs: ${aoff[*]} | ${aon[*]})"
 
 commit=$(bench_commit lionet/http lionet/net bench/http_hello_server.cc)
 cpu=$(bench_cpu)
@@ -113,6 +135,14 @@ cpu=$(bench_cpu)
   echo "| Mode | Connections | log off req/s | log on req/s | ratio (on / off) | runs (off / on) |"
   echo "|---|---:|---:|---:|---:|---|"
   echo "$log_row"
+  echo
+  echo "Basic auth on vs off: the same hello server with \`--basic-auth\` (lionet/http/auth.h, an \`htpasswd -B\` file,"
+  echo "wrk sending the right credentials on every request: one bcrypt, then the verified-credential cache) and without;"
+  echo "$RUNS interleaved runs of $SECS s (which goes first alternates), medians. Target: ratio >= 0.9."
+  echo
+  echo "| Mode | Connections | auth off req/s | auth on req/s | ratio (on / off) | runs (off / on) |"
+  echo "|---|---:|---:|---:|---:|---|"
+  echo "$auth_row"
 } >"$tmp/section.md"
 bench_section "$tmp/section.md"
 bench_result "$summary errors=$errors"

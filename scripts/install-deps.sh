@@ -22,6 +22,7 @@ RUN_PACKAGES=(
   libzstd-dev            # kafka/: zstd-compressed record batches
   libsnappy-dev          # kafka/: snappy-compressed record batches
   libsystemd-dev         # app/: sd_notify readiness, watchdog, socket activation (LIONET_WITH_SYSTEMD)
+  libcrypt-dev           # http/auth.cc: bcrypt htpasswd entries checked by libxcrypt's crypt_rn
 )
 
 # What building and running the tests needs besides (`make test`, the default).
@@ -39,6 +40,7 @@ TEST_PACKAGES=(
   postgresql libpq5 libpq-dev  # libpq tests and examples/deadlines: the tests run their own server (initdb, private port)
   mariadb-server libmariadb-dev  # MariaDB C client test: the test runs its own mariadbd (private datadir and port)
   openssl curl             # ssl/ and http/ interop tests (s_client, curl), test certificates
+  apache2-utils            # htpasswd -B: the bcrypt htpasswd files of the HTTP authentication tests
   gzip brotli zstd         # precompressed static files (tests make .gz/.br/.zst siblings)
   nghttp2-client           # http2/ interop tests (nghttp, h2load)
   chromium                 # headless browser test of the shipped page over h2 (scripts/screenshot.sh)

@@ -148,11 +148,11 @@ AppConfig define_config(config::Registry& r) {
       "servers", {},
       "Servers to run: name, type (http | https | echo | syslog | kafka), listen, reuse_port, workers, limits "
       "(max_connections, max_connections_per_address, ...), allow / deny, "
-      "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls, "
-      "access_log, routes (each a path and/or a name, a type and its keys: timeout, allow / deny, rate_limit; "
-      "static's root, mode, try_files, "
-      "...; proxy's upstreams, timeouts, ...; debug's, debug_fibers' and pprof's allow_remote, pprof's max_seconds); "
-      "syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
+      "timeouts (header, body, idle, handler_timeout), cancel_on_disconnect, tls (verify_client and client_ca for "
+      "client certificates), access_log, routes (each a path and/or a name, a type and its keys: timeout, allow / "
+      "deny, rate_limit, auth (basic, bearer or client_cert, the brute-force brake); static's root, mode, "
+      "try_files, ...; proxy's upstreams, timeouts, ...; debug's, debug_fibers' and pprof's allow_remote, pprof's "
+      "max_seconds); syslog: topic, key, batch_max, linger, max_message_size, recv_buffer; "
       "kafka: advertised_host, advertised_port, max_request_size, group_min_session_timeout, "
       "group_max_session_timeout, offset_metadata_max_bytes, tls (SSL / SASL_SSL), sasl (mechanisms, users, "
       "allow_plaintext_sasl, acls: user -> produce, consume, groups).");
@@ -163,7 +163,8 @@ AppConfig define_config(config::Registry& r) {
   c.watch = r.define<bool>(
       "watch", false,
       "Follow changes on disk while running: the configuration reloads as on SIGHUP, https servers' certificate and "
-      "key files load for new connections, static files leave the caches at once. Read at start.");
+      "key files load for new connections, static files leave the caches at once, routes' credential files (auth) "
+      "load again. Read at start.");
   c.memory_trim_interval = r.define<std::chrono::milliseconds>(
       "memory.trim_interval", std::chrono::milliseconds(5000),
       "How often to look whether connections dropped; after a drop (memory.trim_after_closed) the "

@@ -32,6 +32,7 @@ class CountingStream final : public Stream {
   Result<void> shutdown_write() override { return inner_.shutdown_write(); }
   void close() noexcept override { inner_.close(); }
   std::string_view application_protocol() const noexcept override { return inner_.application_protocol(); }
+  x509_st* verified_peer_certificate() const noexcept override { return inner_.verified_peer_certificate(); }
   void set_timeouts(std::optional<Duration> read, std::optional<Duration> write) override {
     inner_.set_timeouts(read, write);
   }

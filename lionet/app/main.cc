@@ -201,6 +201,10 @@ int serve_signals(lionet::app::Runtime& runtime, lionet::config::Registry& regis
       } catch (const std::exception& e) {
         LIONET_LOG_ERROR(lg, "log files not reopened: {}", e.what());
       }
+      // Credential files of routes with auth: (a file that fails keeps the running credentials).
+      if (const std::size_t n = runtime.reload_credentials(); n > 0) {
+        LIONET_LOG_INFO(lg, "SIGHUP: credentials reloaded for {} route(s)", n);
+      }
       // Access logs: each writer thread opens its file anew (a failure is logged there).
       if (const std::size_t n = runtime.reopen_access_logs(); n > 0) {
         LIONET_LOG_INFO(lg, "SIGHUP: reopening {} access log file(s)", n);

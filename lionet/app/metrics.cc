@@ -11,6 +11,7 @@
 #include "lionet/app/counting_stream.h"
 #include "lionet/app/detail/running.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/auth.h"
 #include "lionet/http/handler_limits.h"
 #include "lionet/sched/fiber_dump.h"
 #include "lionet/sched/os_locks.h"
@@ -59,6 +60,38 @@ void render_proxy_metrics(PrometheusWriter& w, const Runtime::Impl& im) {
   for (const auto& r : rows)
     w.histogram("lionet_proxy_upstream_response_seconds",
                 L{{"server", *r.server}, {"route", *r.route}, {"upstream", r.s.address}}, r.s.latency);
+}
+// lionet_http_auth_*: per server and route with `auth:`.
+void render_auth_metrics(PrometheusWriter& w, const Runtime::Impl& im) {
+  using L = PrometheusWriter::Labels;
+  bool any = false;
+  for (const auto& srv : im.servers) any |= !srv->auths.empty();
+  if (!any) return;
+  w.family("lionet_http_auth_total", "counter",
+           "Requests to routes with auth, by result: success, failure (401/403: missing or wrong credentials) or "
+           "braked (429: the address failed too often).");
+  for (const auto& srv : im.servers) {
+    for (const auto& a : srv->auths) {
+      const http::AuthStats& st = a.auth->stats();
+      w.sample("lionet_http_auth_total", L{{"server", srv->cfg.name}, {"route", a.route}, {"result", "success"}},
+               st.successes.value());
+      w.sample("lionet_http_auth_total", L{{"server", srv->cfg.name}, {"route", a.route}, {"result", "failure"}},
+               st.failures.value());
+      w.sample("lionet_http_auth_total", L{{"server", srv->cfg.name}, {"route", a.route}, {"result", "braked"}},
+               st.braked.value());
+    }
+  }
+  w.family("lionet_http_auth_cached_credentials", "gauge", "Verified Basic credentials in the route's cache.");
+  for (const auto& srv : im.servers)
+    for (const auto& a : srv->auths)
+      w.sample("lionet_http_auth_cached_credentials", L{{"server", srv->cfg.name}, {"route", a.route}},
+               static_cast<uint64_t>(a.auth->cache().size()));
+  w.family("lionet_http_auth_brake_addresses", "gauge",
+           "Client addresses the route's brute-force brake tracks (bounded by auth.max_addresses).");
+  for (const auto& srv : im.servers)
+    for (const auto& a : srv->auths)
+      w.sample("lionet_http_auth_brake_addresses", L{{"server", srv->cfg.name}, {"route", a.route}},
+               static_cast<uint64_t>(a.auth->brake().size()));
 }
 }  // namespace
 
@@ -347,6 +380,7 @@ std::string render_metrics(const Runtime::Impl& im) {
       w.histogram("lionet_http_request_duration_seconds", L{{"server", s->cfg.name}}, s->m.latency.snapshot());
 
   render_proxy_metrics(w, im);
+  render_auth_metrics(w, im);
 
   std::unique_lock<std::mutex> logs_lk(im.access_logs_mu);
   if (!im.access_logs.empty()) {

@@ -12,6 +12,7 @@
 #include "lionet/app/detail/running.h"
 #include "lionet/app/pprof.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/auth.h"
 #include "lionet/http/handler_limits.h"
 #include "lionet/http/static_files.h"
 #include "lionet/sched/fiber_dump.h"
@@ -120,12 +121,15 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
 }
 
 // What a route puts around its handler(s), outermost first: its address rules (403), its rate
-// limit (429 / a delay). One limiter per route, shared by a storage route's several handlers.
-// The route's label in /metrics is its path, or "@name" for a named route without one.
+// limit (429 / a delay), its authentication (401/403/429, http/auth.h; outside the route's
+// timeout: a bcrypt check is not the handler's time). One limiter and one authenticator per
+// route, shared by a storage route's several handlers. The route's label in /metrics is its
+// path, or "@name" for a named route without one.
 using Guard = std::function<http::Handler(http::Handler)>;
-Guard route_guard(Running& srv, const RouteConfig& r) {
+Guard route_guard(Running& srv, const RouteConfig& r, std::shared_ptr<http::Authenticator> auth) {
   const bool rules = !r.allow.empty() || !r.deny.empty();
-  if (!rules && !r.rate_limit) return [](http::Handler h) { return h; };
+  if (!rules && !r.rate_limit && !auth) return [](http::Handler h) { return h; };
+  if (!rules && !r.rate_limit) return [auth](http::Handler h) { return auth->wrap(std::move(h)); };
   Running::Access& a = srv.access_of(r.path.empty() ? "@" + r.name : r.path);
   a.has_rules = a.has_rules || rules;
   std::shared_ptr<http::RateLimiter> limiter;
@@ -141,7 +145,8 @@ Guard route_guard(Running& srv, const RouteConfig& r) {
     o.status = c.status;
     limiter = std::make_shared<http::RateLimiter>(std::move(o));
   }
-  return [&a, limiter, ar = AddressRules::parse(r.allow, r.deny)](http::Handler h) {  // rules checked at load
+  return [&a, limiter, auth, ar = AddressRules::parse(r.allow, r.deny)](http::Handler h) {  // checked at load
+    if (auth) h = auth->wrap(std::move(h));
     if (limiter) h = http::with_rate_limit(std::move(h), limiter, &a.rate);
     return http::with_address_rules(std::move(h), ar, &a.denied);
   };
@@ -149,7 +154,16 @@ Guard route_guard(Running& srv, const RouteConfig& r) {
 
 void add_route(Runtime::Impl& im, Running& srv, http::Router& router, const RouteConfig& r, NamedRoutes& named) {
   const std::string where = "server '" + srv.cfg.name + "': route " + (r.path.empty() ? "@" + r.name : r.path) + ": ";
-  const Guard guard = route_guard(srv, r);
+  std::shared_ptr<http::Authenticator> auth;
+  if (r.auth) {
+    try {
+      auth = make_authenticator(*r.auth);
+    } catch (const std::exception& e) {
+      throw StartupError(where + e.what());
+    }
+    srv.auths.push_back({r.path.empty() ? "@" + r.name : r.path, *r.auth, auth});
+  }
+  const Guard guard = route_guard(srv, r, auth);
   if (r.type == "storage") {  // never named (checked at load)
     add_storage_routes(router, r.path, *im.store, im.storage_stats, storage_api_options(im.config.storage), guard);
     return;

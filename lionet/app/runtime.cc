@@ -87,6 +87,11 @@ SslOptions tls_options(const ServerConfig& c) {
   if (!c.http2) std::erase(o.alpn, "h2");
   o.handshake_timeout = t.handshake_timeout;
   if (c.type == "kafka") o.alpn.clear();  // Kafka clients send no ALPN
+  if (t.verify_client != "off") {  // client certificates for routes with auth.client_cert
+    o.verify_peer = true;
+    o.peer_certificate_optional = t.verify_client == "optional";
+    o.ca_file = t.client_ca;
+  }
   return o;
 }
 
@@ -363,6 +368,34 @@ std::size_t Runtime::reload_tls(const std::vector<std::string>& changed) {
 }
 
 const std::vector<Runtime::StaticRoute>& Runtime::static_routes() const { return impl_->static_routes; }
+
+std::vector<std::string> Runtime::credential_files() const {
+  std::vector<std::string> out;
+  for (const auto& s : impl_->servers)
+    for (const auto& a : s->auths)
+      if (std::string f = auth_file(a.config); !f.empty() && std::find(out.begin(), out.end(), f) == out.end())
+        out.push_back(f);
+  return out;
+}
+
+std::size_t Runtime::reload_credentials(const std::vector<std::string>& changed) {
+  auto lg = log::get("app");
+  std::size_t reloaded = 0;
+  for (const auto& s : impl_->servers) {
+    for (const auto& a : s->auths) {
+      const std::string f = auth_file(a.config);
+      if (f.empty() || std::find(changed.begin(), changed.end(), f) == changed.end()) continue;
+      if (std::string err = reload_auth(a); !err.empty()) {
+        LIONET_LOG_ERROR(lg, "server '{}': route {}: credentials not reloaded, keeping the running ones: {}",
+                         s->cfg.name, a.route, err);
+        continue;
+      }
+      ++reloaded;
+      LIONET_LOG_INFO(lg, "server '{}': route {}: credentials reloaded from {}", s->cfg.name, a.route, f);
+    }
+  }
+  return reloaded;
+}
 
 std::vector<std::string> Runtime::describe() const {
   std::vector<std::string> out;

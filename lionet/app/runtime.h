@@ -113,6 +113,13 @@ class Runtime {
     std::shared_ptr<http::StaticFiles> files;
   };
   const std::vector<StaticRoute>& static_routes() const;
+  // The credential files of every route with `auth:` (htpasswd, tokens), as configured.
+  std::vector<std::string> credential_files() const;
+  // Loads again every credential file in `changed` (SIGHUP: all of them); a route's verified-
+  // credential cache is emptied when its file loads. A file that fails to load keeps the running
+  // credentials and logs why (file and line, never a credential). Returns how many routes loaded.
+  std::size_t reload_credentials(const std::vector<std::string>& changed);
+  std::size_t reload_credentials() { return reload_credentials(credential_files()); }
 
   struct Impl;
 

@@ -132,6 +132,16 @@ std::optional<std::string> check_servers(const std::vector<ServerConfig>& server
       auto [it, fresh] = used.emplace(std::string(proto) + " " + a->to_string(), i);
       if (!fresh) return lkey + ": " + s.listen[j] + " is already used by " + at(it->second, servers[it->second]);
     }
+    for (std::size_t j = 0; j < s.routes.size(); ++j) {
+      const RouteConfig& r = s.routes[j];
+      if (!r.auth || !r.auth->client_cert) continue;
+      const std::string rkey = key + ".routes[" + std::to_string(j) + "].auth.client_cert";
+      if (s.type != "https") return rkey + ": client certificates need an https server (this one is " + s.type + ")";
+      if (s.tls->verify_client == "off")
+        return rkey +
+               ": the server asks for no client certificate: set tls.verify_client (optional or require) "
+               "and tls.client_ca";
+    }
     std::set<std::string> paths;
     for (std::size_t j = 0; j < s.routes.size(); ++j) {
       if (s.routes[j].path.empty()) continue;  // a named route: no URL
@@ -219,9 +229,10 @@ const Fields<WorkerPoolConfig> kWorkerPoolFields = {
 // debug_fibers and pprof; websocket; proxy: only that list is written). Every list but the
 // proxy's is read for every route; read_proxy_route reads the proxy's, for a proxy route.
 const Fields<RouteConfig> kRouteFields = {
-    {"path", &R::path, kOmitEmpty}, {"name", &R::name, kOmitEmpty},   {"type", &R::type, kRequired},
-    {"timeout", &R::timeout},       {"allow", &R::allow, kOmitEmpty}, {"deny", &R::deny, kOmitEmpty},
-    {"rate_limit", &R::rate_limit},
+    {"path", &R::path, kOmitEmpty},   {"name", &R::name, kOmitEmpty},
+    {"type", &R::type, kRequired},    {"timeout", &R::timeout},
+    {"allow", &R::allow, kOmitEmpty}, {"deny", &R::deny, kOmitEmpty},
+    {"rate_limit", &R::rate_limit},   {"auth", &R::auth},
 };
 const Fields<RateLimitConfig> kRateLimitFields = {
     {"rate", &RateLimitConfig::rate, kRequired}, {"burst", &RateLimitConfig::burst},
@@ -259,6 +270,8 @@ const Fields<TlsConfig> kTlsFields = {
     {"min_version", &TlsConfig::min_version},
     {"alpn", &TlsConfig::alpn},
     {"handshake_timeout", &TlsConfig::handshake_timeout},
+    {"verify_client", &TlsConfig::verify_client},
+    {"client_ca", &TlsConfig::client_ca, kOmitEmpty},
 };
 
 const Fields<KafkaAclConfig> kKafkaAclFields = {
@@ -411,6 +424,10 @@ TlsConfig ConfigTraits<TlsConfig>::from_yaml(const YAML::Node& n) {
     field_error(n, "min_version", "must be TLS1.2 or TLS1.3, got '" + t.min_version + "'");
   }
   if (t.handshake_timeout.count() <= 0) field_error(n, "handshake_timeout", "must be positive");
+  if (t.verify_client != "off" && t.verify_client != "optional" && t.verify_client != "require")
+    field_error(n, "verify_client", "must be off, optional or require, got '" + t.verify_client + "'");
+  if (t.verify_client != "off" && t.client_ca.empty())
+    field_error(n, "client_ca", "verify_client " + t.verify_client + " needs client_ca (the CA certificates, PEM)");
   return t;
 }
 YAML::Node ConfigTraits<TlsConfig>::to_yaml(const TlsConfig& t) { return kTlsFields.encode(t); }

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "lionet/app/auth_route.h"
 #include "lionet/app/proxy_route.h"
 #include "lionet/config/traits.h"
 #include "lionet/http/access_log.h"
@@ -71,6 +72,8 @@ struct RouteConfig {
   // Any type: address rules after the server's (net/address_rules.h; 403), and a rate limit.
   std::vector<std::string> allow, deny;
   std::optional<RateLimitConfig> rate_limit;
+  // HTTP authentication (auth_route.h, http/auth.h): basic, bearer or client_cert; absent = none.
+  std::optional<AuthConfig> auth;
   // static:
   std::string root;  // directory served
   std::string mode = "auto";  // memory | chunk | sendfile | auto
@@ -109,6 +112,11 @@ struct TlsConfig {
   std::string min_version = "TLS1.2";
   std::vector<std::string> alpn = {"http/1.1"};
   std::chrono::milliseconds handshake_timeout{10000};
+  // Client certificates (routes with auth.client_cert): off (none asked for), optional (asked
+  // for; a sent one must verify against client_ca, a missing one leaves the route to refuse)
+  // or require (the handshake fails without a verified one).
+  std::string verify_client = "off";
+  std::string client_ca;  // PEM CA certificates client certificates are verified against
   bool operator==(const TlsConfig&) const = default;
 };
 

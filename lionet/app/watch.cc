@@ -42,6 +42,7 @@ struct Watch::State {
   bool conf_is_dir = false;
   std::unique_ptr<FileWatcher> watcher;
   std::vector<std::string> tls_files;
+  std::vector<std::string> credential_files;  // htpasswd and token files of auth routes
   struct Root {
     std::string dir;  // as configured, trailing slashes trimmed
     std::shared_ptr<http::StaticFiles> files;
@@ -82,17 +83,20 @@ struct Watch::State {
 
   void handle(const std::vector<FileChange>& changes) {
     bool reload_conf = false;
-    std::vector<std::string> tls_changed;
+    std::vector<std::string> tls_changed, credentials_changed;
     for (const FileChange& c : changes) {
       if (c.overflow()) {  // lost changes: act as if everything changed
         LIONET_LOG_WARN(lg, "watch: the kernel dropped file events: reloading everything watched");
         reload_conf = true;
         tls_changed = tls_files;
+        credentials_changed = credential_files;
         for (auto& r : roots) r.files->invalidate_all();
         break;
       }
       if (conf_is_dir ? (beneath(conf, c.path) && is_yaml(c.path)) : c.path == conf) reload_conf = true;
       if (std::find(tls_files.begin(), tls_files.end(), c.path) != tls_files.end()) tls_changed.push_back(c.path);
+      if (std::find(credential_files.begin(), credential_files.end(), c.path) != credential_files.end())
+        credentials_changed.push_back(c.path);
       for (auto& r : roots) {
         auto rel = beneath(r.dir, c.path);
         if (!rel) continue;
@@ -104,6 +108,7 @@ struct Watch::State {
       }
     }
     if (!tls_changed.empty()) runtime.reload_tls(tls_changed);
+    if (!credentials_changed.empty()) runtime.reload_credentials(credentials_changed);
     if (reload_conf) {
       LIONET_LOG_INFO(lg, "watch: {} changed: reloading as on SIGHUP", conf);
       ::kill(::getpid(), SIGHUP);
@@ -144,14 +149,22 @@ Watch::Watch(Runtime& runtime, std::string conf) : state_(new State{runtime, tri
     }
     s.tls_files.push_back(f);
   }
+  for (const std::string& f : runtime.credential_files()) {
+    if (auto r = s.watcher->add(f); !r) {
+      LIONET_LOG_WARN(s.lg, "watch: cannot watch the credential file '{}': {}", f, r.error().message());
+      continue;
+    }
+    s.credential_files.push_back(f);
+  }
   for (const auto& sr : runtime.static_routes()) {
     s.roots.push_back({trim_slashes(sr.root), sr.files});
     s.watch_tree(s.roots.back(), s.roots.back().dir);
   }
   std::size_t dirs = 0;
   for (const auto& r : s.roots) dirs += r.dirs;
-  LIONET_LOG_INFO(s.lg, "watch: following {} ({}), {} certificate file(s), {} static director{}", s.conf,
-                  s.conf_is_dir ? "directory" : "file", s.tls_files.size(), dirs, dirs == 1 ? "y" : "ies");
+  LIONET_LOG_INFO(s.lg, "watch: following {} ({}), {} certificate file(s), {} credential file(s), {} static director{}",
+                  s.conf, s.conf_is_dir ? "directory" : "file", s.tls_files.size(), s.credential_files.size(), dirs,
+                  dirs == 1 ? "y" : "ies");
   thread_ = std::thread([&s] { s.run(); });
 }
 

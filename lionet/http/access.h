@@ -41,7 +41,7 @@ struct RateLimitOptions {
   bool nodelay = false;
   // "" = the client address (IPv4 whole, IPv6 whole), else the value of this request header
   // (an API key, say); a request without the header is limited by its client address.
-  std::string key_header;
+  std::string key_header{};
   // Keys remembered at most (the bound on memory: about 100 bytes per key, 6.5 MB at the
   // default). When full, the least recently seen key is forgotten: under a flood of more
   // distinct keys than this, a forgotten key starts again with an empty bucket. nginx: the

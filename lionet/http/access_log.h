@@ -27,7 +27,7 @@
 //                $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
 //                "$http_referer" "$http_user_agent" $request_time
 //              127.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /a.gif HTTP/1.1" 200 2326 "-" "curl/8.0" 0.003
-//              $remote_user is always "-" (no authentication here); absent values are "-";
+//              $remote_user is always "-" (credentials are never logged); absent values are "-";
 //              $time_local is the local time with its UTC offset; $request_time is seconds with
 //              millisecond resolution from the request head's first byte to the response's end.
 //              The last field is the addition (README "Access log"): parsers that match the

@@ -31,6 +31,7 @@
 #include "lionet/http/url.h"
 #include "lionet/net/address.h"
 #include "lionet/net/socket.h"
+#include "lionet/net/stream.h"
 
 namespace lionet::http {
 
@@ -58,6 +59,7 @@ struct ConnectionInfo {
 
   Socket* socket = nullptr;  // the TCP/Unix socket under the stream (addresses are read lazily)
   bool tls = false;  // the stream is TLS
+  const Stream* stream = nullptr;  // the stream requests come on (its verified peer certificate)
 
   // The peer's address: getpeername once per connection, then the copy (a proxy asks on every
   // request). Any fiber of the connection (HTTP/2 streams run at once): whoever first gets
@@ -159,6 +161,11 @@ class Request {
     return conn_->socket->local_address();
   }
   bool is_tls() const noexcept { return conn_ && conn_->tls; }
+  // The client certificate the TLS handshake verified (https servers asking for one:
+  // SslOptions::verify_peer), else nullptr. Borrowed, valid during the handler.
+  x509_st* peer_certificate() const noexcept {
+    return conn_ && conn_->stream ? conn_->stream->verified_peer_certificate() : nullptr;
+  }
   void set_connection_info(const ConnectionInfo* info) noexcept { conn_ = info; }
 
   // For the Router.

@@ -53,12 +53,14 @@ bool Server::stop(Duration drain) {
 void Server::serve(SocketStream& s) {
   ConnectionInfo info{&s.socket(), false};
   if (!factory_) {
+    info.stream = &s;
     serve_connection(s, handler_, options_, &stopping_, &stats_, &info);
     return;
   }
   std::unique_ptr<Stream> wrapped = factory_(s);
   if (!wrapped) return;
   info.tls = tls_;
+  info.stream = wrapped.get();
   serve_connection(*wrapped, handler_, options_, &stopping_, &stats_, &info);
   wrapped->close();
 }

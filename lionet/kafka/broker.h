@@ -64,7 +64,7 @@ struct BrokerOptions {
   GroupOptions groups{};  // consumer groups (group_coordinator.h)
   // SASL (sasl.h): set, every connection must authenticate before any API but ApiVersions,
   // SaslHandshake and SaslAuthenticate, and its user's permissions (acl.h) apply. nullptr: none.
-  std::shared_ptr<const SaslConfig> sasl;
+  std::shared_ptr<const SaslConfig> sasl{};
 };
 
 // One connection's state, kept by its caller (server.h: the connection's fiber) and handed to

@@ -110,10 +110,6 @@ struct PlainToken {
 // [authzid] NUL authcid NUL passwd (RFC 4616); authzid empty or equal to the user.
 const char* parse_plain(std::string_view msg, PlainToken& out);
 
-// Base64 (RFC 4648, padded); decode: nullopt when not canonical base64.
-std::string base64_encode(std::string_view in);
-std::optional<std::string> base64_decode(std::string_view in);
-
 // One connection's exchange with one mechanism.
 class SaslExchange {
  public:
@@ -141,9 +137,9 @@ class SaslExchange {
 
 // A listener's SASL settings (BrokerOptions::sasl).
 struct SaslConfig {
-  std::vector<SaslMechanism> mechanisms;  // enabled, in the order SaslHandshake lists them
-  std::shared_ptr<const SaslUsers> users;
-  Acl acl;  // empty: every authenticated user may do everything
+  std::vector<SaslMechanism> mechanisms{};  // enabled, in the order SaslHandshake lists them
+  std::shared_ptr<const SaslUsers> users{};
+  Acl acl{};  // empty: every authenticated user may do everything
   bool enabled(SaslMechanism m) const noexcept {
     for (SaslMechanism e : mechanisms)
       if (e == m) return true;

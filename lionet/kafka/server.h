@@ -55,12 +55,12 @@ struct ServerOptions {
       100 << 20;  // one request frame at most (Kafka's socket.request.max.bytes). YAML: servers[].max_request_size
   std::size_t max_connections = 10000;  // YAML: servers[].max_connections
   std::size_t max_connections_per_address = 0;  // 0 = none. YAML: servers[].max_connections_per_address
-  AddressRules admit;  // peers refused are closed at accept. YAML: servers[].allow / deny
+  AddressRules admit{};  // peers refused are closed at accept. YAML: servers[].allow / deny
   Duration idle_timeout = std::chrono::minutes(
       10);  // silent connection closed (Kafka's connections.max.idle.ms). YAML: servers[].idle_timeout
   // TLS: the context each new connection uses (called once per connection, so a reloaded
   // certificate applies to the next ones). Empty: plaintext. YAML: servers[].tls
-  std::function<std::shared_ptr<SslContext>()> tls;
+  std::function<std::shared_ptr<SslContext>()> tls{};
 };
 
 class Server {

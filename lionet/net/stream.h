@@ -29,6 +29,8 @@
 #include "lionet/base/clock.h"
 #include "lionet/base/result.h"
 
+struct x509_st;  // OpenSSL's X509, named here without including OpenSSL (net/ knows no TLS)
+
 namespace lionet {
 
 class Stream {
@@ -55,6 +57,10 @@ class Stream {
   // The application protocol the peers agreed on while connecting (TLS ALPN, e.g. "h2"); ""
   // when none was negotiated (plain TCP, or no ALPN).
   virtual std::string_view application_protocol() const noexcept { return {}; }
+  // The certificate the peer presented and the transport verified (a TLS server stream whose
+  // context asks for client certificates); nullptr otherwise (plain TCP, no certificate sent).
+  // Borrowed: valid while the stream is. Decorators forward it.
+  virtual x509_st* verified_peer_certificate() const noexcept { return nullptr; }
 
   // Non-virtual helpers.
   Result<size_t> write(std::string_view s) { return write(s.data(), s.size()); }

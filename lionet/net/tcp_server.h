@@ -75,7 +75,7 @@ struct TcpServerOptions {
   std::size_t max_connections_per_address = 0;
   // Who may connect: a peer these rules refuse is closed at once, before any byte is read
   // (net/address_rules.h). Empty: everyone.
-  AddressRules admit;
+  AddressRules admit{};
   // One SO_REUSEPORT listener per worker for each address, its acceptor pinned to that
   // worker: the kernel spreads connections over workers and accept never contends. Costs one
   // fd per worker per address.

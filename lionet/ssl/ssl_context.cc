@@ -165,7 +165,8 @@ void SslContext::build_server() {
         fail("CA file " + options_.ca_file + " cannot be loaded");
       STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options_.ca_file.c_str());
       if (names) SSL_CTX_set_client_CA_list(ctx, names);
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      SSL_CTX_set_verify(
+          ctx, SSL_VERIFY_PEER | (options_.peer_certificate_optional ? 0 : SSL_VERIFY_FAIL_IF_NO_PEER_CERT), nullptr);
     }
   }
   // SNI: the default context (the one the SSL objects start with) picks among all of them.

@@ -51,6 +51,10 @@ struct SslOptions {
   // Server: require and verify a client certificate. Client: verify the server (also on when
   // ca_file is set; the system trust store is used when ca_file is empty). YAML: tls.verify_peer.
   bool verify_peer = false;
+  // Server with verify_peer: a client that sends no certificate still completes the handshake
+  // (one it sends is verified all the same; a route decides what a missing one means:
+  // SslStream::verified_peer_certificate()). YAML: tls.verify_client: optional.
+  bool peer_certificate_optional = false;
   // Client: the SNI name sent and the host name checked when verifying. YAML: tls.server_name.
   std::string server_name{};
   // "TLS1.2" or "TLS1.3". YAML: tls.min_version.

@@ -436,6 +436,12 @@ std::string_view SslStream::alpn_selected() const noexcept {
 
 bool SslStream::session_reused() const noexcept { return SSL_session_reused(ssl_) == 1; }
 
+x509_st* SslStream::verified_peer_certificate() const noexcept {
+  if (!ssl_ || !handshake_done()) return nullptr;
+  X509* cert = SSL_get0_peer_certificate(ssl_);
+  return cert && SSL_get_verify_result(ssl_) == X509_V_OK ? cert : nullptr;
+}
+
 const char* SslStream::version() const noexcept { return SSL_get_version(ssl_); }
 
 std::string SslStream::last_error() const {

@@ -97,6 +97,9 @@ class SslStream final : public Stream {
   std::string_view alpn_selected() const noexcept;  // "" if none
   std::string_view application_protocol() const noexcept override { return alpn_selected(); }
   bool session_reused() const noexcept;
+  // The peer's certificate when the handshake verified one (SSL_get_verify_result is
+  // X509_V_OK), else nullptr; server side: SslOptions::verify_peer asks for it.
+  x509_st* verified_peer_certificate() const noexcept override;
   bool ktls_send() const noexcept { return ktls_send_; }
   const char* version() const noexcept;  // "TLSv1.3", "TLSv1.2"
   bool handshake_done() const noexcept { return handshake_done_.load(std::memory_order_acquire); }

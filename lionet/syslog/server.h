@@ -59,7 +59,7 @@ struct ServerOptions {
   std::size_t max_connections_per_address = 0;  // TCP, 0 = none. YAML: servers[].max_connections_per_address
   // Who may send: a TCP peer these rules refuse is closed at accept, a UDP datagram from one
   // is dropped and counted (ServerStats::denied). YAML: servers[].allow / deny
-  AddressRules admit;
+  AddressRules admit{};
   Duration idle_timeout = std::chrono::minutes(5);  // TCP: a silent connection is closed. YAML: servers[].idle_timeout
 };
 

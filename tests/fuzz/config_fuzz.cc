@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "lionet/app/auth_route.cc"  // NOLINT
 #include "lionet/app/config_binding.cc"  // NOLINT: app/ is not part of the library
 #include "lionet/app/proxy_route.cc"  // NOLINT
 #include "lionet/app/server_config.cc"  // NOLINT

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "lionet/base/base64.h"
 #include "lionet/kafka/sasl.h"
 
 namespace {
@@ -44,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (parse_scram_client_final(in, f) == nullptr) {
         if (!inside(f.without_proof, in) || !inside(f.proof, in) || !inside(f.nonce, in) || f.proof.empty())
           std::abort();
-        (void)base64_decode(f.proof);
+        (void)lionet::base64_decode(f.proof);
       }
       break;
     }

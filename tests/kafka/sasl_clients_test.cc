@@ -128,8 +128,13 @@ TEST(KafkaSaslClients, KafkaPythonOverSaslSsl) {
       sh("timeout 90 " + py + " " + script + " " + b + " " + cert.cert + " SCRAM-SHA-256 alice wrong py-x 1 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("AUTH-FAILED"), std::string::npos) << out;
-  EXPECT_NE(out.find("SaslAuthenticationFailedError"), std::string::npos) << out;
-  EXPECT_NE(out.find("invalid credentials with SASL mechanism SCRAM-SHA-256"), std::string::npos) << out;
+  // The broker refused the credentials (not a timeout or a TLS failure).
+  EXPECT_GE(fx.server().broker().stats().sasl_failed[static_cast<int>(SaslMechanism::kScramSha256)], 1u);
+  // kafka-python reports it only in its log, and only when it read the answer before the close
+  // (once, in a full suite run on a loaded machine, it logged only "socket disconnected").
+  if (out.find("SaslAuthenticationFailedError") != std::string::npos) {
+    EXPECT_NE(out.find("invalid credentials with SASL mechanism SCRAM-SHA-256"), std::string::npos) << out;
+  }
 }
 
 }  // namespace

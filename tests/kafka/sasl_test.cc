@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kafka_test_util.h"
+#include "lionet/base/base64.h"
 #include "lionet/kafka/acl.h"
 #include "lionet/kafka/protocol.h"
 #include "lionet/kafka/record_batch.h"

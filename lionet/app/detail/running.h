@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "lionet/app/auth_route.h"
 #include "lionet/app/runtime.h"
 #include "lionet/app/storage_api.h"
 #include "lionet/base/metrics.h"
@@ -103,6 +104,8 @@ struct Running {
     if (!a) a = std::make_unique<Access>();
     return *a;
   }
+  // Its routes with `auth:` (reloads, /metrics); the router's handlers hold the authenticators too.
+  std::vector<AuthRoute> auths;
   TcpServer& listener() const { return http ? http->tcp() : kafka ? kafka->tcp() : *tcp; }  // http(s), echo, kafka
   bool has_listener() const { return http || tcp || kafka; }
 };

@@ -11,7 +11,9 @@
 #include "lionet/file/file_engine.h"
 #include "lionet/file/file_watcher.h"
 #include "lionet/hook/hook.h"
+#include "lionet/http/access.h"
 #include "lionet/http/access_log.h"
+#include "lionet/http/auth.h"
 #include "lionet/http/chunked_decoder.h"
 #include "lionet/http/client.h"
 #include "lionet/http/proxy.h"
@@ -23,6 +25,7 @@
 #include "lionet/kafka/broker.h"
 #include "lionet/kafka/group_coordinator.h"
 #include "lionet/kafka/record_batch.h"
+#include "lionet/kafka/sasl.h"
 #include "lionet/kafka/server.h"
 #include "lionet/log/log.h"
 #include "lionet/net/socket.h"
@@ -85,6 +88,9 @@ int designated_initializer_structs() {
       lionet::http::ProxyOptions{.json_errors = true}, lionet::http::StaticOptions{.root = "."},
       lionet::http::StaticOptions{.index = "i.html"}, lionet::http::AccessLogOptions{.path = "a.log"},
       lionet::http::AccessLogOptions{.buffer_bytes = 4096}, lionet::http2::Options{.max_concurrent_streams = 16},
+      lionet::http::RateLimitOptions{.rate = 5}, lionet::http::RateLimitOptions{.key_header = "X-Api-Key"},
+      lionet::http::AuthOptions{.realm = "r"}, lionet::http::BrakeOptions{.max_failures = 3},
+      lionet::http::ClientCertRule{.subjects = {"CN=ops"}},
       // websocket/
       lionet::websocket::Options{.max_frame_size = 1024}, lionet::websocket::Options{.deflate = {.enabled = true}},
       lionet::websocket::DeflateOptions{.enabled = true},
@@ -96,5 +102,6 @@ int designated_initializer_structs() {
       lionet::storage::Record{.value = "v"}, lionet::storage::Record{.timestamp = 1},
       lionet::kafka::GroupOptions{.min_session_timeout = 1s}, lionet::kafka::BrokerOptions{.node_id = 2},
       lionet::kafka::OutRecord{.offset = 1}, lionet::kafka::ServerOptions{.name = "k"},
+      lionet::kafka::SaslConfig{.mechanisms = {lionet::kafka::SaslMechanism::kPlain}},
       lionet::syslog::ServerOptions{.topic = "s"});
 }
