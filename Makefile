@@ -51,13 +51,13 @@ test-tsan: deps
 
 # libFuzzer targets (tests/fuzz/, made by the asan build), FUZZ_SECONDS each, under ASan+UBSan
 # (clang), one per CPU at once.
-FUZZ_SECONDS ?= 45
+FUZZ_SECONDS ?= 30
 test-fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The lionet binary under mixed load (HTTP, HTTPS, echo, storage) for SOAK_MINUTES, watched for
 # client errors, RSS/fd growth and lost records (scripts/soak.sh).
-SOAK_MINUTES ?= 2
+SOAK_MINUTES ?= 1.5
 test-soak: build
 	scripts/soak.sh $(SOAK_MINUTES) --no-build
 

@@ -12,7 +12,7 @@
 # errors), if RSS or open fds at the end exceed their value after warm-up (the first quarter,
 # at least 15 s) by more than 10%, if the server did not exit 0, or if any acknowledged record
 # is missing or different.
-# Usage: scripts/soak.sh [minutes (default 10; CI's make test runs 2)] [--no-build]
+# Usage: scripts/soak.sh [minutes (default 10; CI's make test runs 1.5)] [--no-build]
 # Environment: BUILD_DIR (build/release), OUT (a temp dir, kept on failure).
 # Last line: RESULT minutes=M http_requests=N https_requests=N echo_requests=N appended=N
 #            rss_start_kb=.. rss_end_kb=.. fds_start=.. fds_end=.. missing=N errors=N
