@@ -1,17 +1,12 @@
 // lionet/http/auth.cc: the parsers, credential sets, cache, brake and Authenticator of auth.h.
 #include "lionet/http/auth.h"
 
-#include "lionet/base/base64.h"
-
 #include <crypt.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -19,6 +14,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "lionet/base/base64.h"
+#include "lionet/base/read_file.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/status.h"
 #include "lionet/sync/offload.h"
@@ -223,31 +220,12 @@ std::vector<Sha256Digest> parse_token_file(std::string_view text, std::string_vi
 }
 
 std::string read_credential_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw AuthFileError(path + ": " + std::generic_category().message(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // a FIFO or a device would block or never end
-    ::close(fd);
-    throw AuthFileError(path + ": not a regular file");
-  }
   std::string out;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      throw AuthFileError(path + ": " + std::generic_category().message(e));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > (std::size_t{64} << 20)) {
-      ::close(fd);
-      throw AuthFileError(path + ": larger than 64 MiB");
-    }
+  const ReadFileResult r = read_regular_file(path, std::size_t{64} << 20, out);
+  if (!r.ok()) {
+    OPENSSL_cleanse(out.data(), out.size());
+    throw AuthFileError(path + ": " + r.reason());
   }
-  ::close(fd);
   return out;
 }
 

@@ -1,20 +1,16 @@
 // lionet/kafka/sasl.cc: the users file, SCRAM and PLAIN (see sasl.h).
 #include "lionet/kafka/sasl.h"
 
-#include "lionet/base/base64.h"
-
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "lionet/base/base64.h"
+#include "lionet/base/read_file.h"
 
 namespace lionet::kafka {
 namespace {
@@ -171,40 +167,26 @@ std::unique_ptr<SaslUsers> SaslUsers::parse(std::string_view text, std::string& 
 }
 
 namespace {
+// The users file whole into `text`, or why not ("SASL users file <path>: ..."): it must be a
+// regular file of at most 64 MiB, readable by its owner only.
 std::string read_users_file(const std::string& path, std::string& text) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "SASL users file " + path + ": cannot open: " + std::strerror(errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return "SASL users file " + path + ": not a regular file";
-  }
-  if ((st.st_mode & 077) != 0) {
-    ::close(fd);
+  const ReadFileResult r = read_regular_file(path, 64u << 20, text);
+  const std::string what = "SASL users file " + path;
+  if (r.error == ReadFileResult::kOpen) return what + ": cannot open: " + r.reason();
+  if (r.error == ReadFileResult::kNotRegular) return what + ": " + r.reason();
+  std::string error;
+  if ((r.st.st_mode & 077) != 0) {
     char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return "SASL users file " + path + " is mode " + mode +
-           ": it holds passwords and must be readable by its owner only (chmod 600 " + path + ")";
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(r.st.st_mode & 07777));
+    error = what + " is mode " + mode + ": it holds passwords and must be readable by its owner only (chmod 600 " +
+            path + ")";
+  } else if (r.error == ReadFileResult::kRead) {
+    error = what + ": cannot read: " + r.reason();
+  } else if (!r.ok()) {
+    error = what + ": " + r.reason();
   }
-  text.clear();
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return "SASL users file " + path + ": cannot read: " + std::strerror(e);
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > (64u << 20)) {
-      ::close(fd);
-      return "SASL users file " + path + ": larger than 64 MiB";
-    }
-  }
-  ::close(fd);
-  return {};
+  if (!error.empty()) OPENSSL_cleanse(text.data(), text.size());
+  return error;
 }
 }  // namespace
 
