@@ -34,29 +34,6 @@ int status_from(const std::string& source, const std::string& u) {
   return curl("--interface " + source + " " + u).status;
 }
 
-// Connects from `source` to 127.0.0.1:port; -1 if the connect itself fails.
-int connect_from(const char* source, int port) {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in local{};
-  local.sin_family = AF_INET;
-  ::inet_pton(AF_INET, source, &local.sin_addr);
-  if (::bind(s, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-    ::close(s);
-    return -1;
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(s);
-    return -1;
-  }
-  return s;
-}
-
 // Sends "ping" and returns what comes back: "ping" from a served connection, "" when the
 // server closed it (end of stream) or nothing came within 5 s.
 std::string echo_once(int fd) {
@@ -131,24 +108,24 @@ TEST(AppAccess, AnEchoServerClosesRefusedAddressesAtAcceptAndLimitsConnectionsPe
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();
 
-  const int refused = connect_from("127.0.0.2", port);
+  const int refused = connect_to(port, "127.0.0.2");
   ASSERT_GE(refused, 0);
   EXPECT_EQ(echo_once(refused), "");  // closed at accept
   ::close(refused);
 
-  const int a = connect_from("127.0.0.1", port), b = connect_from("127.0.0.1", port);
+  const int a = connect_to(port, "127.0.0.1"), b = connect_to(port, "127.0.0.1");
   EXPECT_EQ(echo_once(a), "ping");
   EXPECT_EQ(echo_once(b), "ping");
-  const int third = connect_from("127.0.0.1", port);  // a third from the same address
+  const int third = connect_to(port, "127.0.0.1");  // a third from the same address
   EXPECT_EQ(echo_once(third), "");
   ::close(third);
-  const int other = connect_from("127.0.0.3", port);  // another address still gets in
+  const int other = connect_to(port, "127.0.0.3");  // another address still gets in
   EXPECT_EQ(echo_once(other), "ping");
   ::close(a);  // a slot frees once a connection of that address ends
   int again = -1;
   poll_until([&] {
     if (again >= 0) ::close(again);
-    again = connect_from("127.0.0.1", port);
+    again = connect_to(port, "127.0.0.1");
     return echo_once(again) == "ping";
   });
   EXPECT_EQ(echo_once(again), "ping");
@@ -201,7 +178,7 @@ TEST(AppAccess, KafkaAndSyslogRefuseAtAcceptAndDropDeniedDatagrams) {
   REQUIRE_BINARY(p);
   ASSERT_TRUE(p.wait_for("scheduler 'lionet' running")) << p.output();
 
-  const int refused = connect_from("127.0.0.2", kafka);
+  const int refused = connect_to(kafka, "127.0.0.2");
   ASSERT_GE(refused, 0);
   char c;
   EXPECT_EQ(::recv(refused, &c, 1, 0), 0);  // closed at accept, before any request

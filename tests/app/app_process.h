@@ -202,8 +202,19 @@ inline Curl curl(const std::string& args) {
   return c;
 }
 
-inline int connect_to(int port) {
+// A TCP connection to 127.0.0.1:port (5 s receive timeout), from `source` when given (another
+// loopback address, e.g. "127.0.0.2", for address rules); -1 if it cannot be made.
+inline int connect_to(int port, const char* source = nullptr) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (source) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &local.sin_addr);
+    if (::bind(s, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      ::close(s);
+      return -1;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
