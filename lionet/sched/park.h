@@ -49,6 +49,9 @@ void park() noexcept;
 // out (on a plain thread: releases, then parks). For a primitive whose wakers find their waiter
 // only under that lock (a channel's wait queue): no unpark can then arrive before the fiber is
 // PARKED, so the park needs no atomic read-modify-write (one locked instruction less per wait).
+// The lock is held across the jump only when the switch is short; before a longer one (a slow
+// tick, a fresh fiber's first run) it is released first and the park is park()'s, with the CAS
+// (scheduler.cc, protocol 1), so a waker spinning on `lock` never waits on a page fault.
 // Every party that may unpark this waiter must hold `lock` when it takes the waiter.
 void park_and_unlock(SpinLock& lock) noexcept;
 

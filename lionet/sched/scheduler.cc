@@ -12,7 +12,9 @@
 //    FIFO; kPark moves prev RUNNING -> PARKED by CAS unless an unpark already set NOTIFIED, in
 //    which case prev is requeued; kParkUnlock (park_and_unlock) stores PARKED and then releases
 //    the caller's lock, under which every waker must find its waiter, so no unpark can race
-//    with it; kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the
+//    with it. That lock is held across the jump only when the switch is short: before a slow
+//    tick, a fresh fiber's first run or a wait for a stack reader, switch_away releases it
+//    first and parks prev with kPark instead (release_before_switch); kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the
 //    scheduler's reference. Doing this on the far side of the jump is what makes it safe: prev
 //    is not visible to any other worker until its context is saved. Fibers switch directly to
 //    the next runnable fiber (one jump, through fiber/detail/context.h's raw switch, inlined);
@@ -583,11 +585,29 @@ void Worker::run_fiber(Fiber* f) noexcept {
   on_resumed(t);
 }
 
+// park_and_unlock's lock is held across the switch only while the switch is a few dozen
+// instructions: not across a slow tick (timers, a driver poll: system calls), a fresh fiber's
+// first run (a stack taken, a guard installed, page faults on first touch) or a wait for a
+// stack reader. There the caller's lock is released first and prev parks as park() does (the
+// CAS of kPark takes an unpark that comes in between). A worker spinning on a channel's lock
+// thus never waits on a page fault: a million fibers parking on one channel spent a third of
+// their time in that spin.
+[[gnu::noinline]] static void release_before_switch(SwitchMsg& m) noexcept {
+  m.lock->unlock();
+  m.lock = nullptr;
+  m.action = AfterSwitch::kPark;
+}
+
 void Worker::switch_away(Fiber* self, AfterSwitch action, SpinLock* lock) noexcept {
   check_stack(self);
   check_os_locks(self);
   SwitchMsg m{this, self, action, lock};
+  const bool unlock_after = action == AfterSwitch::kParkUnlock;
+  if (unlock_after && LIONET_UNLIKELY(tick_countdown <= 1)) release_before_switch(m);  // a slow tick is next
   Fiber* next = next_runnable();
+  if (unlock_after && next && LIONET_UNLIKELY(!next->ctx_.fctx || stack_readers.load(std::memory_order_relaxed) != 0) &&
+      m.lock)
+    release_before_switch(m);
   Transfer t;
   if (next) {
     prepare_to_run(next);

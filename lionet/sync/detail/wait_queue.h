@@ -11,7 +11,8 @@
 //      parks. It never holds a SpinLock across park() (a worker would spin on a lock held by a
 //      fiber that cannot run). A plain node may instead park_and_unlock() (sched/park.h): the
 //      lock is released on the far side of the switch, once the fiber is marked parked, so the
-//      park needs no CAS (channels do; the lock is held only across the switch itself).
+//      park needs no CAS (channels do; the lock is held only across the jump itself, and is
+//      released before it when the switch would be long: a slow tick, a fresh fiber's first run).
 //  W2. A waker removes the node under the same lock. For a plain node (claim == nullptr) the
 //      removal alone decides the wake-up: the waker copies the Parker, releases the lock, and
 //      calls unpark() (never under the lock: unpark may wake a sleeping worker, a syscall).
