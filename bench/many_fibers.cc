@@ -4,9 +4,12 @@
 // 2-worker scheduler spawns N fibers; each parks on one shared Event. Measured once all N have
 // parked: RSS above the start (per fiber), kernel mappings (/proc/self/maps lines) and the time
 // to spawn them; then the Event is set and every fiber runs to its end (a WaitGroup joins them).
-// Its peer is bench/many_goroutines.go (scripts/bench-many-fibers.sh runs both in one go).
+// With --wait channel each fiber parks in recv() on one unbuffered Channel<int> instead (closed
+// to release them), as the goroutines do. Its peer is bench/go/many_goroutines.go
+// (scripts/bench-many-fibers.sh runs both in one go).
 //
 // Usage: many_fibers [N=1000000] [--threads 2] [--stack-size BYTES] [--protection auto|...]
+//                    [--wait event|channel]
 // Last line: RESULT fibers=N completed=N rss_bytes_per_fiber=... maps=... spawn_seconds=...
 //            parked_seconds=... release_seconds=... stack_guard=... errors=N
 #include <sys/resource.h>
@@ -21,6 +24,7 @@
 #include <thread>
 
 #include "lionet/sched/scheduler.h"
+#include "lionet/sync/channel.h"
 #include "lionet/sync/event.h"
 #include "lionet/sync/wait_group.h"
 
@@ -49,7 +53,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "many_fibers: %s\nusage: many_fibers [N] [--threads T] [--stack-size BYTES] "
-               "[--protection auto|guard_region|guard_page|canary]\n",
+               "[--protection auto|guard_region|guard_page|canary] [--wait event|channel]\n",
                why);
   std::printf("RESULT errors=1\n");
   std::exit(2);
@@ -59,6 +63,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   long n = 1000000;
   lionet::SchedulerOptions so{.threads = 2, .name = "many"};
+  bool on_channel = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -76,6 +81,11 @@ int main(int argc, char** argv) {
       else if (p == "guard_page") so.stack_protection = lionet::StackProtection::kGuardPage;
       else if (p == "canary") so.stack_protection = lionet::StackProtection::kCanary;
       else usage(("unknown protection " + p).c_str());
+    } else if (a == "--wait") {
+      std::string w = value();
+      if (w == "event") on_channel = false;
+      else if (w == "channel") on_channel = true;
+      else usage(("unknown wait " + w).c_str());
     } else if (!a.empty() && a[0] != '-') {
       n = std::atol(a.c_str());
       if (n <= 0) usage("N must be positive");
@@ -91,6 +101,7 @@ int main(int argc, char** argv) {
   const long maps0 = map_count();
 
   lionet::Event release;
+  lionet::Channel<int> release_ch(0);
   lionet::WaitGroup done;
   std::atomic<long> started{0}, completed{0}, failed{0};
   const uint64_t parks0 = sched.stats().fiber_parks;
@@ -103,7 +114,11 @@ int main(int argc, char** argv) {
           try {
             lionet::go([&] {
               started.fetch_add(1, std::memory_order_relaxed);
-              release.wait();
+              if (on_channel) {
+                (void)release_ch.recv();  // nullopt once closed
+              } else {
+                release.wait();
+              }
               completed.fetch_add(1, std::memory_order_relaxed);
               done.done();
             });
@@ -129,13 +144,18 @@ int main(int argc, char** argv) {
                                   : (st.guard_pages ? "guard_page" : "guard_region");
 
   const auto t1 = std::chrono::steady_clock::now();
-  release.set();
+  if (on_channel) {
+    release_ch.close();
+  } else {
+    release.set();
+  }
   done.wait();
   const double release_s = since(t1);
   sched.stop();
 
   const double per_fiber = n ? (static_cast<double>(rss1 - rss0) * 1024.0) / static_cast<double>(n) : 0;
-  std::printf("fibers          %ld on %d workers, %zu-byte stacks (%s)\n", n, so.threads, so.stack_size, guard);
+  std::printf("fibers          %ld on %d workers, %zu-byte stacks (%s), parked on one %s\n", n, so.threads,
+              so.stack_size, guard, on_channel ? "Channel" : "Event");
   std::printf("spawn           %.3f s (spawn calls), %.3f s until all parked\n", spawn_s, parked_s);
   std::printf("rss             +%.1f MiB, %.0f bytes per parked fiber (page tables besides: %ld KiB)\n",
               static_cast<double>(rss1 - rss0) / 1024.0, per_fiber, pte);
@@ -145,7 +165,8 @@ int main(int argc, char** argv) {
   const long errors = failed.load() + (n - completed.load());
   std::printf(
       "RESULT fibers=%ld completed=%ld rss_bytes_per_fiber=%.0f maps=%ld spawn_seconds=%.3f "
-      "parked_seconds=%.3f release_seconds=%.3f stack_guard=%s errors=%ld\n",
-      n, completed.load(), per_fiber, maps1, spawn_s, parked_s, release_s, guard, errors);
+      "parked_seconds=%.3f release_seconds=%.3f stack_guard=%s wait=%s errors=%ld\n",
+      n, completed.load(), per_fiber, maps1, spawn_s, parked_s, release_s, guard, on_channel ? "channel" : "event",
+      errors);
   return errors ? 1 : 0;
 }
