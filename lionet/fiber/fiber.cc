@@ -1,11 +1,15 @@
 // lionet/fiber/fiber.cc: fiber identity, body execution, fiber-local storage; see fiber.h.
 #include "lionet/fiber/fiber.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
+#include <mutex>
+#include <new>
 #include <utility>
 
 #include "lionet/base/fiber_id.h"
-#include "lionet/base/object_cache.h"
+#include "lionet/base/spinlock.h"
 #include "lionet/fiber/fiber_local.h"
 #include "lionet/fiber/fiber_registry.h"
 
@@ -89,30 +93,148 @@ void note_wait(WaitKind kind, const void* object, uint32_t arg) noexcept {
 
 namespace {
 constexpr std::size_t kObjectClassBytes = 64;
-constexpr std::size_t kObjectClasses = 16;  // objects up to 1 KiB are cached
+constexpr std::size_t kObjectClasses = 16;  // objects up to 1 KiB are pooled
 
 constexpr std::size_t object_class(std::size_t size) noexcept { return (size - 1) / kObjectClassBytes; }
 
-// Size class c's per-thread cache (base/object_cache.h); dispatched at run time over the classes.
-template <std::size_t C>
-using ClassCache = base::ObjectCache<(C + 1) * kObjectClassBytes, Fiber::kObjectCacheDepth>;
+#if defined(LIONET_ASAN) || defined(LIONET_TSAN) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizer builds: every object from the global allocator, so ASan sees every use after free.
+void* pool_allocate(std::size_t, std::size_t size) { return ::operator new(size); }
+void pool_deallocate(std::size_t, void* p) noexcept { ::operator delete(p); }
+#else
+// The fiber object pool. Blocks of size class c ((c + 1) x 64 bytes) sit on per-thread free
+// lists; a list that grows past kObjectCacheDepth hands a batch of kBatch blocks to the class's
+// global depot, and an empty list takes a batch back from it, else carves kBatch new blocks
+// from the thread's current chunk (kChunkBytes, mmap'ed). Memory is never returned: the pool
+// holds the peak number of live fiber objects (about 300 bytes each), as a slab allocator does.
+//
+// Why not malloc: glibc grows a thread's arena one page at a time with mprotect(), which takes
+// the process's mmap lock for writing; a million spawns made a hundred thousand of those calls,
+// and every page fault of the other worker (each new fiber's first stack page) waited behind
+// them (issue 43: about a fifth of the time until a million fibers were parked). Here one mmap
+// serves about 800 fibers.
+constexpr std::size_t kBatch = 64;
+constexpr std::size_t kChunkBytes = 256 * 1024;
 
-template <std::size_t... C>
-void* allocate_in_class(std::size_t c, std::size_t size, std::index_sequence<C...>) {
-  void* p = nullptr;
-  (void)((c == C ? (p = ClassCache<C>::allocate(size), true) : false) || ...);
-  return p;
+// A free block. The first block of a batch in the depot also links the batches and counts them.
+struct FreeBlock {
+  FreeBlock* next;
+  FreeBlock* next_batch;
+  std::size_t count;
+};
+static_assert(sizeof(FreeBlock) <= kObjectClassBytes);
+
+struct Depot {
+  SpinLock mu;  // a push or pop of one batch: a few instructions
+  FreeBlock* batches = nullptr;
+};
+constinit Depot g_depots[kObjectClasses];
+
+void depot_push(std::size_t c, FreeBlock* head, std::size_t count) noexcept {
+  head->count = count;
+  std::lock_guard<SpinLock> lk(g_depots[c].mu);
+  head->next_batch = g_depots[c].batches;
+  g_depots[c].batches = head;
 }
-template <std::size_t... C>
-void deallocate_in_class(std::size_t c, void* p, std::index_sequence<C...>) noexcept {
-  (void)((c == C ? (ClassCache<C>::deallocate(p), true) : false) || ...);
+
+FreeBlock* depot_pop(std::size_t c, std::size_t* count) noexcept {
+  std::lock_guard<SpinLock> lk(g_depots[c].mu);
+  FreeBlock* head = g_depots[c].batches;
+  if (head) {
+    g_depots[c].batches = head->next_batch;
+    *count = head->count;
+  }
+  return head;
 }
+
+struct ThreadPool {
+  struct List {
+    FreeBlock* head = nullptr;
+    std::size_t count = 0;
+  };
+  List lists[kObjectClasses];
+  char* chunk = nullptr;  // the unused part of the current chunk: [chunk, chunk_end)
+  char* chunk_end = nullptr;
+  ~ThreadPool() {
+    t_gone = true;  // frees after this point go to the depot one by one
+    for (std::size_t c = 0; c < kObjectClasses; ++c)
+      if (lists[c].head) depot_push(c, lists[c].head, lists[c].count);
+    // The rest of the chunk is left unused (at most kChunkBytes per exiting thread).
+  }
+  static inline constinit thread_local bool t_gone = false;
+};
+thread_local ThreadPool t_pool;
+
+// Carves kBatch blocks of class c into list l (which is empty); a new chunk when this one is short.
+void carve(std::size_t c, ThreadPool& tp, ThreadPool::List& l) {
+  const std::size_t bytes = (c + 1) * kObjectClassBytes;
+  if (static_cast<std::size_t>(tp.chunk_end - tp.chunk) < bytes * kBatch) {
+    void* p = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    tp.chunk = static_cast<char*>(p);
+    tp.chunk_end = tp.chunk + kChunkBytes;
+  }
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    auto* b = reinterpret_cast<FreeBlock*>(tp.chunk);
+    tp.chunk += bytes;
+    b->next = l.head;
+    l.head = b;
+  }
+  l.count = kBatch;
+}
+
+void* pool_allocate(std::size_t c, std::size_t) {
+  if (ThreadPool::t_gone) {  // a thread past its pool's destructor (rare): from the depot
+    std::size_t n = 0;
+    FreeBlock* head = depot_pop(c, &n);
+    if (!head) return ::operator new((c + 1) * kObjectClassBytes);  // joins the pool when freed
+    if (n > 1) depot_push(c, head->next, n - 1);
+    return head;
+  }
+  ThreadPool& tp = t_pool;
+  ThreadPool::List& l = tp.lists[c];
+  if (!l.head) {
+    std::size_t n = 0;
+    if (FreeBlock* head = depot_pop(c, &n)) {
+      l.head = head;
+      l.count = n;
+    } else {
+      carve(c, tp, l);
+    }
+  }
+  FreeBlock* b = l.head;
+  l.head = b->next;
+  --l.count;
+  return b;
+}
+
+void pool_deallocate(std::size_t c, void* p) noexcept {
+  auto* b = static_cast<FreeBlock*>(p);
+  if (ThreadPool::t_gone) {
+    b->next = nullptr;
+    depot_push(c, b, 1);
+    return;
+  }
+  ThreadPool::List& l = t_pool.lists[c];
+  b->next = l.head;
+  l.head = b;
+  if (++l.count < Fiber::kObjectCacheDepth + kBatch) return;
+  // Hand the kBatch most recently freed blocks to the depot: a walk of kBatch links.
+  FreeBlock* batch = l.head;
+  FreeBlock* last = batch;
+  for (std::size_t i = 1; i < kBatch; ++i) last = last->next;
+  l.head = last->next;
+  last->next = nullptr;
+  l.count -= kBatch;
+  depot_push(c, batch, kBatch);
+}
+#endif
 }  // namespace
 
 void* Fiber::operator new(std::size_t size) {
   const std::size_t c = object_class(size);
   if (c >= kObjectClasses) return ::operator new(size);
-  return allocate_in_class(c, size, std::make_index_sequence<kObjectClasses>{});
+  return pool_allocate(c, size);
 }
 
 void Fiber::operator delete(void* p, std::size_t size) noexcept {
@@ -121,7 +243,7 @@ void Fiber::operator delete(void* p, std::size_t size) noexcept {
     ::operator delete(p);
     return;
   }
-  deallocate_in_class(c, p, std::make_index_sequence<kObjectClasses>{});
+  pool_deallocate(c, p);
 }
 
 Fiber::Fiber(int pinned_worker) noexcept : id_(next_fiber_id()), pinned_worker_(pinned_worker) {}
