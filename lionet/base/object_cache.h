@@ -1,6 +1,6 @@
 // lionet/base/object_cache.h: a per-thread free list of fixed-size blocks, for objects that are
-// made and dropped at a high rate on worker threads (timer entries: one per timed wait; Fiber
-// objects: one cache per 64-byte size class).
+// made and dropped at a high rate on worker threads (timer entries: one per timed wait). Fiber
+// objects have a pool of their own, which also carves its blocks (fiber/fiber.cc).
 //
 // Owns: ObjectCache<Bytes, Depth>. Blocks freed on a thread go to that thread's list (at most
 // Depth of them, the rest to the global allocator) and are reused by the next allocation there;

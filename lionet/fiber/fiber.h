@@ -85,11 +85,12 @@ class Fiber {
   // Runs the body, catching any exception into exception(). Called once, on the fiber's stack.
   void run_body() noexcept;
 
-  // Fiber objects come from a per-thread cache of recently freed ones (size classes of 64 bytes
-  // up to 1 KiB, at most kObjectCacheDepth per class per thread; larger objects and overflow go
-  // to the global allocator). A fiber freed on another thread than the one that made it feeds
-  // that thread's cache. Measured: malloc + free were 40% of a detached spawn (glibc's tcache
-  // holds 7 objects per size; a batch of 1000 spawns falls through to _int_free).
+  // Fiber objects come from a pool (fiber.cc): size classes of 64 bytes up to 1 KiB, per-thread
+  // free lists of about kObjectCacheDepth per class, batches of 64 through a global depot, new
+  // blocks carved from mmap'ed chunks (larger objects: the global allocator). A fiber freed on
+  // another thread than the one that made it feeds that thread's list. Measured: malloc + free
+  // were 40% of a detached spawn (glibc's tcache holds 7 objects per size), and glibc's arena
+  // growth (an mprotect per page) stalled page faults of a million spawns (decision D16).
   static constexpr std::size_t kObjectCacheDepth = 1024;
   static void* operator new(std::size_t size);
   static void operator delete(void* p, std::size_t size) noexcept;
