@@ -100,6 +100,20 @@
 //    driver, or the setter sees the worker and waits. A poller already inside the new driver is
 //    not waited for (waiting for it to leave a wait with no deadline would never end). So the
 //    old driver may be destroyed as soon as set_driver returns.
+// 8c. A per-worker driver (Driver::per_worker: io_uring with a single-issuer ring per worker).
+//    Its events are reaped only by the worker whose source they are on, so `polling` is not
+//    used: every worker polls its own part (the busy polls of 8, protocol 9's idle polls) and
+//    every idle worker waits in its own part instead of its futex, still registered as a
+//    sleeper; Worker::wake() ends that wait with driver->wake_worker(index) (the same Dekker
+//    pair of in_driver and wake_word as in 8). 8b holds per worker: a worker announces itself
+//    in its own_polling (seq_cst) before re-reading `driver` and then says which driver it went
+//    into in own_polling_driver (nullptr again before it clears own_polling); set_driver waits,
+//    for each worker as for the shared pair, while own_polling is set and own_polling_driver is
+//    not the new driver, waking the worker with old->wake_worker() while it is inside the old
+//    one. SchedulerImpl::driver_per_worker (set by set_driver before it stores the driver) only
+//    picks which token a worker tries first: a worker that finds the announced driver is not
+//    per worker gives its own token back and takes `polling` as in 8, so a shared driver
+//    never has two workers inside.
 //
 // 9. Polling before sleeping (SchedulerOptions::idle_poll). A worker with nothing to run and
 //    a driver, when workers do not outnumber CPUs, first polls for up to idle_poll: the driver
