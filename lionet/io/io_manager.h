@@ -119,10 +119,14 @@ class IOManager final : public Driver {
   // ECANCELED at once.
   void cancel_all() noexcept override;
 
-  // lionet::Driver (called by the scheduler only).
+  // lionet::Driver (called by the scheduler only). With one io_uring ring per worker
+  // (IoOptions::uring_ring_per_worker, several workers) the driver is per worker (sched/
+  // protocol 8c): wait() and poll() use the calling worker's own ring.
   void wait(TimePoint deadline) noexcept override;
   bool poll() noexcept override;
   void wake() noexcept override;
+  bool per_worker() const noexcept override;
+  void wake_worker(int index) noexcept override;
 
  private:
   struct Impl;
