@@ -103,8 +103,8 @@
 // 8c. A per-worker driver (Driver::per_worker: io_uring with a single-issuer ring per worker).
 //    Its events are reaped only by the worker whose source they are on, so `polling` is not
 //    used: every worker polls its own part (the busy polls of 8, protocol 9's idle polls, and
-//    each round of the short idle spin before parking: what its fibers queued there, io_uring
-//    SQEs, reaches the kernel only when it polls or waits) and
+//    once when it runs out of work, instead of the short idle spin before parking: what its
+//    fibers queued there, io_uring SQEs, reaches the kernel only when it polls or waits) and
 //    every idle worker waits in its own part instead of its futex, still registered as a
 //    sleeper; Worker::wake() ends that wait with driver->wake_worker(index) (the same Dekker
 //    pair of in_driver and wake_word as in 8). 8b holds per worker: a worker announces itself
@@ -418,14 +418,11 @@ void Worker::run() {
   for (;;) {
     Fiber* f = find_work();
     // Protocol 8c: with a per-worker driver only we reap our part, and what our fibers queued
-    // there (io_uring SQEs) goes to the kernel only when we poll or wait: poll it before and
-    // during the spin, not after it.
+    // there (io_uring SQEs) goes to the kernel only when we poll or wait: poll it once, then
+    // wait in it (park_idle) without the spin, which would hold both back.
     const bool own_driver = sched->driver_per_worker.load(std::memory_order_relaxed);
-    for (int i = 0; !f && may_spin && i < kIdleSpinRounds; ++i) {
-      if (own_driver && poll_driver()) {
-        f = find_work();
-        if (f) break;
-      }
+    if (!f && own_driver && poll_driver()) f = find_work();
+    for (int i = 0; !f && may_spin && !own_driver && i < kIdleSpinRounds; ++i) {
       for (int k = 0; k < 16; ++k) cpu_relax();
       if (sched->has_visible_work(*this)) f = find_work();
     }
