@@ -71,10 +71,11 @@
 //    when fd may already name a new file, so its polls are cancelled by tag, not by fd); an
 //    op's own cancel (sched/ protocol 10) goes to the ring it was submitted to. A poll left in
 //    another worker's ring keeps the old file open until that worker has run the cancel (it
-//    is woken for it): a close's end of stream reaches the peer that much later. Steps 1-9 are unchanged: the fd's lock, not the ring, orders them, and
-//    a poll armed in one ring while another ring's poll of the same direction is pending is
-//    never made (FdEntry::armed is per fd). With one worker, or any other backend, there is one
-//    reactor and this step is void.
+//    is woken for it): a close's end of stream reaches the peer that much later. Steps 1-9
+//    are unchanged: the fd's lock, not the ring, orders them, and a poll armed in one ring
+//    while another ring's poll of the same direction is pending is never made (FdEntry::armed
+//    is per fd). With one worker, or any other backend, there is one reactor and this step is
+//    void.
 //
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.

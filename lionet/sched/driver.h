@@ -35,8 +35,8 @@ class Scheduler;
 // from the io.* keys. (IOManagerOptions, io/io_manager.h, is the same struct.)
 struct IoOptions {
   // "auto": the platform's best working backend (epoll on Linux: io_uring measures at parity
-  // or ahead with one worker but behind with several sharing its ring, see bench/RESULTS.md
-  // and docs/ARCHITECTURE.md D9; kqueue on BSD/macOS). "epoll", "io_uring"
+  // or ahead with one worker, and with several (a ring each) from behind to level, see
+  // bench/RESULTS.md and docs/ARCHITECTURE.md D9; kqueue on BSD/macOS). "epoll", "io_uring"
   // (falls back to the auto choice, with one log line, where io_uring is unavailable), or
   // "none": no driver; hooked calls in fibers then run as plain libc and block their worker
   // (the first one logs a warning). YAML: io.backend.
