@@ -2,7 +2,7 @@
 // one fiber per connection that reads into a 64 KiB buffer and writes back what it read
 // (the same buffer size as the epoll reference, bench/reference/echo/).
 //
-//   bench_server [port] [--threads N] [--backend epoll|io_uring|io_uring-poll]
+//   bench_server [port] [--threads N] [--backend epoll|io_uring|io_uring-poll|io_uring-shared]
 //
 // Defaults: port 9000, 1 worker, epoll. Runs until SIGINT/SIGTERM, then stops gracefully and
 // prints `RESULT accepted=N backend=B threads=T errors=0` as its last line.
@@ -18,7 +18,8 @@
 
 namespace {
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [port] [--threads N] [--backend epoll|io_uring|io_uring-poll]\n", argv0);
+  std::fprintf(stderr, "usage: %s [port] [--threads N] [--backend epoll|io_uring|io_uring-poll|io_uring-shared]\n",
+               argv0);
   std::exit(2);
 }
 }  // namespace
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
       usage(argv[0]);
     }
   }
-  const bool known = backend == "epoll" || backend == "io_uring" || backend == "io_uring-poll";
+  const bool known =
+      backend == "epoll" || backend == "io_uring" || backend == "io_uring-poll" || backend == "io_uring-shared";
   if (threads < 1 || port < 0 || port > 65535 || !known) usage(argv[0]);
 
   // The default runtime: the scheduler's own IO driver, on the backend asked for.

@@ -20,8 +20,10 @@ sigset_t ServerMain::block_stop_signals() {
 
 namespace {
 // "io_uring-poll": the io_uring backend for readiness only (io.uring_socket_ops: false).
+// "io_uring-shared": several workers share one io_uring ring (io.uring_ring_per_worker: false).
 IoOptions io_options(const std::string& backend) {
   if (backend == "io_uring-poll") return {.backend = "io_uring", .uring_socket_ops = false};
+  if (backend == "io_uring-shared") return {.backend = "io_uring", .uring_ring_per_worker = false};
   return {.backend = backend};
 }
 }  // namespace

@@ -20,7 +20,8 @@ class ServerMain {
   // Blocks SIGINT and SIGTERM in the calling thread first (every worker thread started after
   // inherits the mask, so only wait_for_stop() receives them), then starts the Scheduler:
   // `threads` workers named "<name>-w<i>", IO backend "auto", "epoll", "io_uring" or
-  // "io_uring-poll" (io_uring for readiness only: IoOptions::uring_socket_ops off).
+  // "io_uring-poll" (io_uring for readiness only: IoOptions::uring_socket_ops off), or
+  // "io_uring-shared" (several workers share one ring: IoOptions::uring_ring_per_worker off).
   ServerMain(int threads, std::string name, std::string backend = "auto");
   ServerMain(const ServerMain&) = delete;
   ServerMain& operator=(const ServerMain&) = delete;

@@ -112,10 +112,16 @@ AppConfig define_config(config::Registry& r) {
       "io.uring_socket_ops", id.uring_socket_ops,
       "With io_uring: socket reads, blocked writes, accepts and connects are completion-based operations (the "
       "kernel performs the call); false: io_uring only reports readiness, as epoll.");
+  c.io_uring_ring_per_worker = r.define<bool>(
+      "io.uring_ring_per_worker", id.uring_ring_per_worker,
+      "With io_uring and several workers: one single-issuer ring per worker (Linux 6.1+), each worker submitting "
+      "to, polling and sleeping in its own, with the completion-based socket calls; false: the workers share one "
+      "ring.");
   c.io_uring_shared_ring_ops = r.define<bool>(
       "io.uring_shared_ring_ops", id.uring_shared_ring_ops,
-      "With io_uring and several workers (which share one ring): use the completion-based socket calls there too "
-      "(measured no faster than readiness on a shared ring, so off by default).");
+      "With io_uring and several workers sharing one ring (io.uring_ring_per_worker false, or a kernel without "
+      "single-issuer rings): use the completion-based socket calls there too (measured no faster than readiness "
+      "on a shared ring, so off by default).");
   c.io_max_events = r.define<int>("io.max_events", id.max_events, "Most events taken from the kernel per wait.",
                                   config::range(1, 65536));
   const OffloadOptions od;
@@ -238,6 +244,7 @@ IOManagerOptions io_options(const AppConfig& c) {
   o.uring_entries = c.io_uring_entries->value();
   o.max_events = c.io_max_events->value();
   o.uring_socket_ops = c.io_uring_socket_ops->value();
+  o.uring_ring_per_worker = c.io_uring_ring_per_worker->value();
   o.uring_shared_ring_ops = c.io_uring_shared_ring_ops->value();
   return o;
 }

@@ -9,7 +9,7 @@
 //   fiber.stack_protection, fiber.guard_page_budget,
 //   log.loggers, log.async_queue_size,
 //   io.backend, io.uring_entries, io.uring_socket_ops,
-//   io.uring_shared_ring_ops, io.max_events, offload.threads,
+//   io.uring_ring_per_worker, io.uring_shared_ring_ops, io.max_events, offload.threads,
 //   workers (named pools), servers (list), app.shutdown_timeout, watch,
 //   debug.fibers.max_per_group, debug.fibers.max_fibers, storage.* (storage_binding.h)
 #pragma once
@@ -47,6 +47,7 @@ struct AppConfig {
   std::shared_ptr<config::ConfigVar<unsigned>> io_uring_entries;
   std::shared_ptr<config::ConfigVar<int>> io_max_events;
   std::shared_ptr<config::ConfigVar<bool>> io_uring_socket_ops;
+  std::shared_ptr<config::ConfigVar<bool>> io_uring_ring_per_worker;
   std::shared_ptr<config::ConfigVar<bool>> io_uring_shared_ring_ops;
   std::shared_ptr<config::ConfigVar<int>> offload_threads;
   std::shared_ptr<config::ConfigVar<std::size_t>> hook_file_nowait_max;

@@ -348,6 +348,7 @@ int main(int argc, char** argv) {
   warn_needs_restart(*cfg.io_uring_entries);
   warn_needs_restart(*cfg.io_max_events);
   warn_needs_restart(*cfg.io_uring_socket_ops);
+  warn_needs_restart(*cfg.io_uring_ring_per_worker);
   warn_needs_restart(*cfg.io_uring_shared_ring_ops);
   warn_needs_restart(*cfg.offload_threads);
   warn_needs_restart(*cfg.servers);

@@ -57,6 +57,25 @@
 //    ETIMEDOUT once its deadline has passed; the dispatch decides that before the unpark, as the
 //    woken fiber must not touch the IOManager again (~IOManager cancels the ops left, reaps
 //    their completions itself once no worker polls it any more, and may be gone by then).
+// 10. One ring per worker (io_uring, several workers, IoOptions::uring_ring_per_worker): the
+//    IOManager holds one single-issuer reactor per worker (Impl::rings) and is a per-worker
+//    driver (sched/ protocol 8c): worker i alone waits in, polls and enters rings[i]. A waiter
+//    arms, and a fiber submits its op, in the ring of the worker it runs on (ring_index();
+//    threads that are not our workers use rings[0], whose owner their requests are queued
+//    for); an event is dispatched by that ring's worker, which re-arms in its own ring, and
+//    the fiber it unparks goes to that worker's queue, wherever it ran before. So an fd may
+//    have requests in several rings: FdEntry::rings records each ring an arm or submit went
+//    to since the last cancel, and cancel (5, 9) and cancel_waiters disarm the fd in every
+//    one of them (Reactor::disarm_life, with the life's tag: another worker's ring gets the
+//    cancel queued and its worker woken, as a plain thread's request is, and carries it out
+//    when fd may already name a new file, so its polls are cancelled by tag, not by fd); an
+//    op's own cancel (sched/ protocol 10) goes to the ring it was submitted to. A poll left in
+//    another worker's ring keeps the old file open until that worker has run the cancel (it
+//    is woken for it): a close's end of stream reaches the peer that much later. Steps 1-9
+//    are unchanged: the fd's lock, not the ring, orders them, and a poll armed in one ring
+//    while another ring's poll of the same direction is pending is never made (FdEntry::armed
+//    is per fd). With one worker, or any other backend, there is one reactor and this step is
+//    void.
 //
 // The fd table: chunks of 1024 entries, allocated on first use and never freed or moved until
 // the IOManager dies, so an entry pointer stays valid without a table lock.
@@ -146,6 +165,9 @@ struct FdEntry {
   bool known = false;  // reactor arm() succeeded since the last disarm()
   bool hangup = false;  // an event said kIoHangup since the last cancel() (protocol 8)
   uint32_t ops = 0;  // completion-based operations submitted and not yet dispatched (9)
+  // Protocol 10: the reactors (IOManager::Impl::rings, bit i for ring i, bit 31 for 31 and
+  // up) an arm or submit went to since the last cancel, so cancel disarms just those.
+  uint32_t rings = 0;
   WaitList closers;  // cancel(fd) callers waiting for ops to reach 0 (protocol 9)
 
   uint32_t waiting_dirs() const noexcept {
@@ -223,10 +245,11 @@ int wait_on_thread(int fd, uint32_t dir, std::optional<TimePoint> deadline) noex
   }
 }
 
-// single_worker: the scheduler has one worker thread, so io_uring can take the single-issuer
-// ring (uring_reactor.h): its completions run in one batch when that worker waits.
-std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o, bool single_worker) {
-  const ReactorOptions ro{.uring_entries = o.uring_entries, .uring_single_issuer = single_worker};
+// single_issuer: the ring will be entered by one worker thread only (a one-worker scheduler,
+// or one ring per worker), so io_uring can take the single-issuer ring (uring_reactor.h): its
+// completions run in one batch when that worker waits.
+std::unique_ptr<Reactor> choose_reactor(const IOManagerOptions& o, bool single_issuer) {
+  const ReactorOptions ro{.uring_entries = o.uring_entries, .uring_single_issuer = single_issuer};
   const char* fallback = compiled_reactors()[0];  // the platform's first: the "auto" choice
   LIONET_CHECK(fallback != nullptr, "no IO backend is compiled into this build");
   try {
@@ -259,26 +282,37 @@ struct OpWait : ReactorOp {
   uint32_t gen = 0;  // the fd's generation when submitted (under its lock)
 };
 
-// A cancelled fiber's op (protocol 10): a = the Reactor, b = the OpWait.
+// A cancelled fiber's op (sched/ protocol 10): a = the Reactor it went to, b = the OpWait.
 void cancel_op_of(void* reactor, void* op) noexcept {
   static_cast<Reactor*>(reactor)->cancel_op(*static_cast<ReactorOp*>(op));
+}
+
+// Protocol 10: one single-issuer io_uring ring per worker (IoOptions::uring_ring_per_worker)?
+bool want_ring_per_worker(const IOManagerOptions& o, int threads) {
+  return threads > 1 && o.uring_ring_per_worker && (o.backend == "io_uring");
 }
 
 struct IOManager::Impl {
   Scheduler& sched;
   IOManagerOptions opts;
-  std::unique_ptr<Reactor> reactor;
+  // One reactor, or one per worker (protocol 10): rings[i] is waited in and polled by worker i
+  // only. `reactor` is rings[0]: the backend's name and capabilities, and the ring of threads
+  // that are not our workers.
+  std::vector<std::unique_ptr<Reactor>> rings;
+  Reactor* reactor;
   FdTable table;
-  // Written only by the poller (one thread at a time, driver.h): no lock.
-  std::vector<ReactorEvent> events;
+  // One per ring, written only by that ring's poller (one thread at a time, driver.h): no lock.
+  std::vector<std::vector<ReactorEvent>> events;
 
   Impl(Scheduler& s, IOManagerOptions o)
       : sched(s),
         opts(std::move(o)),
-        reactor(choose_reactor(opts, s.threads() == 1)),
+        rings(make_rings(opts, s.threads())),
+        reactor(rings[0].get()),
         completion_io(opts.uring_socket_ops && reactor->supports_ops() &&
                       (reactor->single_issuer() || opts.uring_shared_ring_ops)) {
-    events.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
+    events.resize(rings.size());
+    for (auto& v : events) v.resize(static_cast<std::size_t>(opts.max_events > 0 ? opts.max_events : 256));
     if (opts.uring_socket_ops && std::string_view(reactor->name()) == "io_uring" && !reactor->supports_ops()) {
       static const auto lg = log::get("io");
       LIONET_LOG_INFO(lg,
@@ -287,6 +321,33 @@ struct IOManager::Impl {
     }
   }
   const bool completion_io;  // IOManager::completion_io()
+
+  static std::vector<std::unique_ptr<Reactor>> make_rings(const IOManagerOptions& o, int threads) {
+    const bool per_worker = want_ring_per_worker(o, threads);
+    std::vector<std::unique_ptr<Reactor>> v;
+    v.push_back(choose_reactor(o, threads == 1 || per_worker));
+    // Only if the first became a single-issuer io_uring ring (not a fallback to epoll, not an
+    // older kernel's shared ring): else the one reactor is shared by every worker.
+    if (per_worker && v[0]->single_issuer()) {
+      const ReactorOptions ro{.uring_entries = o.uring_entries, .uring_single_issuer = true};
+      for (int i = 1; i < threads; ++i) v.push_back(make_reactor(v[0]->name(), ro));
+    }
+    return v;
+  }
+  // The index into rings of the calling thread: its worker's, or 0 (not one of our workers).
+  std::size_t ring_index() const noexcept {
+    if (rings.size() == 1) return 0;
+    const int i = this_fiber::worker_index();
+    if (i <= 0 || static_cast<std::size_t>(i) >= rings.size() || Scheduler::current() != &sched) return 0;
+    return static_cast<std::size_t>(i);
+  }
+  static uint32_t ring_bit(std::size_t i) noexcept { return 1u << std::min<std::size_t>(i, 31); }
+  // Disarms the life `tag` of fd (Reactor::disarm_life) in every ring of `mask` (FdEntry::
+  // rings); with one reactor, in it. Caller holds e.mu.
+  void disarm(int fd, uint32_t mask, uint32_t tag, bool ops) noexcept {
+    for (std::size_t i = 0; i < rings.size(); ++i)
+      if (rings.size() == 1 || (mask & ring_bit(i))) rings[i]->disarm_life(fd, tag, ops);
+  }
 
   // cancel_all() ran: every wait fails with ECANCELED. Set before the sweep of the table and
   // read under each entry's lock, so a waiter either sees it or is swept.
@@ -345,13 +406,15 @@ int IOManager::Impl::wait(int fd, uint32_t dir, std::optional<TimePoint> deadlin
     }
     if (first || !(e->armed & dir)) {
       uint32_t armed = 0;
-      const int err = reactor->arm(ArmRequest{fd, e->waiting_dirs(), e->armed, e->known, e->gen}, &armed);
+      const std::size_t ri = ring_index();
+      const int err = rings[ri]->arm(ArmRequest{fd, e->waiting_dirs(), e->armed, e->known, e->gen}, &armed);
       if (err != 0) {
         list.remove(&w);
         return err == EPERM ? 0 : err;  // EPERM: not pollable (a regular file), always ready
       }
       e->armed = armed;
       e->known = true;
+      e->rings |= ring_bit(ri);
     }
   }
   note_wait_fd(fd, dir == kIoWritable);  // for fiber dumps (fiber/wait_reason.h)
@@ -369,10 +432,12 @@ void IOManager::Impl::rearm(int fd, FdEntry& e) noexcept {
   const uint32_t need = e.waiting_dirs();
   if (!(need & ~e.armed)) return;
   uint32_t armed = 0;
-  const int err = reactor->arm(ArmRequest{fd, need, e.armed, e.known, e.gen}, &armed);
+  const std::size_t ri = ring_index();  // the poller's own ring (protocol 10)
+  const int err = rings[ri]->arm(ArmRequest{fd, need, e.armed, e.known, e.gen}, &armed);
   if (err == 0) {
     e.armed = armed;
     e.known = true;
+    e.rings |= ring_bit(ri);
     return;
   }
   for (int d = 0; d < 2; ++d)
@@ -395,16 +460,19 @@ int64_t IOManager::Impl::perform(OpWait& w, bool write, std::optional<TimePoint>
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline->time_since_epoch()).count();
     w.deadline_ns = std::max<int64_t>(ns, 1);  // 0 means "none"
   }
+  const std::size_t ri = ring_index();  // no switch before the park: the op stays in this ring
+  Reactor& ring = *rings[ri];
   {
     std::lock_guard<std::mutex> lk(e->mu);
     if (closed.load(std::memory_order_seq_cst)) return -ECANCELED;
-    if (const int err = reactor->submit(w)) return -err;
+    if (const int err = ring.submit(w)) return -err;
     w.gen = e->gen;
     ++e->ops;
+    e->rings |= ring_bit(ri);
     ops_in_flight.fetch_add(1, std::memory_order_relaxed);
   }
   note_wait_fd(w.fd, write);
-  if (interruptible && !detail::begin_wait(*self, &cancel_op_of, reactor.get(), &w)) reactor->cancel_op(w);
+  if (interruptible && !detail::begin_wait(*self, &cancel_op_of, &ring, &w)) ring.cancel_op(w);
   park();  // exactly one unpark: complete(), which also settled ECANCELED vs ETIMEDOUT
   if (interruptible) detail::end_wait(*self);
   // Nothing of this IOManager may be touched from here: ~IOManager may have cancelled the op,
@@ -449,8 +517,10 @@ void IOManager::Impl::dispatch(const ReactorEvent& ev) noexcept {
 }
 
 int IOManager::Impl::run(TimePoint deadline) noexcept {
-  const int n = reactor->wait(events.data(), static_cast<int>(events.size()), deadline);
-  for (int i = 0; i < n; ++i) dispatch(events[i]);
+  const std::size_t ri = ring_index();  // protocol 10: a worker waits in its own ring
+  std::vector<ReactorEvent>& ev = events[ri];
+  const int n = rings[ri]->wait(ev.data(), static_cast<int>(ev.size()), deadline);
+  for (int i = 0; i < n; ++i) dispatch(ev[i]);
   return n;
 }
 
@@ -458,10 +528,11 @@ void IOManager::Impl::cancel(int fd, bool wait_ops) noexcept {
   FdEntry* e = table.find(fd);
   if (!e) return;
   std::unique_lock<std::mutex> lk(e->mu);
-  ++e->gen;
+  const uint32_t life = e->gen++;  // the tag of every arm since the last cancel
   e->waiters[0].notify_all(kCancelled);
   e->waiters[1].notify_all(kCancelled);
-  if (e->known || e->armed || e->ops) reactor->disarm(fd);
+  if (e->known || e->armed || e->ops) disarm(fd, e->rings, life, e->ops != 0);
+  e->rings = 0;
   e->armed = 0;
   e->ready = 0;
   e->handed = 0;
@@ -488,7 +559,7 @@ void IOManager::Impl::cancel_waiters() noexcept {
     e.waiters[0].notify_all(kCancelled);
     e.waiters[1].notify_all(kCancelled);
     // Ops end through their completions (protocol 9): have the kernel cancel them now.
-    if (e.ops) reactor->disarm(fd);
+    if (e.ops) disarm(fd, e.rings, e.gen, true);
   });
 }
 
@@ -680,5 +751,13 @@ IOManager::current() noexcept {
 
 void IOManager::wait(TimePoint deadline) noexcept { impl_->run(deadline); }
 bool IOManager::poll() noexcept { return impl_->run(TimePoint::min()) > 0; }
-void IOManager::wake() noexcept { impl_->reactor->wake(); }
+void IOManager::wake() noexcept {
+  for (const auto& r : impl_->rings) r->wake();
+}
+bool IOManager::per_worker() const noexcept { return impl_->rings.size() > 1; }
+void IOManager::wake_worker(int index) noexcept {
+  if (index >= 0 && static_cast<std::size_t>(index) < impl_->rings.size())
+    impl_->rings[static_cast<std::size_t>(index)]->wake();
+  else wake();
+}
 }  // namespace lionet

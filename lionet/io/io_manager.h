@@ -65,8 +65,9 @@ class IOManager final : public Driver {
   int wait_readable_after_short_read(int fd, std::optional<TimePoint> deadline = std::nullopt);
 
   // Completion-based socket IO: true when the backend performs socket calls itself (io_uring
-  // with a single-issuer ring, i.e. one worker, unless io.uring_socket_ops is off; with several
-  // workers only if io.uring_shared_ring_ops is on). net::Socket and the hooks then call the functions below
+  // with single-issuer rings: one worker, or several with io.uring_ring_per_worker (the
+  // default), unless io.uring_socket_ops is off; on a ring several workers share only if
+  // io.uring_shared_ring_ops is on). net::Socket and the hooks then call the functions below
   // where they would otherwise wait for readiness and retry: one kernel completion instead of a
   // readiness event plus the fiber's own syscall.
   bool completion_io() const noexcept;
@@ -119,10 +120,14 @@ class IOManager final : public Driver {
   // ECANCELED at once.
   void cancel_all() noexcept override;
 
-  // lionet::Driver (called by the scheduler only).
+  // lionet::Driver (called by the scheduler only). With one io_uring ring per worker
+  // (IoOptions::uring_ring_per_worker, several workers) the driver is per worker (sched/
+  // protocol 8c): wait() and poll() use the calling worker's own ring.
   void wait(TimePoint deadline) noexcept override;
   bool poll() noexcept override;
   void wake() noexcept override;
+  bool per_worker() const noexcept override;
+  void wake_worker(int index) noexcept override;
 
  private:
   struct Impl;

@@ -112,6 +112,16 @@ class Reactor {
   // Forgets every interest of fd (before it is closed, so the backend holds no reference to
   // the open file). Events already in flight may still be reported (with the old tag).
   virtual void disarm(int fd) noexcept = 0;
+  // disarm(fd) from a caller that knows the life of fd it ends: `tag` is the ArmRequest::tag of
+  // every arm() since the last disarm of fd, `ops` whether fd may have submitted operations in
+  // flight. A backend that may carry a disarm out later (io_uring's single-issuer ring, asked by
+  // a thread that is not its owner) then cancels that life's requests only: by the time it runs
+  // fd may have been closed and its number reused. Default: disarm(fd).
+  virtual void disarm_life(int fd, uint32_t tag, bool ops) noexcept {
+    (void)tag;
+    (void)ops;
+    disarm(fd);
+  }
 
   // Waits until an event, `deadline` (TimePoint::max() = forever; a past deadline = just
   // poll) or wake(); stores at most `max` events in out and returns how many (0 on timeout,

@@ -39,7 +39,14 @@
 // TASKRUN_FLAG): task work waits until the worker enters the kernel to wait or poll (TASKRUN
 // tells it without a syscall), and runs there in one batch. Only the owner (the first thread
 // that waits, which enables the R_DISABLED ring) may enter it: other threads' arm(), disarm()
-// and submit() go to foreign_ and wake the owner, whose next wait() submits them.
+// and submit() go to foreign_ and wake the owner, whose next wait() submits them. A scheduler
+// with several workers gets one such ring per worker (io_manager.cc protocol 10): each worker
+// submits to and reaps its own, and sleeps in it when idle (sched/ protocol 8c), so nothing
+// here changes but who the owner is; the foreign_ path carries the cancels of an fd's requests
+// in other workers' rings and plain threads' requests. Such a cancel runs when the owner next
+// waits, when the fd may have been closed and its number reused: disarm_life() cancels the
+// polls by their user_data (fd, direction, the life's tag) and only ops by fd (their closer
+// waits for them, so the number is still theirs).
 #include "lionet/io/uring_reactor.h"
 
 #include <liburing.h>
@@ -208,6 +215,10 @@ int UringReactor::prep_locked(const Pending& w) noexcept {
       io_uring_prep_cancel64(sqe, kOpBit | static_cast<uint64_t>(reinterpret_cast<uintptr_t>(w.op)), 0);
       io_uring_sqe_set_data64(sqe, kCancelData);
       return 0;
+    case Pending::kCancelPoll:  // the poll of one direction and one life of fd (its tag)
+      io_uring_prep_cancel64(sqe, pack(w.fd, w.dir, w.tag), IORING_ASYNC_CANCEL_ALL);
+      io_uring_sqe_set_data64(sqe, kCancelData);
+      return 0;
     case Pending::kOp: break;
   }
   ReactorOp& op = *w.op;
@@ -299,6 +310,22 @@ void UringReactor::disarm(int fd) noexcept {
   // ring; with a single issuer, another thread's cancel waits for the owner's next wait().
   std::lock_guard<std::mutex> lk(sq_mu_);
   if (queue_locked(Pending{Pending::kCancelFd, fd, 0, 0, nullptr}) == 0 && owns_ring()) (void)submit_locked();
+}
+
+void UringReactor::disarm_life(int fd, uint32_t tag, bool ops) noexcept {
+  std::lock_guard<std::mutex> lk(sq_mu_);
+  if (owns_ring()) {  // submitted now: fd still names the file whose requests go
+    if (prep_locked(Pending{Pending::kCancelFd, fd, 0, 0, nullptr}) == 0) (void)submit_locked();
+    return;
+  }
+  // Queued for the owner's next wait(), when fd may name another file already (closed, its
+  // number reused, a new poll armed here): a cancel by fd would then end the new file's
+  // requests and miss the old one's. The polls go by their user_data instead (fd, direction
+  // and this life's tag). Ops by fd: a fiber's cancel(fd) waits for them before the close
+  // (io_manager.cc protocol 9), so the number is still the old file's when the owner cancels.
+  if (ops) (void)queue_locked(Pending{Pending::kCancelFd, fd, 0, 0, nullptr});
+  for (uint32_t dir : {kIoReadable, kIoWritable})
+    (void)queue_locked(Pending{Pending::kCancelPoll, fd, dir, tag, nullptr});
 }
 
 void UringReactor::cancel_op(ReactorOp& op) noexcept {

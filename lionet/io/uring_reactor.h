@@ -3,7 +3,9 @@
 //
 // Owns: one ring, an eventfd for wake(). uring_reactor.cc is the only file with io_uring_*
 // calls for readiness and for completion-based socket operations. Must not keep per-fd state
-// (IOManager keeps it).
+// (IOManager keeps it). With several workers IOManager makes one single-issuer UringReactor
+// per worker (io_manager.cc protocol 10): each is entered by its worker only, and the other
+// threads' requests to it are queued for that worker as below.
 #pragma once
 
 #include <atomic>
@@ -23,8 +25,8 @@ class UringReactor final : public Reactor {
  public:
   // Throws std::system_error if the kernel has no usable io_uring (older than 5.19, disabled
   // by sysctl or seccomp) or the ring cannot be created.
-  // single_issuer: for a scheduler with one worker thread. The ring is entered only by the
-  // thread of the first wait() (IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN: completions are
+  // single_issuer: for a ring that one worker thread uses (a one-worker scheduler, or one ring
+  // of a ring per worker). The ring is entered only by the thread of the first wait() (IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN: completions are
   // run when that thread waits, in one batch, not interrupting its other system calls); other
   // threads' arm()/disarm()/submit() are queued for it and wake it. wait() from any other
   // thread then returns 0 at once. Falls back to a shared ring on kernels without it.
@@ -34,6 +36,7 @@ class UringReactor final : public Reactor {
   const char* name() const noexcept override { return "io_uring"; }
   int arm(const ArmRequest& req, uint32_t* armed) noexcept override;
   void disarm(int fd) noexcept override;
+  void disarm_life(int fd, uint32_t tag, bool ops) noexcept override;
   void cancel_op(ReactorOp& op) noexcept override;
   int wait(ReactorEvent* out, int max, TimePoint deadline) noexcept override;
   void wake() noexcept override;
@@ -44,7 +47,7 @@ class UringReactor final : public Reactor {
  private:
   // A request to queue: a readiness poll, a cancel of everything on fd, or an operation.
   struct Pending {
-    enum Kind : uint8_t { kPoll, kCancelFd, kOp, kCancelOp } kind;
+    enum Kind : uint8_t { kPoll, kCancelFd, kOp, kCancelOp, kCancelPoll } kind;
     int fd;
     uint32_t dir;
     uint32_t tag;

@@ -22,7 +22,7 @@ void Worker::wake() noexcept {
   if (in_driver.load(std::memory_order_seq_cst)) {
     // Protocol 8b: announce ourselves before reading `driver`, so set_driver() waits for us.
     sched->driver_wakers.fetch_add(1, std::memory_order_seq_cst);
-    if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->wake();
+    if (Driver* d = sched->driver.load(std::memory_order_seq_cst)) d->wake_worker(index);
     sched->driver_wakers.fetch_sub(1, std::memory_order_release);
   } else {
     futex_wake(&wake_word, 1);
@@ -30,8 +30,15 @@ void Worker::wake() noexcept {
 }
 
 bool Worker::poll_driver() noexcept {
-  if (!sched->driver.load(std::memory_order_relaxed) || sched->polling.load(std::memory_order_relaxed) ||
-      sched->polling.exchange(true, std::memory_order_seq_cst))
+  if (!sched->driver.load(std::memory_order_relaxed)) return false;
+  if (sched->driver_per_worker.load(std::memory_order_relaxed)) {
+    if (Driver* d = take_own_driver()) {  // protocol 8c: our own part, whoever else polls
+      const bool events = d->poll();
+      release_own_polling();
+      return events;
+    }
+  }
+  if (sched->polling.load(std::memory_order_relaxed) || sched->polling.exchange(true, std::memory_order_seq_cst))
     return false;
   // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
   bool events = false;
@@ -69,16 +76,22 @@ void Worker::park_idle() noexcept {
   const TimePoint deadline = timers.next_deadline();
   parks.inc();
   Driver* d = nullptr;
-  if (sched->driver.load(std::memory_order_relaxed) && !sched->polling.exchange(true, std::memory_order_seq_cst)) {
-    // Protocol 8b: the driver as of after taking `polling` (set_driver may just have removed it).
-    d = sched->take_driver();
-    if (!d) sched->release_polling();
+  bool own = false;  // protocol 8c: every idle worker sleeps in its own part of the driver
+  if (sched->driver.load(std::memory_order_relaxed)) {
+    if (sched->driver_per_worker.load(std::memory_order_relaxed) && (d = take_own_driver()) != nullptr) {
+      own = true;
+    } else if (!sched->polling.exchange(true, std::memory_order_seq_cst)) {
+      // Protocol 8b: the driver as of after taking `polling` (set_driver may just have removed it).
+      d = sched->take_driver();
+      if (!d) sched->release_polling();
+    }
   }
   if (d) {
     in_driver.store(true, std::memory_order_seq_cst);
     if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
     in_driver.store(false, std::memory_order_seq_cst);
-    sched->release_polling();
+    if (own) release_own_polling();
+    else sched->release_polling();
     wake_word.store(0, std::memory_order_release);
     coarse_now_ns = coarse_monotonic_ns();
     sched->unregister_sleeper(*this);
@@ -98,6 +111,22 @@ Driver* SchedulerImpl::take_driver() noexcept {
   Driver* d = driver.load(std::memory_order_seq_cst);
   polling_driver.store(d ? d : no_driver(), std::memory_order_seq_cst);
   return d;
+}
+
+// Protocol 8c: as `polling` + take_driver(), but this worker's own pair; gives it back at once
+// (nullptr) if the driver is gone or is not per worker (set_driver is replacing it).
+Driver* Worker::take_own_driver() noexcept {
+  own_polling.store(true, std::memory_order_seq_cst);
+  Driver* d = sched->driver.load(std::memory_order_seq_cst);
+  own_polling_driver.store(d ? d : SchedulerImpl::no_driver(), std::memory_order_seq_cst);
+  if (d && d->per_worker()) return d;
+  release_own_polling();
+  return nullptr;
+}
+
+void Worker::release_own_polling() noexcept {
+  own_polling_driver.store(nullptr, std::memory_order_seq_cst);
+  own_polling.store(false, std::memory_order_release);
 }
 
 void SchedulerImpl::release_polling() noexcept {

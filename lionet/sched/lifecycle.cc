@@ -231,6 +231,7 @@ void Scheduler::stop() {
 }
 
 void Scheduler::set_driver(Driver* d) noexcept {
+  impl_->driver_per_worker.store(d && d->per_worker(), std::memory_order_seq_cst);  // protocol 8c
   Driver* old = impl_->driver.exchange(d, std::memory_order_seq_cst);
   if (old && old != d) {
     // Protocol 8b: no worker may still be inside `old` when we return (its owner is about to
@@ -241,8 +242,16 @@ void Scheduler::set_driver(Driver* d) noexcept {
     for (;;) {
       const bool polling = impl_->polling.load(std::memory_order_seq_cst);
       Driver* in = impl_->polling_driver.load(std::memory_order_seq_cst);
-      if (!impl_->driver_wakers.load(std::memory_order_seq_cst) && (!polling || in == target)) break;
+      bool busy = impl_->driver_wakers.load(std::memory_order_seq_cst) || (polling && in != target);
       if (in == old) old->wake();
+      // Protocol 8c: the same for every worker's own pair (a per-worker driver).
+      for (const auto& w : impl_->workers) {
+        const bool own = w->own_polling.load(std::memory_order_seq_cst);
+        Driver* own_in = w->own_polling_driver.load(std::memory_order_seq_cst);
+        busy = busy || (own && own_in != target);
+        if (own_in == old) old->wake_worker(w->index);
+      }
+      if (!busy) break;
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }

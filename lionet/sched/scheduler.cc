@@ -102,6 +102,22 @@
 //    driver, or the setter sees the worker and waits. A poller already inside the new driver is
 //    not waited for (waiting for it to leave a wait with no deadline would never end). So the
 //    old driver may be destroyed as soon as set_driver returns.
+// 8c. A per-worker driver (Driver::per_worker: io_uring with a single-issuer ring per worker).
+//    Its events are reaped only by the worker whose source they are on, so `polling` is not
+//    used: every worker polls its own part (the busy polls of 8, protocol 9's idle polls, and
+//    once when it runs out of work, instead of the short idle spin before parking: what its
+//    fibers queued there, io_uring SQEs, reaches the kernel only when it polls or waits) and
+//    every idle worker waits in its own part instead of its futex, still registered as a
+//    sleeper; Worker::wake() ends that wait with driver->wake_worker(index) (the same Dekker
+//    pair of in_driver and wake_word as in 8). 8b holds per worker: a worker announces itself
+//    in its own_polling (seq_cst) before re-reading `driver` and then says which driver it went
+//    into in own_polling_driver (nullptr again before it clears own_polling); set_driver waits,
+//    for each worker as for the shared pair, while own_polling is set and own_polling_driver is
+//    not the new driver, waking the worker with old->wake_worker() while it is inside the old
+//    one. SchedulerImpl::driver_per_worker (set by set_driver before it stores the driver) only
+//    picks which token a worker tries first: a worker that finds the announced driver is not
+//    per worker gives its own token back and takes `polling` as in 8, so a shared driver
+//    never has two workers inside.
 //
 // 9. Polling before sleeping (SchedulerOptions::idle_poll). A worker with nothing to run and
 //    a driver, when workers do not outnumber CPUs, first polls for up to idle_poll: the driver
@@ -403,7 +419,12 @@ void Worker::run() {
   idle_poll_ns = fits_cpus ? std::chrono::duration_cast<std::chrono::nanoseconds>(sched->opts.idle_poll).count() : 0;
   for (;;) {
     Fiber* f = find_work();
-    for (int i = 0; !f && may_spin && i < kIdleSpinRounds; ++i) {
+    // Protocol 8c: with a per-worker driver only we reap our part, and what our fibers queued
+    // there (io_uring SQEs) goes to the kernel only when we poll or wait: poll it once, then
+    // wait in it (park_idle) without the spin, which would hold both back.
+    const bool own_driver = sched->driver_per_worker.load(std::memory_order_relaxed);
+    if (!f && own_driver && poll_driver()) f = find_work();
+    for (int i = 0; !f && may_spin && !own_driver && i < kIdleSpinRounds; ++i) {
       for (int k = 0; k < 16; ++k) cpu_relax();
       if (sched->has_visible_work(*this)) f = find_work();
     }

@@ -47,6 +47,8 @@ struct Rig {
   Rig(int threads, const std::string& backend, bool ops = true)
       : sched({.threads = threads, .name = "ops-test"}),
         io(sched, {.backend = backend, .uring_socket_ops = ops, .uring_shared_ring_ops = true}) {}
+  // With several workers this is one single-issuer ring per worker (the default,
+  // uring_ring_per_worker); uring_shared_ring_ops only matters on a kernel without them.
   ~Rig() { sched.stop(); }
   void close(int fd) {
     io.cancel(fd);
@@ -93,29 +95,121 @@ TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
   EXPECT_FALSE(off.io.completion_io()) << "io.uring_socket_ops: false must turn them off";
 }
 
-// The defaults: one worker (a single-issuer ring) uses the operations; several workers, which
-// share the ring, wait for readiness unless io.uring_shared_ring_ops asks for the operations.
-TEST_F(CompletionOpsTest, SeveralWorkersUseThemOnlyWhenAskedTo) {
+// The defaults: one worker (a single-issuer ring) uses the operations; several workers get a
+// single-issuer ring each (io_manager.cc protocol 10) and use them too; several workers that
+// share one ring (uring_ring_per_worker off) wait for readiness unless
+// io.uring_shared_ring_ops asks for the operations.
+TEST_F(CompletionOpsTest, SeveralWorkersUseThemOnTheirOwnRingsOrWhenAskedTo) {
   utsname u{};
   ASSERT_EQ(::uname(&u), 0);
   int major = 0, minor = 0;
   ASSERT_EQ(std::sscanf(u.release, "%d.%d", &major, &minor), 2);
-  if (major > 6 || (major == 6 && minor >= 1)) {  // single-issuer rings (older: a shared one)
+  const bool single_issuer = major > 6 || (major == 6 && minor >= 1);  // older: one shared ring
+  if (single_issuer) {
     lionet::Scheduler one({.threads = 1, .name = "ops-test"});
     lionet::IOManager one_io(one, {.backend = "io_uring"});
     EXPECT_TRUE(one_io.completion_io()) << "one worker, a single-issuer ring";
+    EXPECT_FALSE(one_io.per_worker());
     one.stop();
   }
   lionet::Scheduler two({.threads = 2, .name = "ops-test"});
-  {
-    lionet::IOManager shared(two, {.backend = "io_uring"});
-    EXPECT_FALSE(shared.completion_io()) << "a shared ring waits for readiness by default";
+  if (single_issuer) {
+    lionet::IOManager own(two, {.backend = "io_uring"});
+    EXPECT_TRUE(own.completion_io()) << "a single-issuer ring per worker uses the operations";
+    EXPECT_TRUE(own.per_worker());
   }
   {
-    lionet::IOManager asked(two, {.backend = "io_uring", .uring_shared_ring_ops = true});
+    lionet::IOManager shared(two, {.backend = "io_uring", .uring_ring_per_worker = false});
+    EXPECT_FALSE(shared.completion_io()) << "a shared ring waits for readiness by default";
+    EXPECT_FALSE(shared.per_worker());
+  }
+  {
+    lionet::IOManager asked(two,
+                            {.backend = "io_uring", .uring_ring_per_worker = false, .uring_shared_ring_ops = true});
     EXPECT_TRUE(asked.completion_io());
   }
+  {
+    lionet::IOManager epoll(two, {.backend = "epoll"});
+    EXPECT_FALSE(epoll.per_worker()) << "epoll: one set, one poller at a time";
+  }
   two.stop();
+}
+
+// One ring per worker: calls parked in different workers' rings on one fd. Data wakes the one
+// that takes it; cancel(fd) from a fiber reaches every ring, waits for both completions, and
+// the close that follows really closes (no ring keeps the file).
+TEST_F(CompletionOpsTest, CallsInTwoWorkersRingsAreCancelledInBoth) {
+  Rig rig(2, "io_uring");
+  if (!rig.io.per_worker()) GTEST_SKIP() << "no single-issuer rings here (Linux < 6.1)";
+  for (int round = 0; round < 10; ++round) {
+    Pair p = make_socketpair();
+    std::atomic<int> spinner_worker{-1}, reader_worker{-1};
+    std::atomic<bool> release{false};
+    // The spinner holds its worker (no scheduling point) until the reader parked on the other
+    // one; then it parks its own recv there: one call in each worker's ring.
+    auto spinner = rig.sched.spawn([&] {
+      spinner_worker = lionet::this_fiber::worker_index();
+      while (!release.load()) {
+      }  // no scheduling point: nothing else runs on this worker meanwhile
+      char c;
+      return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
+    });
+    while (spinner_worker.load() < 0) std::this_thread::sleep_for(100us);
+    auto reader = rig.sched.spawn([&] {
+      reader_worker = lionet::this_fiber::worker_index();
+      char c;
+      return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
+    });
+    ASSERT_TRUE(await_waiters(rig.io, p.a, 1));
+    release = true;
+    ASSERT_TRUE(await_waiters(rig.io, p.a, 2));
+    EXPECT_NE(spinner_worker.load(), reader_worker.load()) << "the calls went to one worker's ring";
+    if (round % 2 == 0) {
+      // One byte: exactly one of the two calls gets it; the other is cancelled below.
+      ASSERT_EQ(sys_write(p.b, "x", 1), 1);
+      for (int i = 0; i < 10000 && rig.io.waiting(p.a) != 1; ++i) std::this_thread::sleep_for(100us);
+      EXPECT_EQ(rig.io.waiting(p.a), 1);
+    }
+    auto closer = rig.sched.spawn([&] {
+      rig.io.cancel(p.a);
+      const int waiting = rig.io.waiting(p.a);  // cancel() returned: every op has ended
+      sys_close(p.a);
+      return waiting;
+    });
+    EXPECT_EQ(closer.join(), 0);
+    const int64_t a = spinner.join(), b = reader.join();
+    if (round % 2 == 0) {
+      EXPECT_TRUE((a == 1 && b == -ECANCELED) || (a == -ECANCELED && b == 1)) << a << " " << b;
+    } else {
+      EXPECT_EQ(a, -ECANCELED);
+      EXPECT_EQ(b, -ECANCELED);
+    }
+    char c;
+    long r = -1;
+    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i)
+      std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
+    rig.close(p.b);
+  }
+}
+
+// A plain thread's calls into a per-worker IOManager (cancel from outside any fiber, as a
+// socket closed by the main thread): queued for the rings' workers, who are woken for them.
+TEST_F(CompletionOpsTest, APlainThreadsCancelReachesEveryWorkersRing) {
+  Rig rig(2, "io_uring");
+  constexpr int kReaders = 8;
+  Pair p = make_socketpair();
+  std::vector<lionet::JoinHandle<int64_t>> hs;
+  for (int i = 0; i < kReaders; ++i)
+    hs.push_back(rig.sched.spawn([&] {
+      char c;
+      return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
+    }));
+  ASSERT_TRUE(await_waiters(rig.io, p.a, kReaders));
+  rig.io.cancel(p.a);  // a plain thread: does not wait for the ops, the workers reap them
+  for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
+  EXPECT_EQ(rig.io.waiting(p.a), 0);
+  rig.close(p);
 }
 
 TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {

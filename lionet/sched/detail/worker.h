@@ -146,6 +146,13 @@ class alignas(kCacheLine) Worker {
   alignas(kCacheLine) std::atomic<uint32_t> wake_word{0};
   bool sleeping = false;  // guarded by SchedulerImpl::sleepers_mu_
   std::atomic<bool> in_driver{false};  // inside Driver::wait(): wake() goes through the driver
+  // Protocol 8c (a per-worker driver): this worker is inside its own part of the driver
+  // (wait/poll), and the driver it went into; SchedulerImpl::polling and polling_driver's
+  // roles (protocol 8b), one pair per worker. seq_cst.
+  std::atomic<bool> own_polling{false};
+  std::atomic<Driver*> own_polling_driver{nullptr};
+  Driver* take_own_driver() noexcept;  // the per-worker driver, announced; else nullptr
+  void release_own_polling() noexcept;
 
   // Statistics (Scheduler::stats()). Each is written only by this worker's thread.
   // fiber_parks: park() calls of fibers running here that switched out; fiber_unparks:
@@ -223,6 +230,9 @@ class SchedulerImpl {
   alignas(kCacheLine) std::atomic<uint32_t> idle_state;
   std::atomic<bool> stopping{false};
   std::atomic<Driver*> driver{nullptr};
+  // driver->per_worker() as of the last set_driver (protocol 8c): a hint for which token a
+  // worker takes; the driver itself is asked again once announced.
+  std::atomic<bool> driver_per_worker{false};
   std::atomic<bool> polling{false};  // a worker is inside driver->wait()/poll() (at most one)
   // The driver the poller went into (no_driver(): it found none); nullptr while `polling` is
   // free or the poller has not re-read `driver` yet. seq_cst: protocol 8b.
