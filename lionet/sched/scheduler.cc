@@ -14,12 +14,13 @@
 //    the caller's lock, under which every waker must find its waiter, so no unpark can race
 //    with it. That lock is held across the jump only when the switch is short: before a slow
 //    tick, a fresh fiber's first run or a wait for a stack reader, switch_away releases it
-//    first and parks prev with kPark instead (release_before_switch); kFinish releases prev's stack, marks it DONE, wakes its joiner and drops the
-//    scheduler's reference. Doing this on the far side of the jump is what makes it safe: prev
-//    is not visible to any other worker until its context is saved. Fibers switch directly to
-//    the next runnable fiber (one jump, through fiber/detail/context.h's raw switch, inlined);
-//    the worker's main loop is entered only when the worker has nothing local to run. The yield
-//    and park paths read the worker's thread-local once, before their jump, and never after.
+//    first and parks prev with kPark instead (release_before_switch). kFinish releases prev's
+//    stack, marks it DONE, wakes its joiner and drops the scheduler's reference. Doing this on
+//    the far side of the jump is what makes it safe: prev is not visible to any other worker
+//    until its context is saved. Fibers switch directly to the next runnable fiber (one jump,
+//    through fiber/detail/context.h's raw switch, inlined); the worker's main loop is entered
+//    only when the worker has nothing local to run. The yield and park paths read the worker's
+//    thread-local once, before their jump, and never after.
 //
 // 2. Run queues (per worker, in order of preference): a LIFO slot for fibers woken by the
 //    running fiber (message-passing latency; at most kMaxLifoStreak consecutive uses, so two
@@ -623,11 +624,11 @@ void Worker::switch_away(Fiber* self, AfterSwitch action, SpinLock* lock) noexce
   check_stack(self);
   check_os_locks(self);
   SwitchMsg m{this, self, action, lock};
-  const bool unlock_after = action == AfterSwitch::kParkUnlock;
-  if (unlock_after && LIONET_UNLIKELY(tick_countdown <= 1)) release_before_switch(m);  // a slow tick is next
-  Fiber* next = next_runnable();
-  if (unlock_after && next && LIONET_UNLIKELY(!next->ctx_.fctx || stack_readers.load(std::memory_order_relaxed) != 0) &&
-      m.lock)
+  if (action == AfterSwitch::kParkUnlock && LIONET_UNLIKELY(tick_countdown <= 1)) release_before_switch(m);
+  Fiber* next = next_runnable();  // the slow tick, if due, runs in here
+  // A fresh fiber's first run or a stack reader's wait comes in prepare_to_run below.
+  if (m.action == AfterSwitch::kParkUnlock && next &&
+      LIONET_UNLIKELY(!next->ctx_.fctx || stack_readers.load(std::memory_order_relaxed) != 0))
     release_before_switch(m);
   Transfer t;
   if (next) {
