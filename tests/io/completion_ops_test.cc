@@ -76,6 +76,28 @@ int tcp_listener(uint16_t* port) {
   return fd;
 }
 
+// What a hooked close() does in a fiber: cancel(fd), then close. Returns the calls still
+// waiting on fd when cancel() returned (0: every operation had ended).
+int cancel_and_close_in_fiber(Rig& rig, int fd) {
+  return rig.sched
+      .spawn([&] {
+        rig.io.cancel(fd);
+        const int waiting = rig.io.waiting(fd);
+        sys_close(fd);
+        return waiting;
+      })
+      .join();
+}
+
+// The peer `fd` of a closed socket reads the end of stream within a second: the file was
+// really closed, not held open by an operation in flight.
+void expect_end_of_stream(int fd) {
+  char c;
+  long r = -1;
+  for (int i = 0; i < 1000 && (r = sys_read(fd, &c, 1)) < 0 && errno == EAGAIN; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
+}
+
 class CompletionOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -170,13 +192,7 @@ TEST_F(CompletionOpsTest, CallsInTwoWorkersRingsAreCancelledInBoth) {
       for (int i = 0; i < 10000 && rig.io.waiting(p.a) != 1; ++i) std::this_thread::sleep_for(100us);
       EXPECT_EQ(rig.io.waiting(p.a), 1);
     }
-    auto closer = rig.sched.spawn([&] {
-      rig.io.cancel(p.a);
-      const int waiting = rig.io.waiting(p.a);  // cancel() returned: every op has ended
-      sys_close(p.a);
-      return waiting;
-    });
-    EXPECT_EQ(closer.join(), 0);
+    EXPECT_EQ(cancel_and_close_in_fiber(rig, p.a), 0);
     const int64_t a = spinner.join(), b = reader.join();
     if (round % 2 == 0) {
       EXPECT_TRUE((a == 1 && b == -ECANCELED) || (a == -ECANCELED && b == 1)) << a << " " << b;
@@ -184,11 +200,7 @@ TEST_F(CompletionOpsTest, CallsInTwoWorkersRingsAreCancelledInBoth) {
       EXPECT_EQ(a, -ECANCELED);
       EXPECT_EQ(b, -ECANCELED);
     }
-    char c;
-    long r = -1;
-    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i)
-      std::this_thread::sleep_for(1ms);
-    EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
+    expect_end_of_stream(p.b);
     rig.close(p.b);
   }
 }
@@ -303,19 +315,9 @@ TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
         return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
       }));
     ASSERT_TRUE(await_waiters(rig.io, p.a, kReaders));
-    auto closer = rig.sched.spawn([&] {
-      rig.io.cancel(p.a);
-      const int waiting = rig.io.waiting(p.a);  // cancel() returned: every op has ended
-      sys_close(p.a);
-      return waiting;
-    });
-    EXPECT_EQ(closer.join(), 0);
+    EXPECT_EQ(cancel_and_close_in_fiber(rig, p.a), 0);
     for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
-    char c;
-    long r = -1;
-    for (int i = 0; i < 1000 && (r = sys_read(p.b, &c, 1)) < 0 && errno == EAGAIN; ++i)
-      std::this_thread::sleep_for(1ms);
-    EXPECT_EQ(r, 0) << "the peer must see the end of stream: the file was really closed";
+    expect_end_of_stream(p.b);
     rig.close(p.b);
   }
 }
