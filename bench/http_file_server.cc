@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   lionet::http::Router router;
   router.prefix("GET", "/", files->handler());
   lionet::http::ServerOptions opts;
+  opts.runs_inline = router.inline_predicate();  // the static route is nonblocking
   opts.tcp.reuse_port_per_worker = threads > 1;
   if (http2) lionet::http2::enable(opts);
   lionet::http::Server server(sched, router.handler(), opts);

@@ -80,10 +80,11 @@ int main(int argc, char** argv) {
   // The default runtime: the scheduler's own IO driver, on the backend asked for.
   lionet::bench::ServerMain runtime(threads, "hello", backend);
   lionet::http::Router router;
-  lionet::http::Handler hello = [](lionet::http::Request&, lionet::http::Response& res) {
+  // Answers from memory: marked nonblocking, so HTTP/2 answers it on the connection's fiber.
+  lionet::http::Handler hello = lionet::http::nonblocking([](lionet::http::Request&, lionet::http::Response& res) {
     res.set_header("Content-Type", "text/plain");
     res.set_body_view("hello world");
-  };
+  });
   if (!basic_auth.empty()) {
     auto auth = std::make_shared<lionet::http::Authenticator>(
         lionet::http::AuthOptions{.kind = lionet::http::AuthKind::kBasic, .realm = "bench"});
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   }
   router.get("/hello", std::move(hello));
   lionet::http::ServerOptions opts;
+  opts.runs_inline = router.inline_predicate();
   opts.tcp.reuse_port_per_worker = threads > 1;
   opts.tcp.max_connections = static_cast<std::size_t>(max_connections);
   if (accept_batch >= 0) opts.tcp.accept_batch = static_cast<unsigned>(accept_batch);

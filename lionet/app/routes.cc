@@ -70,11 +70,11 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
     // With a route to fall back to, every method comes here: others than GET/HEAD go to it.
     return {fallback.empty() ? "GET,HEAD" : "*", true, files->handler()};  // the handler shares the state
   } else if (r.type == "metrics") {
-    return {"GET", false, [&im](http::Request&, http::Response& res) {
+    return {"GET", false, http::nonblocking([&im](http::Request&, http::Response& res) {
               res.reply(200, render_metrics(im), "text/plain; version=0.0.4; charset=utf-8");
-            }};
+            })};
   } else if (r.type == "health") {
-    return {"GET", false, [](http::Request&, http::Response& res) { res.reply(200, "ok\n"); }};
+    return {"GET", false, http::nonblocking([](http::Request&, http::Response& res) { res.reply(200, "ok\n"); })};
   } else if (r.type == "websocket") {  // handler: echo (checked at load)
     websocket::Options wo;
     wo.max_message_size = r.max_message_size;
@@ -96,7 +96,8 @@ RouteHandler route_handler(Runtime::Impl& im, Running& srv, const RouteConfig& r
     srv.proxies.emplace_back(r.path.empty() ? "@" + r.name : r.path, proxy);
     return {"*", true, [proxy](http::Request& q, http::Response& s) { proxy->handle(q, s); }};
   } else if (r.type == "hello") {
-    return {"GET", false, [](http::Request&, http::Response& res) { res.reply(200, "hello world"); }};
+    return {"GET", false,
+            http::nonblocking([](http::Request&, http::Response& res) { res.reply(200, "hello world"); })};
   } else if (r.type == "debug_fibers") {
     const bool remote = r.allow_remote;
     const FiberDumpOptions dump = fiber_dump_options(im.config);

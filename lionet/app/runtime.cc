@@ -240,6 +240,7 @@ Runtime::Runtime(const AppConfig& config, RuntimeHooks hooks) : impl_(std::make_
       run->router = build_router(im, *run);
       http::ServerOptions ho = http_options(sc, &run->h2);
       ho.refusal = run->router->refusal_handler();  // routes word their refusals (storage: JSON)
+      ho.runs_inline = run->router->inline_predicate();  // HTTP/2: nonblocking routes on the session's fiber
       if (sc.access_log) ho.access_log = im.access_log(sc);
       // The server's own address rules come before routing: a refused client learns nothing
       // of which paths exist.

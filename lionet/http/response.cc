@@ -94,21 +94,19 @@ bool Response::has_header(std::string_view name) const noexcept {
 }
 
 size_t Response::remove_header(std::string_view name) {
-  size_t removed = 0;
-  for (;;) {
-    size_t b = 0, e = 0;
-    bool hit = false;
-    for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
-      if (!iequals(n, name)) return true;
-      b = lb;
-      e = le;
-      hit = true;
-      return false;
-    });
-    if (!hit) return removed;
-    headers_.erase(b, e - b);
-    ++removed;
-  }
+  // One pass: the lines kept slide down over the ones removed.
+  size_t removed = 0, out = 0;
+  for_each_line(headers_, [&](size_t lb, size_t le, std::string_view n, std::string_view) {
+    if (iequals(n, name)) {
+      ++removed;
+    } else {
+      if (removed > 0) std::memmove(headers_.data() + out, headers_.data() + lb, le - lb);
+      out += le - lb;
+    }
+    return true;
+  });
+  if (removed > 0) headers_.resize(out);
+  return removed;
 }
 
 std::optional<uint64_t> Response::body_size() const noexcept {

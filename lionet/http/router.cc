@@ -37,6 +37,7 @@ Router& Router::route(std::string_view methods, std::string_view pattern, Handle
     throw std::invalid_argument("lionet::http::Router: pattern must start with '/': " + std::string(pattern));
   auto r = std::make_unique<Route>();
   r->pattern = std::string(pattern);
+  r->nonblocking = is_nonblocking(h);
   r->handler = std::move(h);
   r->refused = std::move(refused);
   r->order = routes_.size();
@@ -247,6 +248,30 @@ void Router::refuse(Request& req, Response& res, int status, std::string_view re
   if (!r->exact) match(*r, req.path(), &req);
   req.set_route_pattern(r->pattern);
   r->refused(req, res, status, reason);
+}
+
+namespace {
+// nonblocking()'s mark: a callable type of its own, found again by std::function::target.
+struct NonBlocking {
+  Handler h;
+  void operator()(Request& q, Response& s) const { h(q, s); }
+};
+}  // namespace
+
+Handler nonblocking(Handler h) {
+  if (is_nonblocking(h)) return h;
+  return NonBlocking{std::move(h)};
+}
+
+bool is_nonblocking(const Handler& h) noexcept { return h.target<NonBlocking>() != nullptr; }
+
+bool Router::runs_inline(Request& req) const {
+  if (!before_.empty() || !after_.empty()) return false;
+  uint32_t allow = 0;
+  bool path_matched = false;
+  req.clear_params();
+  const Route* r = find(req, &allow, &path_matched);
+  return r && r->nonblocking;
 }
 
 void Router::dispatch(Request& req, Response& res) const {

@@ -89,6 +89,15 @@ class Router {
   Handler handler() const {
     return [this](Request& q, Response& s) { dispatch(q, s); };
   }
+  // Whether dispatch(req) would run only code that never waits: req matches a route whose
+  // handler was marked nonblocking() (server.h), and no before/after hook is installed (hooks
+  // are not marked). Runs nothing; dispatch() routes req again.
+  bool runs_inline(Request& req) const;
+  // A ServerOptions::runs_inline calling runs_inline() on this router (which must outlive the
+  // server).
+  std::function<bool(Request&)> inline_predicate() const {
+    return [this](Request& q) { return runs_inline(q); };
+  }
   // Routes a refused request (sets its params and route_pattern) to its route's RefusalHandler;
   // leaves res alone when there is none.
   void refuse(Request& req, Response& res, int status, std::string_view reason) const;
@@ -111,6 +120,7 @@ class Router {
     std::vector<std::string> extra;  // unknown method names listed
     Handler handler;
     RefusalHandler refused;  // may be empty
+    bool nonblocking = false;  // the handler was marked nonblocking()
     size_t order = 0;
     bool exact = false;  // literal segments only: found by the hash lookup
   };

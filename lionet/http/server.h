@@ -71,6 +71,17 @@ class AccessLog;
 // lionet::Mutex). It must not keep Request or Response past its return.
 using Handler = std::function<void(Request&, Response&)>;
 
+// Marks h as a handler that never waits on the network, on a lock another fiber holds or on a
+// timer (answers from memory; static files, whose open/stat/read of a local file is the short
+// wait nginx also makes in its event loop). A Router remembers the mark per route (Router::runs_inline); HTTP/2 then answers such
+// a route's bodiless requests on the connection's own fiber, in the same turn as it read them,
+// instead of spawning a fiber per stream (ServerOptions::runs_inline). A marked handler that
+// waits after all holds up its connection's other streams while it waits. Calling the result
+// calls h.
+Handler nonblocking(Handler h);
+// Whether h was made by nonblocking().
+bool is_nonblocking(const Handler& h) noexcept;
+
 // Words the answer to a request the server refuses after reading its whole head (today only a
 // Content-Length over limits.max_body_bytes: status 413, reason "Content-Length over the
 // limit"), e.g. in the format of the route it was meant for (Router::refusal_handler()). Runs in
@@ -148,6 +159,14 @@ struct ServerOptions {
   bool cancel_on_disconnect = true;
   // Answers to refused requests (see RefusalHandler); empty = the server's plain text always.
   RefusalHandler refusal{};
+  // Whether a request (its head read, no body) may run its handler on the connection's fiber
+  // because the handler never waits (nonblocking()). HTTP/2 asks it per stream: yes = the
+  // handler runs right after the frames that carried the request are read, and its answer
+  // goes out in the same write as the others of that read; no (or empty, the default) = a
+  // fiber of its own per stream, so a slow handler holds up no other stream. HTTP/1.1 always
+  // runs handlers on the connection's fiber. Router::inline_predicate() answers from the route
+  // the request matches; the lionet binary installs it.
+  std::function<bool(Request&)> runs_inline{};
   // HTTP/2 over the same handler, installed by lionet/http2 (http2::enable(options)); empty =
   // HTTP/1.1 only. It serves the connection, in its fiber, instead of the HTTP/1.1 loop when
   // the stream's application_protocol() is "h2" (TLS ALPN), or when a new connection's first

@@ -17,6 +17,7 @@
 #include "lionet/http/date.h"
 #include "lionet/http/detail/chars.h"
 #include "lionet/http/detail/static_files.h"
+#include "lionet/http/mime.h"
 
 namespace lionet::http {
 
@@ -76,6 +77,7 @@ std::shared_ptr<FileEntry> StaticFiles::Impl::make_entry(std::string key, std::s
   }
   e->etag.push_back('"');
   e->last_modified = format_http_date(e->mtime_sec);
+  e->content_type = mime_type_for(e->path);
   e->fd = std::make_shared<FdOwner>(fd);
   if (valid_ms > 0) e->checked_ms.store(detail::coarse_now_ms(), std::memory_order_relaxed);
   return e;
@@ -128,6 +130,7 @@ std::shared_ptr<const std::string> StaticFiles::Impl::bytes_of(const FileEntry& 
     m->dev = e.dev;
     m->etag = e.etag;
     m->last_modified = e.last_modified;
+    m->content_type = e.content_type;
     m->data = bytes;
     m->checked_ms.store(e.checked_ms.load(std::memory_order_relaxed), std::memory_order_relaxed);
     cache_put(std::move(m));

@@ -22,6 +22,7 @@
 #include "lionet/http/mime.h"
 #include "lionet/http/status.h"
 #include "lionet/http/url.h"
+#include "lionet/sched/scheduler.h"
 
 namespace lionet::http {
 
@@ -82,14 +83,21 @@ std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(const std::string
 
 bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
   int64_t now = 0;
+  uint64_t gen = 0;
   if (valid_ms > 0) {
     now = detail::coarse_now_ms();
     if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
+  } else {
+    // Once per I/O poll (h2o's rule): a check made since the workers last polled already saw
+    // every change made before the requests now being served arrived (sched/scheduler.h).
+    gen = io_generation();
+    if (e.checked_gen.load(std::memory_order_relaxed) == gen) return true;
   }
   struct stat st;
   bool ok =
       ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st) : e.missing && errno == ENOENT;
   if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
+  if (ok && valid_ms == 0) e.checked_gen.store(gen, std::memory_order_relaxed);
   return ok;
 }
 
@@ -172,7 +180,7 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
     return;
   }
 
-  res.set_content_type(mime_type_for(base->path));
+  res.set_content_type(base->content_type);
   uint64_t off = 0, len = size;
   int status = 200;
   if (std::string_view range = req.header("Range"); !range.empty()) {
@@ -283,7 +291,9 @@ StaticFiles::~StaticFiles() = default;
 void StaticFiles::serve(Request& req, Response& res, std::string_view rel_path) { impl_->serve(req, res, rel_path); }
 
 Handler StaticFiles::handler() {
-  return [impl = impl_](Request& q, Response& s) { impl->serve(q, s, q.param("**")); };
+  Handler h = [impl = impl_](Request& q, Response& s) { impl->serve(q, s, q.param("**")); };
+  // Local file-system calls only, unless a fallback route may be called (a proxy, a backend).
+  return impl_->opt.fallback ? h : nonblocking(std::move(h));
 }
 
 StaticFiles::Stats StaticFiles::stats() const {

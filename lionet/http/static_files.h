@@ -7,9 +7,9 @@
 //   AUTO     MEMORY below memory_max, SENDFILE at or above sendfile_min, CHUNK in between
 //            (by default both are 256 KiB: no CHUNK).
 // Open-file cache: a resolved file keeps its fd, stat, ETag and Last-Modified (and, in MEMORY
-// mode, its bytes instead of the fd); a later request checks it with one stat of the path
-// (same inode, device, size and mtime, or it is resolved anew), or not at all within
-// open_file_cache_valid. Precompressed siblings (file.br / file.gz / file.zst) are served to
+// mode, its bytes instead of the fd); it is checked with one stat of the path (same inode,
+// device, size and mtime, or it is resolved anew) once per I/O poll of the server's workers,
+// or only after open_file_cache_valid. Precompressed siblings (file.br / file.gz / file.zst) are served to
 // clients that accept them when the route lists the encodings.
 // Also: MIME type by extension, index file for directories (and 301 "/dir" -> "/dir/"), ETag
 // ("<size hex>-<mtime ns hex>") and Last-Modified with 304 on If-None-Match / If-Modified-Since,
@@ -75,10 +75,13 @@ struct StaticOptions {
   // SENDFILE/CHUNK request opens its file). Files held in the MEMORY cache hold no fd.
   //                                                                 YAML: <route>.open_file_cache
   std::size_t open_file_cache = 1000;
-  // How long a cached file (open or in memory) is used without checking it. 0 = check it on
-  // every request with one stat of its path (a changed, replaced or removed file is seen on
-  // the next request); above 0 = nginx's open_file_cache_valid: changes are seen up to this
-  // late, and a request costs no file-system call.          YAML: <route>.open_file_cache_valid
+  // How long a cached file (open or in memory) is used without checking it. 0 = check it with
+  // one stat of its path once per I/O poll of the server's workers (io_generation(),
+  // sched/scheduler.h; h2o's once per event-loop turn): a changed, replaced or removed file is
+  // seen by every request read after the change, and the requests that arrived together (an
+  // HTTP/2 client's batch, the connections one poll woke) share one stat; above 0 = nginx's
+  // open_file_cache_valid: changes are seen up to this late, and a request costs no
+  // file-system call.                                        YAML: <route>.open_file_cache_valid
   std::chrono::milliseconds open_file_cache_valid{0};
   // Encodings served from precompressed siblings, in the server's order of preference: "br"
   // (file.br), "gzip" (file.gz), "zstd" (file.zst). A sibling is used when the client's
@@ -127,7 +130,8 @@ class StaticFiles {
   void serve(Request& req, Response& res, std::string_view rel_path);
 
   // A handler for Router::prefix(...): uses req.param("**") as rel_path. The handler shares
-  // ownership of the state, so it stays valid even if this object is destroyed first.
+  // ownership of the state, so it stays valid even if this object is destroyed first. Marked
+  // nonblocking() (server.h) unless a fallback handler is set (it may wait on anything).
   Handler handler();
 
   // Drops the cached resolutions (fd or bytes) of the file rel_path names, relative to the root

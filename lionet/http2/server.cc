@@ -46,6 +46,12 @@ namespace lionet::http2::detail {
 namespace {
 
 constexpr size_t kReadBuffer = 16 * 1024;  // while data flows
+
+// A fiber body's reference to its stream, dropped by the body itself before it signals the
+// session (a fiber body is called as const; its captures die only with the fiber).
+struct StreamBox {
+  mutable std::shared_ptr<H2Stream> st;
+};
 constexpr size_t kIdleReadBuffer = 512;  // until a read fills it (see Session::run)
 
 std::atomic<uint64_t> g_connections{0};
@@ -94,7 +100,7 @@ void Session::run() {
   const Duration tick = std::max<Duration>(std::min(idle, write_limit) / 4, std::chrono::milliseconds(10));
   c_.stream.set_timeouts(tick, write_limit);
   {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (!setup()) {
       LIONET_LOG_ERROR(h2_log(), "HTTP/2 session set-up failed");
       return;
@@ -104,6 +110,7 @@ void Session::run() {
       rv = nghttp2_session_mem_recv(s_, reinterpret_cast<const uint8_t*>(c_.prefix.data()), c_.prefix.size());
     }
     if (rv < 0) fail(rv);  // a connection error in the first bytes
+    else run_inline(lk);
     if (!flush()) end();
   }
   // Reads go into a small buffer until one fills it; then into kReadBuffer bytes of heap,
@@ -187,6 +194,7 @@ void Session::run() {
       fail(rv);
       break;
     }
+    run_inline(lk);  // the answers of this input's nonblocking handlers go out in the same write
     if (!flush()) break;
   }
   // Lingering close: input the peer sent after our last read (a PING after its GOAWAY, the
@@ -226,6 +234,7 @@ bool Session::flush() {
 
 void Session::end() {
   dead_ = true;
+  inline_ready_.clear();
   for (auto& [id, st] : streams_) {
     log_stream(*st);
     st->reset = true;
@@ -253,7 +262,7 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
     nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
     return 0;
   }
-  auto st = std::make_shared<H2Stream>();
+  auto st = self->new_stream();
   st->session = self;
   st->id = frame->hd.stream_id;
   if (self->alog_) st->started = now();
@@ -474,29 +483,54 @@ int Session::build_head(H2Stream& st) {
   return 0;
 }
 
+std::shared_ptr<H2Stream> Session::new_stream() {
+  H2Stream* st = nullptr;
+  {
+    std::lock_guard lk(pool_lock_);
+    if (!pool_.empty()) {
+      st = pool_.back();
+      pool_.pop_back();
+    }
+  }
+  if (!st) st = new H2Stream;
+  return std::shared_ptr<H2Stream>(st, [this](H2Stream* p) { release(p); });  // throws: released
+}
+
+void Session::release(H2Stream* st) noexcept {
+  st->recycle();
+  {
+    std::lock_guard lk(pool_lock_);
+    if (pool_.size() < o_.max_concurrent_streams + 8u) {
+      try {
+        pool_.push_back(st);
+        return;
+      } catch (...) {
+      }
+    }
+  }
+  delete st;
+}
+
 void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
+  H2Stream& s = *st;
+  s.request.reset(&s.head, &s);
+  s.request.set_connection_info(c_.info);
+  s.response.reset();
+  if (s.body_eof && c_.options.runs_inline && c_.options.runs_inline(s.request)) {
+    inline_ready_.push_back(st);  // no body to wait for, a handler that never waits
+    return;
+  }
   handlers_.add(1);
   ++running_;
   Scheduler* sched = Scheduler::current();
-  auto body = [this, st] {
+  auto body = [this, box = StreamBox{st}]() {
+    const std::shared_ptr<H2Stream>& st = box.st;
     H2Stream& s = *st;
-    s.request.reset(&s.head, &s);
-    s.request.set_connection_info(c_.info);
-    s.response.reset();
     {
       std::lock_guard lk(mu_);
       if (!s.reset) s.handler_fiber = current_fiber();
     }
-    try {
-      (void)http::run_bounded(c_.handler, s.request, s.response, c_.options.handler_timeout);
-    } catch (const std::exception& e) {
-      LIONET_LOG_ERROR(h2_log(), "handler threw on stream {}: {}", s.id, e.what());
-      s.response.reset();
-      s.response.reply(500, "internal server error\n");
-    } catch (...) {
-      s.response.reset();
-      s.response.reply(500, "internal server error\n");
-    }
+    call_handler(s);
     {
       std::lock_guard lk(mu_);
       s.handler_fiber = nullptr;
@@ -508,17 +542,71 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
       --running_;
       drained_.notify_all();
     }
+    box.st.reset();  // before done(): past it the session (its stream pool) may be gone
     handlers_.done();
   };
   try {
-    char name[32];  // the fiber dump names the stream: "h2 <connection>/<stream id>"
-    int k = std::snprintf(name, sizeof name, "h2 %llu/%d", static_cast<unsigned long long>(conn_id_), st->id);
-    sched->spawn(std::move(body), {.name = std::string_view(name, static_cast<size_t>(std::max(k, 0)))}).detach();
+    // The fiber dump names the stream: "h2 <connection>/<stream id>".
+    char name[48] = "h2 ";
+    char* p = std::to_chars(name + 3, name + 24, conn_id_).ptr;
+    *p++ = '/';
+    p = std::to_chars(p, name + sizeof name, st->id).ptr;
+    sched->spawn(std::move(body), {.name = std::string_view(name, static_cast<size_t>(p - name))}).detach();
   } catch (const std::exception& e) {
     // No stack for a fiber: refuse the stream, keep the connection.
     --running_;
     handlers_.done();
     nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+  }
+}
+
+void Session::call_handler(H2Stream& s) {
+  try {
+    (void)http::run_bounded(c_.handler, s.request, s.response, c_.options.handler_timeout);
+  } catch (const std::exception& e) {
+    LIONET_LOG_ERROR(h2_log(), "handler threw on stream {}: {}", s.id, e.what());
+    s.response.reset();
+    s.response.reply(500, "internal server error\n");
+  } catch (...) {
+    s.response.reset();
+    s.response.reply(500, "internal server error\n");
+  }
+}
+
+void Session::run_inline(std::unique_lock<Mutex>& lk) {
+  while (!inline_ready_.empty() && !dead_) {
+    inline_batch_.swap(inline_ready_);
+    // Unlocked while they run: a handler may still read its (empty) body or use the session.
+    lk.unlock();
+    for (const auto& st : inline_batch_) call_handler(*st);
+    lk.lock();
+    for (const auto& st : inline_batch_) {
+      if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
+      if (submit_answer(*st) && st->src == H2Stream::Src::kWriter) spawn_writer(st);
+    }
+    inline_batch_.clear();
+  }
+  inline_ready_.clear();
+}
+
+void Session::spawn_writer(const std::shared_ptr<H2Stream>& st) {
+  handlers_.add(1);
+  ++running_;
+  auto body = [this, box = StreamBox{st}]() {
+    std::unique_lock lk(mu_);
+    if (!dead_ && !box.st->reset) write_body(box.st, lk);
+    --running_;
+    drained_.notify_all();
+    lk.unlock();
+    box.st.reset();  // before done(): past it the session (its stream pool) may be gone
+    handlers_.done();
+  };
+  try {
+    Scheduler::current()->spawn(std::move(body), {.name = "h2 body writer"}).detach();
+  } catch (const std::exception& e) {
+    --running_;
+    handlers_.done();
+    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
   }
 }
 

@@ -81,7 +81,7 @@ ssize_t Session::read_source(nghttp2_session* session, int32_t id, uint8_t* buf,
     const std::string& trailers = st->response.trailer_block();
     if (!trailers.empty()) {
       // The stream ends with a HEADERS frame of trailers instead of END_STREAM on this DATA.
-      std::vector<std::string> names;
+      std::string names;
       std::vector<nghttp2_nv> nva;
       header_fields(trailers, names, nva);
       if (nghttp2_submit_trailer(session, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;

@@ -5,7 +5,7 @@
 // server.cc; bodies and flow control are server_body.cc.
 #include <nghttp2/nghttp2.h>
 
-#include <cstdio>
+#include <charconv>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -23,17 +23,15 @@ namespace lionet::http2::detail {
 
 // ---- responses ----------------------------------------------------------------------------
 
-void Session::respond(const std::shared_ptr<H2Stream>& sp) {
-  H2Stream& st = *sp;
+bool Session::submit_answer(H2Stream& st) {
   http::Response& res = st.response;
-  std::unique_lock lk(mu_);
   st.handler_done = true;
   if (!dead_ && !st.reset && st.body.size() > st.body_read) {
     nghttp2_session_consume(s_, st.id, st.body.size() - st.body_read);  // unread body: window back
   }
   st.body.clear();
   st.body_read = 0;
-  if (dead_ || st.reset) return;
+  if (dead_ || st.reset) return false;
   if (st.body_too_large) http::overrule_for_body_error(res, 413, "request body larger than max_body_bytes");
   if (res.has_takeover() || res.status() == 101) [[unlikely]] {
     // A connection takeover (http/takeover.h) is HTTP/1.1's: HTTP/2 has no 101, and RFC
@@ -44,7 +42,13 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
               "RFC 8441 (WebSocket over HTTP/2) is not supported\n");
   }
   submit(st);
-  bool writer = st.src == H2Stream::Src::kWriter;
+  return true;
+}
+
+void Session::respond(const std::shared_ptr<H2Stream>& sp) {
+  H2Stream& st = *sp;
+  std::unique_lock lk(mu_);
+  if (!submit_answer(st)) return;
   if (running_ > 1) {
     // Other handlers of this connection are still running (a client with many streams in
     // flight): let the ones that are ready submit first, so one write carries several
@@ -56,14 +60,18 @@ void Session::respond(const std::shared_ptr<H2Stream>& sp) {
     if (dead_ || st.reset) return;
   }
   flush();
-  if (!writer) return;
+  if (st.src == H2Stream::Src::kWriter) write_body(sp, lk);
+}
+
+void Session::write_body(const std::shared_ptr<H2Stream>& sp, std::unique_lock<Mutex>& lk) {
+  H2Stream& st = *sp;
   lk.unlock();
   // The body writer runs in this fiber, after the response head was submitted.
   WriterPipe pipe(sp);
   http::BodyWriter bw(pipe, /*chunked=*/false, {});
   bool ok = false;
   try {
-    ok = static_cast<bool>(res.writer()(bw));
+    ok = static_cast<bool>(st.response.writer()(bw));
   } catch (const std::exception& e) {
     LIONET_LOG_ERROR(h2_log(), "body writer threw on stream {}: {}", st.id, e.what());
   }
@@ -83,11 +91,12 @@ void Session::submit(H2Stream& st) {
   const bool head_only = st.head.method == "HEAD";
   const int status = res.status();
   const bool no_body = head_only || !http::status_has_body(status);
-  char status_buf[4];
-  std::snprintf(status_buf, sizeof status_buf, "%03d", status >= 100 && status <= 999 ? status : 500);
+  const int code = status >= 100 && status <= 999 ? status : 500;
+  const char status_buf[3] = {static_cast<char>('0' + code / 100), static_cast<char>('0' + code / 10 % 10),
+                              static_cast<char>('0' + code % 10)};
 
-  std::vector<nghttp2_nv> nva;
-  st.resp_names.clear();
+  std::vector<nghttp2_nv>& nva = nva_;
+  nva.clear();
   auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
   add(":status", std::string_view(status_buf, 3));
   std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n"
@@ -98,8 +107,8 @@ void Session::submit(H2Stream& st) {
   std::optional<uint64_t> size = res.body_size();
   char len_buf[24];
   if (size && status >= 200 && status != 204) {
-    int k = std::snprintf(len_buf, sizeof len_buf, "%llu", static_cast<unsigned long long>(*size));
-    add("content-length", std::string_view(len_buf, static_cast<size_t>(k)));
+    char* end = std::to_chars(len_buf, len_buf + sizeof len_buf, *size).ptr;
+    add("content-length", std::string_view(len_buf, static_cast<size_t>(end - len_buf)));
   }
 
   const bool has_trailers = !res.trailer_block().empty();  // sent after the body, so a body it is
@@ -130,7 +139,7 @@ void Session::submit(H2Stream& st) {
   }
   st.sending = use != nullptr;
   int rv = nghttp2_submit_response(s_, st.id, nva.data(), nva.size(), use);
-  if (rv == 0) st.status_sent = status >= 100 && status <= 999 ? status : 500;
+  if (rv == 0) st.status_sent = code;
   if (rv != 0) {
     LIONET_LOG_DEBUG(h2_log(), "submit_response on stream {}: {}", st.id, nghttp2_strerror(rv));
     st.src = H2Stream::Src::kNone;

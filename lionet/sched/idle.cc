@@ -12,7 +12,22 @@
 #include "lionet/sched/detail/futex.h"
 #include "lionet/sched/detail/worker.h"
 
+namespace lionet {
+namespace {
+std::atomic<uint64_t> g_io_generation{1};
+}  // namespace
+uint64_t io_generation() noexcept { return g_io_generation.load(std::memory_order_relaxed); }
+}  // namespace lionet
+
 namespace lionet::detail {
+
+namespace {
+// A poll delivered events or a driver wait ended: what fibers read from here on is new.
+inline bool next_io_generation(bool events) noexcept {
+  if (events) g_io_generation.fetch_add(1, std::memory_order_relaxed);
+  return events;
+}
+}  // namespace
 
 // ---------------------------------------------------------------- a worker going idle
 
@@ -33,7 +48,7 @@ bool Worker::poll_driver() noexcept {
   if (!sched->driver.load(std::memory_order_relaxed)) return false;
   if (sched->driver_per_worker.load(std::memory_order_relaxed)) {
     if (Driver* d = take_own_driver()) {  // protocol 8c: our own part, whoever else polls
-      const bool events = d->poll();
+      const bool events = next_io_generation(d->poll());
       release_own_polling();
       return events;
     }
@@ -42,7 +57,7 @@ bool Worker::poll_driver() noexcept {
     return false;
   // Protocol 8b: re-read after taking `polling`; set_driver() waits while we hold it.
   bool events = false;
-  if (Driver* d = sched->take_driver()) events = d->poll();
+  if (Driver* d = sched->take_driver()) events = next_io_generation(d->poll());
   sched->release_polling();
   return events;
 }
@@ -89,6 +104,7 @@ void Worker::park_idle() noexcept {
   if (d) {
     in_driver.store(true, std::memory_order_seq_cst);
     if (wake_word.load(std::memory_order_seq_cst) == 0) d->wait(deadline);
+    next_io_generation(true);
     in_driver.store(false, std::memory_order_seq_cst);
     if (own) release_own_polling();
     else sched->release_polling();

@@ -323,6 +323,15 @@ class PinGuard {
   Fiber* fiber_ = nullptr;
 };
 
+// How many times any scheduler's workers have polled for I/O (a poll that delivered events, or
+// a wait in the driver that ended), process-wide; starts at 1. A check of the outside world
+// made at one generation may stand in for the same check until the next: everything the
+// workers read since was already in the kernel's hands when that poll returned, unless a fiber
+// read it without waiting (then it arrived within the same few microseconds). http::StaticFiles
+// checks a cached file once per generation (h2o's rule: once per event-loop turn). One relaxed
+// load; a poll adds one relaxed increment.
+uint64_t io_generation() noexcept;
+
 namespace this_fiber {
 // Lets other runnable fibers run; returns at once if none is waiting. On a plain thread:
 // std::this_thread::yield().

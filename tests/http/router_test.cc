@@ -163,6 +163,34 @@ TEST_F(RouterTest, BadPatternsThrowAtSetup) {
   EXPECT_THROW(router_.route("G E T", "/a", named("x")), std::invalid_argument);
 }
 
+// HTTP/2 answers a request on the connection's fiber only when its route's handler was marked
+// nonblocking() and no middleware could wait (ServerOptions::runs_inline).
+TEST_F(RouterTest, RunsInlineOnlyForRoutesMarkedNonblockingAndWithoutMiddleware) {
+  Handler marked = nonblocking(named("fast"));
+  EXPECT_TRUE(is_nonblocking(marked));
+  EXPECT_FALSE(is_nonblocking(named("slow")));
+  EXPECT_TRUE(is_nonblocking(nonblocking(marked)));  // marking twice keeps one wrapper
+  router_.get("/fast/{id}", marked);
+  router_.get("/slow", named("slow"));
+  router_.prefix("GET", "/files", nonblocking(named("files")));
+  auto inline_for = [&](const std::string& method, const std::string& target) {
+    raw_ = method + " " + target + " HTTP/1.1\r\nHost: h\r\n\r\n";
+    parser_.reset();
+    EXPECT_EQ(parser_.parse(raw_.data(), raw_.size()), RequestParser::State::kDone);
+    req_.reset(&parser_.head(), nullptr);
+    return router_.inline_predicate()(req_);
+  };
+  EXPECT_TRUE(inline_for("GET", "/fast/7"));
+  EXPECT_TRUE(inline_for("HEAD", "/fast/7"));  // HEAD served by the GET route
+  EXPECT_TRUE(inline_for("GET", "/files/a/b.css"));
+  EXPECT_FALSE(inline_for("GET", "/slow"));
+  EXPECT_FALSE(inline_for("POST", "/fast/7"));  // 405: not the marked handler
+  EXPECT_FALSE(inline_for("GET", "/nowhere"));  // the not-found handler is not marked
+  EXPECT_EQ(body_of("GET", "/fast/7"), "200:fast id=7");  // the mark changes nothing else
+  router_.before([](Request&, Response&) { return true; });
+  EXPECT_FALSE(inline_for("GET", "/fast/7"));  // a hook may wait
+}
+
 TEST(ResponseHeaders, SetReplaceRemoveAndRefuseInjection) {
   Response r;
   EXPECT_TRUE(r.set_header("X-A", "1"));
@@ -176,6 +204,15 @@ TEST(ResponseHeaders, SetReplaceRemoveAndRefuseInjection) {
   EXPECT_FALSE(r.set_header("X B", "1"));
   EXPECT_FALSE(r.has_header("X-B"));
   EXPECT_EQ(r.header_block(), "x-a: 2\r\n");
+  // Removal keeps the order of the other fields, wherever the removed ones were.
+  EXPECT_TRUE(r.add_header("Vary", "a"));
+  EXPECT_TRUE(r.add_header("X-A", "3"));
+  EXPECT_TRUE(r.add_header("Link", "<x>"));
+  EXPECT_EQ(r.remove_header("X-A"), 2u);
+  EXPECT_EQ(r.header_block(), "Vary: a\r\nLink: <x>\r\n");
+  EXPECT_EQ(r.remove_header("nothing"), 0u);
+  EXPECT_TRUE(r.set_header("Link", "<y>"));
+  EXPECT_EQ(r.header_block(), "Vary: a\r\nLink: <y>\r\n");
 }
 }  // namespace
 }  // namespace lionet::http

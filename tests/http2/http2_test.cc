@@ -58,7 +58,10 @@ class Http2Test : public ::testing::Test {
     data_ = test::pattern(3 << 20);
     file_ = dir_.path + "/data.bin";
     std::ofstream(file_, std::ios::binary) << data_;
-    router_.get("/hello", [](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls\n" : "hello\n"); });
+    // Marked nonblocking: answered on the connection's fiber (start() installs the predicate).
+    router_.get("/hello",
+                nonblocking([](Request& q, Response& s) { s.reply(200, q.is_tls() ? "hello tls\n" : "hello\n"); }));
+    router_.get("/inline-throw", nonblocking([](Request&, Response&) { throw std::runtime_error("boom"); }));
     router_.get("/slow", in_flight_.sleeper(200ms, "slow\n"));
     router_.post("/echo", [](Request& q, Response& s) {
       std::string body;
@@ -123,6 +126,7 @@ class Http2Test : public ::testing::Test {
   }
   void start(bool tls, ServerOptions o = {}) {
     http2::enable(o);
+    o.runs_inline = router_.inline_predicate();  // as the lionet binary does
     server_ = std::make_unique<TestServer>(router_.handler(), o);
     if (tls) {
       if (!cert().ok) GTEST_SKIP() << "openssl could not make a certificate";
@@ -317,6 +321,97 @@ TEST_F(Http2Test, StreamsOfOneConnectionRunTheirHandlersConcurrently) {
   EXPECT_EQ(server_->server().stats().requests.load(), 40u);
   // Each handler sleeps 200 ms: run one after another they would never overlap.
   EXPECT_GE(in_flight_.max.load(), 20) << out;
+}
+
+// nghttp -s's timing table: per request, when its last byte arrived (ms after the connection was
+// made) and its status, keyed by path.
+struct NghttpTiming {
+  double end_ms;
+  int code;
+  std::string path;
+};
+std::vector<NghttpTiming> nghttp_timings(const std::string& out) {
+  std::vector<NghttpTiming> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, end, start, process, size, path;
+    int code = 0;
+    if (!(ls >> id >> end >> start >> process >> code >> size >> path) || end.empty() || end[0] != '+') continue;
+    double t = std::stod(end.substr(1));
+    if (end.ends_with("us")) t /= 1000;
+    else if (!end.ends_with("ms")) t *= 1000;  // seconds
+    v.push_back({t, code, path});
+  }
+  return v;
+}
+
+// Requests to a route marked nonblocking are answered on the connection's own fiber, in the turn
+// that read them; a slow handler's stream on the same connection holds none of them up.
+TEST_F(Http2Test, NonblockingRoutesAreAnsweredWhileASlowStreamOfTheSameConnectionRuns) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  start(false);
+  std::string cmd = "nghttp -n -s " + url("/slow");  // one connection for every URL
+  for (int i = 0; i < 20; ++i) cmd += " " + url("/hello?" + std::to_string(i));
+  int st = -1;
+  std::string out = shell(cmd + " 2>&1", &st);
+  EXPECT_EQ(st, 0) << out;
+  double slow_end = -1;
+  int hellos = 0;
+  for (const auto& t : nghttp_timings(out)) {
+    EXPECT_EQ(t.code, 200) << t.path;
+    if (t.path == "/slow") slow_end = t.end_ms;
+    else ++hellos;
+  }
+  ASSERT_EQ(hellos, 20) << out;
+  ASSERT_GT(slow_end, 0) << out;
+  for (const auto& t : nghttp_timings(out))
+    if (t.path != "/slow") EXPECT_LT(t.end_ms, slow_end) << t.path << "\n" << out;
+  EXPECT_EQ(server_->server().stats().requests.load(), 21u);
+}
+
+// A handler marked nonblocking that throws is answered 500 like any other; the connection and
+// its next request go on.
+TEST_F(Http2Test, ANonblockingHandlerThatThrowsGets500AndTheConnectionServesOn) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  start(false);
+  int st = -1;  // nghttp: every URL over one connection
+  std::string out = shell("nghttp -n -s " + url("/inline-throw") + " " + url("/hello") + " 2>&1", &st);
+  EXPECT_EQ(st, 0) << out;
+  auto timings = nghttp_timings(out);
+  ASSERT_EQ(timings.size(), 2u) << out;
+  for (const auto& t : timings) EXPECT_EQ(t.code, t.path == "/inline-throw" ? 500 : 200) << out;
+  EXPECT_EQ(shell(curl_ + "-o /dev/null -w '%{http_code}' " + url("/hello")), "200");
+}
+
+// A CHUNK-mode static route is nonblocking, but its body is written by a writer that waits for
+// the client's window: that part runs in a fiber of its own, and the bytes arrive whole.
+TEST_F(Http2Test, ChunkModeFilesFromANonblockingRouteArriveWhole) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  StaticOptions so;
+  so.root = dir_.path;
+  so.mode = FileMode::kChunk;
+  so.chunk_size = 16384;
+  StaticFiles files(so);
+  ASSERT_TRUE(is_nonblocking(files.handler()));
+  router_.prefix("GET,HEAD", "/chunked", files.handler());
+  start(false);
+  const std::string out = dir_.path + "/chunk.out";
+  EXPECT_EQ(curl(url("/chunked/data.bin"), out), "2 200");
+  EXPECT_TRUE(read_file(out) == data_) << "the file arrived altered";
+  // Eight at once over one connection, their writers interleaved by the peer's windows.
+  int st = -1;
+  std::string many = shell("nghttp -n -s -m 8 " + url("/chunked/data.bin") + " 2>&1", &st);
+  EXPECT_EQ(st, 0) << many;
+  auto timings = nghttp_timings(many);
+  ASSERT_EQ(timings.size(), 8u) << many;
+  for (const auto& t : timings) EXPECT_EQ(t.code, 200) << many;
+  if (have("h2load")) {  // the same with h2load, which counts the body bytes
+    std::string load = shell("h2load -n 8 -c 1 -m 8 " + url("/chunked/data.bin") + " 2>&1");
+    EXPECT_NE(load.find("8 succeeded, 0 failed, 0 errored"), std::string::npos) << load;
+    EXPECT_NE(load.find("(" + std::to_string(8 * data_.size()) + ") data"), std::string::npos) << load;
+  }
 }
 
 TEST_F(Http2Test, ABodyOverTheLimitIs413AndTheConnectionServesOn) {
@@ -543,16 +638,20 @@ TEST_F(Http2Limits, AStreamThatNeverSendsItsBodyIsAnsweredAfterTheBodyTimeout) {
 
 // h2spec (RFC 9113 and RFC 7541 conformance, 145 cases) against h2c and against h2 over TLS.
 // scripts/install-deps.sh builds it (tests/tools/h2spec); without it this test fails.
+// h2spec against a route answered on the connection's fiber (nonblocking) and against one whose
+// handler runs in a fiber per stream.
 TEST_F(Http2Test, H2specPassesEveryCaseOverH2cAndTls) {
   ASSERT_TRUE(have("h2spec")) << "h2spec is not installed: run scripts/install-deps.sh";
   const std::string h2spec = "h2spec";
-  router_.get("/", [](Request&, Response& s) { s.reply(200, std::string(2000, 'x')); });
-  for (bool tls : {false, true}) {
-    SCOPED_TRACE(tls ? "h2" : "h2c");
+  router_.get("/", nonblocking([](Request&, Response& s) { s.reply(200, std::string(2000, 'x')); }));
+  router_.get("/fiber", [](Request&, Response& s) { s.reply(200, std::string(2000, 'x')); });
+  for (auto [tls, path] : {std::pair{false, "/"}, std::pair{true, "/"}, std::pair{false, "/fiber"}}) {
+    SCOPED_TRACE(std::string(tls ? "h2 " : "h2c ") + path);
     start(tls);
     int st = -1;
-    std::string out = shell(
-        h2spec + " -h 127.0.0.1 -p " + std::to_string(server_->port()) + (tls ? " -t -k" : "") + " -o 5 2>&1", &st);
+    std::string out = shell(h2spec + " -h 127.0.0.1 -p " + std::to_string(server_->port()) + " -P " + path +
+                                (tls ? " -t -k" : "") + " -o 5 2>&1",
+                            &st);
     size_t at = out.find(" tests, ");
     std::string summary = at == std::string::npos ? out : out.substr(out.rfind('\n', at) + 1);
     EXPECT_EQ(st, 0) << summary;

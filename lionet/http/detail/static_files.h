@@ -113,6 +113,8 @@ struct FileEntry {
   std::shared_ptr<FdOwner> fd;  // null when data holds the bytes (or missing)
   std::shared_ptr<const std::string> data;  // MEMORY: the file's bytes
   mutable std::atomic<int64_t> checked_ms{0};  // CLOCK_MONOTONIC_COARSE ms of the last check
+  mutable std::atomic<uint64_t> checked_gen{0};  // io_generation() of the last check (valid 0)
+  std::string_view content_type;  // mime_type_for(path): a static string
 
   bool same_file(const struct stat& st) const noexcept {
     return S_ISREG(st.st_mode) && size == static_cast<uint64_t>(st.st_size) && mtime_ns == mtime_ns_of(st) &&

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
+#include "lionet/base/spinlock.h"
 #include "lionet/http/access_log.h"
 #include "lionet/http/field_block.h"
 #include "lionet/http/headers.h"
@@ -39,20 +40,23 @@ inline const std::shared_ptr<spdlog::logger>& h2_log() {
 class Session;
 
 // Appends the fields of an HTTP/1-style block ("Name: value\r\n" lines, as Response keeps
-// them) to nva, names lowercased into `names` (reserved here, so it does not move while nva
-// points into it; it must outlive nva), without the connection-specific fields that have no
-// meaning in HTTP/2 (RFC 9113 8.2.2) and without Content-Length (the caller adds its own).
-inline void header_fields(std::string_view block, std::vector<std::string>& names, std::vector<nghttp2_nv>& nva) {
-  size_t lines = 0;
-  for (size_t p = block.find("\r\n"); p != std::string_view::npos; p = block.find("\r\n", p + 2)) ++lines;
-  names.reserve(names.size() + lines);
+// them) to nva, names lowercased into `names` (cleared and reserved here to the block's size,
+// so it never moves while nva points into it; it must outlive nva), without the
+// connection-specific fields that have no meaning in HTTP/2 (RFC 9113 8.2.2) and without
+// Content-Length (the caller adds its own). Values are viewed in place, not copied.
+inline void header_fields(std::string_view block, std::string& names, std::vector<nghttp2_nv>& nva) {
+  names.clear();
+  names.reserve(block.size());
   http::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    std::string name(n);
-    for (char& ch : name) ch = http::ascii_lower(ch);
-    if (http::is_hop_by_hop(name) || name == "content-length") return true;  // RFC 9113 8.2.2
-    names.push_back(std::move(name));
-    nva.push_back(detail::nv(names.back(), value));
+    const size_t at = names.size();
+    for (char ch : n) names.push_back(http::ascii_lower(ch));
+    std::string_view name(names.data() + at, n.size());
+    if (http::is_hop_by_hop(name) || name == "content-length") {  // RFC 9113 8.2.2
+      names.resize(at);
+      return true;
+    }
+    nva.push_back(detail::nv(name, value));
     return true;
   });
 }
@@ -106,13 +110,49 @@ struct H2Stream final : http::detail::BodySource {
   int status_sent = 0;  // the status of the response submitted (0: none)
   int refused = 0;  // 400: refused as malformed, the handler never ran
   bool logged = false;
-  std::vector<std::string> resp_names;  // lowercased header names for the nv array
+  std::string resp_names;  // lowercased header names for the nv array (header_fields)
 
   std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
   std::string_view field_value(const Field& f) const { return {store.data() + f.value_off, f.value_len}; }
 
   Result<size_t> read_body(void* buf, size_t n) override;
   bool body_complete() const noexcept override { return body_eof && body_read == body.size(); }
+
+  // Back to a new stream's state, its buffers' capacity kept (Session's pool): what the
+  // response holds (a file, a cache entry, a writer) is let go here.
+  void recycle() noexcept {
+    id = 0;
+    store.clear();
+    fields.clear();
+    method = path = authority = -1;
+    header_bytes = 0;
+    head_built = false;
+    http::HeaderList headers = std::move(head.headers);
+    headers.clear();
+    head = http::RequestHead{};
+    head.headers = std::move(headers);
+    request.reset(nullptr, nullptr);
+    response.reset();
+    body.clear();
+    body_read = 0;
+    body_eof = reset = handler_done = false;
+    handler_fiber = nullptr;
+    body_total = 0;
+    body_too_large = false;
+    src = Src::kNone;
+    memory = {};
+    fd = -1;
+    file_offset = 0;
+    file_left = 0;
+    pipe.clear();
+    pipe_read = 0;
+    pipe_eof = deferred = sending = false;
+    started = {};
+    body_sent = 0;
+    status_sent = refused = 0;
+    logged = false;
+    resp_names.clear();
+  }
 };
 
 // A Stream the response body writer writes into (http::BodyWriter needs one).
@@ -131,6 +171,7 @@ class Session {
   Session(const http::ProtocolHandoff& c, const Options& o) : c_(c), o_(o) {}
   ~Session() {
     if (s_) nghttp2_session_del(s_);
+    for (H2Stream* st : pool_) delete st;
   }
 
   void run();
@@ -147,7 +188,20 @@ class Session {
   // Writes what the session has to send (mu_ held). False once the connection is dead.
   bool flush();
   void end();  // mu_ held: every stream reset, waiters woken
+  // A request head is complete: its handler runs inline (queued for run_inline) or in a fiber.
   void start_handler(const std::shared_ptr<H2Stream>& st);
+  // The handlers of the requests the last input carried that run on this fiber
+  // (ServerOptions::runs_inline), their answers submitted (lk holds mu_; released while they run).
+  void run_inline(std::unique_lock<Mutex>& lk);
+  // Runs the handler, an exception answered 500 (mu_ not held).
+  void call_handler(H2Stream& st);
+  // mu_ held: the handler has answered: the unread body's window back, the overrulings, then
+  // submit(). False: nothing goes out (the stream or the connection is gone).
+  bool submit_answer(H2Stream& st);
+  // mu_ held by lk: runs the response's body writer (lk released meanwhile), then ends the body.
+  void write_body(const std::shared_ptr<H2Stream>& sp, std::unique_lock<Mutex>& lk);
+  // mu_ held: a fiber for the body writer of a response answered inline.
+  void spawn_writer(const std::shared_ptr<H2Stream>& st);
   void cancel_handler(H2Stream& st);  // under mu_: the stream ended while its handler runs
   // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
   int build_head(H2Stream& st);
@@ -167,6 +221,11 @@ class Session {
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
                        nghttp2_data_source* source, void* user);
 
+  // A stream from the pool (or a new one): its last reference gives it back (release()). Every
+  // reference is dropped before the session ends (handlers_ waits for the fibers holding one).
+  std::shared_ptr<H2Stream> new_stream();
+  void release(H2Stream* st) noexcept;
+
   std::shared_ptr<H2Stream> find(int32_t id) {
     auto it = streams_.find(id);
     return it == streams_.end() ? nullptr : it->second;
@@ -180,6 +239,14 @@ class Session {
   std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
   detail::OutBuf out_;  // output gathered by flush()
+  std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
+  // Streams done with, for reuse: their last reference may drop on any worker (a handler
+  // fiber's), some under mu_, hence a lock of its own. At most max_concurrent_streams + 8 kept.
+  SpinLock pool_lock_;
+  std::vector<H2Stream*> pool_;
+  // Streams whose handlers run inline after the current input (run_inline), and the batch
+  // running; swapped, so neither allocates once warm.
+  std::vector<std::shared_ptr<H2Stream>> inline_ready_, inline_batch_;
   int32_t max_peer_stream_ = 0;  // highest stream id a client HEADERS frame has used
   std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
   // Limits (see Options).
