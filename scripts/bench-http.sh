@@ -3,7 +3,7 @@
 # bench/reference (nginx/run.sh, go_static_server).
 #   1. Keep-alive: bench/http_file_server (--mode auto, 1 worker, CPU 0) vs nginx (1 worker,
 #      CPU 0, sendfile), wrk -t1 on CPU 1, 16 and 100 connections: 1 KiB / 64 KiB / 1 MiB /
-#      10 MiB requests/s.
+#      10 MiB requests/s, and the server's CPU per request (utime+stime from /proc).
 #   2. Connection: close: 1 KiB and 64 KiB, 16 connections, LioNet auto vs nginx, with server
 #      CPU per request (utime+stime from /proc of the server and its children), because wrk
 #      saturates first.
@@ -20,7 +20,7 @@
 # Environment: BUILD_DIR (build/release), JOBS (2), RUNS (3), SECS (5), REF_DIR
 #   (bench/reference), REF_OUT (/tmp/lionet-ref). Needs wrk, nginx and go.
 # --quick: RUNS=1 SECS=1 unless set, and B2 --quick (a smoke run; figures indicative only).
-# Last line: RESULT ka16_1k_ratio=.. ka16_64k_ratio=.. ... tls16_1k_ratio=.. tls16_1m_ratio=.. close16_1k_ratio=.. errors=N
+# Last line: RESULT ka16_1k_ratio=.. ka16_1k_cpu_us=.. nginx_ka16_1k_cpu_us=.. ka16_64k_ratio=.. ... tls16_1k_ratio=.. tls16_1m_ratio=.. close16_1k_ratio=.. errors=N
 BENCH="http"
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 source "$(dirname "$0")/lib/bench.sh"
@@ -91,16 +91,18 @@ col() { printf '%s\n' "$@" | median; }
 ka_rows=()
 for conns in 16 100; do
   for f in 1k 64k 1m 10m; do
-    m=(); n=()
+    m=(); n=(); mcpu=(); ncpu=()
     for _ in $(seq "$RUNS"); do
-      read -r rps _ < <(one nginx "$f.bin" "$conns" ka); n+=("$rps")
-      read -r rps _ < <(one lionet:auto "$f.bin" "$conns" ka); m+=("$rps")
+      read -r rps _ us < <(one nginx "$f.bin" "$conns" ka); n+=("$rps"); ncpu+=("$us")
+      read -r rps _ us < <(one lionet:auto "$f.bin" "$conns" ka); m+=("$rps"); mcpu+=("$us")
     done
     for v in "${m[@]}" "${n[@]}"; do [ "${v%.*}" = 0 ] && errors=$((errors + 1)); done
     mm=$(col "${m[@]}"); nn=$(col "${n[@]}"); r=$(ratio "$mm" "$nn")
-    ka_rows+=("| keep-alive | $conns | $f | $mm | $nn | $r | ${m[*]} / ${n[*]} |")
-    summary="$summary ka${conns}_${f}_ratio=$r"
-    printf 'keep-alive conns=%s %-4s lionet=%-9s nginx=%-9s ratio=%s  (runs: %s | %s)\n' "$conns" "$f" "$mm" "$nn" "$r" "${m[*]}" "${n[*]}"
+    mc=$(col "${mcpu[@]}"); nc=$(col "${ncpu[@]}")
+    ka_rows+=("| keep-alive | $conns | $f | $mm | $nn | $r | $mc | $nc | ${m[*]} / ${n[*]} |")
+    summary="$summary ka${conns}_${f}_ratio=$r ka${conns}_${f}_cpu_us=$mc nginx_ka${conns}_${f}_cpu_us=$nc"
+    printf 'keep-alive conns=%s %-4s lionet=%-9s nginx=%-9s ratio=%s cpu_us/req lionet=%s nginx=%s  (runs: %s | %s)\n' \
+      "$conns" "$f" "$mm" "$nn" "$r" "$mc" "$nc" "${m[*]}" "${n[*]}"
   done
 done
 
@@ -194,8 +196,8 @@ note=""
   echo
   echo "### Requests/s, mode auto (keep-alive and Connection: close)"
   echo
-  echo "| Connection | Conns | File | LioNet req/s | nginx req/s | ratio | runs (LioNet / nginx) |"
-  echo "|---|---:|---|---:|---:|---:|---|"
+  echo "| Connection | Conns | File | LioNet req/s | nginx req/s | ratio | LioNet CPU us/req | nginx CPU us/req | runs (LioNet / nginx) |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
   printf '%s\n' "${ka_rows[@]}"
   printf '%s\n' "${tls_rows[@]}"
   echo

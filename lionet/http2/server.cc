@@ -155,8 +155,8 @@ void Session::run() {
       // the write timeout: the peer keeps the stream open without reading (a held zero window).
       if (t - last_write_ >= write_limit) {
         bool stuck = nghttp2_session_get_remote_window_size(s_) <= 0;
-        for (auto& [id, st] : streams_)
-          stuck |= st->sending && nghttp2_session_get_stream_remote_window_size(s_, id) <= 0;
+        for (auto& st : streams_)
+          stuck |= st->sending && nghttp2_session_get_stream_remote_window_size(s_, st->id) <= 0;
         if (stuck) {
           if (o_.stats) o_.stats->stalled.fetch_add(1, std::memory_order_relaxed);
           LIONET_LOG_DEBUG(h2_log(), "HTTP/2 connection {}: a response held at a zero window for {} ms: closing",
@@ -172,7 +172,7 @@ void Session::run() {
       // the read side of every connection). Streams in flight still get their responses:
       // GOAWAY, then wait for them (bounded by the write timeout without progress).
       peer_eof_ = true;
-      for (auto& [id, st] : streams_) st->cv.notify_all();  // body readers: nothing more comes
+      for (auto& st : streams_) st->cv.notify_all();  // body readers: nothing more comes
       if (running_ > 0) {
         if (!goaway_sent_) {
           goaway(nghttp2_session_get_last_proc_stream_id(s_));
@@ -235,7 +235,8 @@ bool Session::flush() {
 void Session::end() {
   dead_ = true;
   inline_ready_.clear();
-  for (auto& [id, st] : streams_) {
+  for (auto& st : streams_) {
+    nghttp2_session_set_stream_user_data(s_, st->id, nullptr);
     log_stream(*st);
     st->reset = true;
     cancel_handler(*st);
@@ -266,7 +267,9 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
   st->session = self;
   st->id = frame->hd.stream_id;
   if (self->alog_) st->started = now();
-  self->streams_[st->id] = std::move(st);
+  st->slot = self->streams_.size();
+  if (nghttp2_session_set_stream_user_data(self->s_, st->id, st.get()) != 0) return 0;  // no such stream
+  self->streams_.push_back(std::move(st));
   if (self->o_.stats) self->o_.stats->streams.fetch_add(1, std::memory_order_relaxed);
   if (++self->streams_opened_ == self->o_.max_requests && !self->goaway_sent_) {
     // The connection's last stream: GOAWAY names it, later ones are refused; the client
@@ -307,7 +310,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
   auto* self = static_cast<Session*>(user);
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS: {
-      auto st = self->find(frame->hd.stream_id);
+      H2Stream* st = self->find(frame->hd.stream_id);
       if (!st) return 0;
       if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) st->body_eof = true;
       if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
@@ -324,7 +327,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
           self->submit(*st);
           return 0;
         }
-        self->start_handler(st);
+        self->start_handler(self->streams_[st->slot]);
       } else {
         st->cv.notify_all();  // trailers ended the body
       }
@@ -354,13 +357,13 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* u
 
 int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user) {
   auto* self = static_cast<Session*>(user);
-  auto it = self->streams_.find(id);
-  if (it == self->streams_.end()) return 0;
-  self->log_stream(*it->second);
-  it->second->reset = true;
-  self->cancel_handler(*it->second);  // a RST_STREAM while its handler runs
-  it->second->cv.notify_all();
-  self->streams_.erase(it);
+  H2Stream* st = self->find(id);
+  if (!st) return 0;
+  self->log_stream(*st);
+  st->reset = true;
+  self->cancel_handler(*st);  // a RST_STREAM while its handler runs
+  st->cv.notify_all();
+  self->forget(*st);  // may drop the last reference
   return 0;
 }
 

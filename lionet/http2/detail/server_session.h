@@ -14,7 +14,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "lionet/base/clock.h"
@@ -65,6 +64,7 @@ inline void header_fields(std::string_view block, std::string& names, std::vecto
 struct H2Stream final : http::detail::BodySource {
   Session* session = nullptr;
   int32_t id = 0;
+  size_t slot = 0;  // its index in Session::streams_ while open
 
   // Request head: names and values copied into `store`, then viewed by `head`.
   std::string store;
@@ -122,6 +122,7 @@ struct H2Stream final : http::detail::BodySource {
   // response holds (a file, a cache entry, a writer) is let go here.
   void recycle() noexcept {
     id = 0;
+    slot = 0;
     store.clear();
     fields.clear();
     method = path = authority = -1;
@@ -226,9 +227,15 @@ class Session {
   std::shared_ptr<H2Stream> new_stream();
   void release(H2Stream* st) noexcept;
 
-  std::shared_ptr<H2Stream> find(int32_t id) {
-    auto it = streams_.find(id);
-    return it == streams_.end() ? nullptr : it->second;
+  // The open stream `id` (nghttp2's stream user data; our reference is in streams_), or null.
+  H2Stream* find(int32_t id) { return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(s_, id)); }
+  // streams_ without st (swapped out of its slot): nghttp2 no longer names it.
+  void forget(H2Stream& st) {
+    nghttp2_session_set_stream_user_data(s_, st.id, nullptr);  // fails harmlessly for a closed stream
+    std::shared_ptr<H2Stream>& last = streams_.back();
+    last->slot = st.slot;
+    std::swap(streams_[st.slot], last);  // st's reference goes last, then is dropped
+    streams_.pop_back();
   }
 
   const http::ProtocolHandoff& c_;
@@ -236,7 +243,8 @@ class Session {
   nghttp2_session* s_ = nullptr;
   Mutex mu_;
   bool dead_ = false;  // the stream failed or ended: nothing more is written
-  std::unordered_map<int32_t, std::shared_ptr<H2Stream>> streams_;
+  // The open streams (each found by find(), nghttp2's stream user data), in no order.
+  std::vector<std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
   detail::OutBuf out_;  // output gathered by flush()
   std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
