@@ -58,6 +58,7 @@ TEST_PACKAGES=(
 # Benchmark-only tools (references and load generators), installed with --bench.
 BENCH_PACKAGES=(
   fio                   # file IO reference (nginx, the HTTP reference, is a test package)
+  h2o nghttp2-server    # HTTP/2 references of scripts/bench-http2.sh (h2o; nghttpd, libnghttp2's own server)
   testssl.sh            # TLS configuration audit run by the TLS benchmark script
   gnuplot-nox           # benchmark report charts
   openjdk-17-jre-headless maven  # scripts/bench-kafka.sh --with-kafka: the Apache Kafka reference broker
@@ -91,7 +92,7 @@ fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 [ "$added_policy" -eq 1 ] && $SUDO rm -f "$policy"
 if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-  for pkg_unit in redis-server:redis-server postgresql:postgresql mariadb-server:mariadb nginx-light:nginx; do
+  for pkg_unit in redis-server:redis-server postgresql:postgresql mariadb-server:mariadb nginx-light:nginx h2o:h2o; do
     # only the services of packages this run installed: never one the user had already
     [[ " ${missing[*]} " == *" ${pkg_unit%%:*} "* ]] && $SUDO systemctl disable --now "${pkg_unit##*:}" >/dev/null 2>&1 || true
   done

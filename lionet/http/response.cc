@@ -48,9 +48,26 @@ void Response::reset() noexcept {
   if (takeover_) takeover_ = nullptr;
 }
 
+namespace {
+// Appends "name: value\r\n" with one size change (four appends cost 4x the bookkeeping).
+void append_field(std::string& block, std::string_view name, std::string_view value) {
+  const size_t at = block.size();
+  block.resize(at + name.size() + value.size() + 4);
+  char* p = block.data() + at;
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());
+  p += value.size();
+  *p++ = '\r';
+  *p = '\n';
+}
+}  // namespace
+
 bool Response::add_header(std::string_view name, std::string_view value) {
   if (!valid_name(name) || !valid_value(value)) return false;
-  headers_.append(name).append(": ").append(value).append("\r\n");
+  append_field(headers_, name, value);
   return true;
 }
 
@@ -70,7 +87,7 @@ bool Response::add_trailer(std::string_view name, std::string_view value) {
 bool Response::set_header(std::string_view name, std::string_view value) {
   if (!valid_name(name) || !valid_value(value)) return false;
   if (!headers_.empty()) remove_header(name);
-  headers_.append(name).append(": ").append(value).append("\r\n");
+  append_field(headers_, name, value);
   return true;
 }
 

@@ -146,14 +146,21 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
 void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<const FileEntry> base) {
   // The representation: the file, or a precompressed sibling the client accepts.
   const FileEntry* file = base.get();
+  // Each field below is named once: with no field set before (no middleware), appending is
+  // replacing, without set_header's scan of the fields already there.
+  const bool fresh = res.header_block().empty();
+  auto put = [&](std::string_view name, std::string_view value) {
+    if (fresh) res.add_header(name, value);
+    else res.set_header(name, value);
+  };
   std::shared_ptr<const FileEntry> encoded;
   if (!encodings.empty()) {
-    res.set_header("Vary", "Accept-Encoding");
+    put("Vary", "Accept-Encoding");
     if (std::string_view ae = req.header("Accept-Encoding"); !ae.empty()) {
       for (const Encoding& enc : encodings) {
         if (!accepts_encoding(ae, enc.name)) continue;
         if ((encoded = sibling(*base, enc))) {
-          res.set_header("Content-Encoding", enc.name);
+          put("Content-Encoding", enc.name);
           file = encoded.get();
           break;
         }
@@ -162,9 +169,9 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
   }
 
   const uint64_t size = file->size;
-  res.set_header("ETag", file->etag);
-  res.set_header("Last-Modified", file->last_modified);
-  res.set_header("Accept-Ranges", "bytes");
+  put("ETag", file->etag);
+  put("Last-Modified", file->last_modified);
+  put("Accept-Ranges", "bytes");
 
   // Conditional GET: If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2).
   std::string_view inm = req.header("If-None-Match");
@@ -180,7 +187,7 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
     return;
   }
 
-  res.set_content_type(base->content_type);
+  put("Content-Type", base->content_type);
   uint64_t off = 0, len = size;
   int status = 200;
   if (std::string_view range = req.header("Range"); !range.empty()) {
