@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "lionet/http/detail/chars.h"
 #include "lionet/http/field_block.h"
@@ -51,6 +52,16 @@ void Response::reset() noexcept {
 namespace {
 // Appends "name: value\r\n" with one size change (four appends cost 4x the bookkeeping).
 void append_field(std::string& block, std::string_view name, std::string_view value) {
+  const std::less<const char*> before;
+  auto inside = [&](std::string_view v) {
+    return !v.empty() && !before(v.data(), block.data()) && before(v.data(), block.data() + block.size());
+  };
+  if (inside(name) || inside(value)) {  // a view of this very block: copy it before it moves
+    std::string copy;
+    copy.append(name).append(": ").append(value).append("\r\n");
+    block += copy;
+    return;
+  }
   const size_t at = block.size();
   block.resize(at + name.size() + value.size() + 4);
   char* p = block.data() + at;

@@ -81,6 +81,12 @@ std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(const std::string
   return it->second.entry;
 }
 
+namespace {
+// open_file_cache_valid 0: a check stands for one I/O generation, and for at most this long
+// (CLOCK_MONOTONIC_COARSE moves in ticks of 1-4 ms, so a few ms in all).
+constexpr int64_t kRecheckMs = 2;
+}  // namespace
+
 bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
   int64_t now = 0;
   uint64_t gen = 0;
@@ -89,14 +95,18 @@ bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
     if (now - e.checked_ms.load(std::memory_order_relaxed) < valid_ms) return true;
   } else {
     // Once per I/O poll (h2o's rule): a check made since the workers last polled already saw
-    // every change made before the requests now being served arrived (sched/scheduler.h).
+    // every change made before the requests now being served arrived (sched/scheduler.h); and
+    // at least every kRecheckMs, for a connection whose reads never wait (no poll moves then).
     gen = io_generation();
-    if (e.checked_gen.load(std::memory_order_relaxed) == gen) return true;
+    now = detail::coarse_now_ms();
+    if (e.checked_gen.load(std::memory_order_relaxed) == gen &&
+        now - e.checked_ms.load(std::memory_order_relaxed) < kRecheckMs)
+      return true;
   }
   struct stat st;
   bool ok =
       ::fstatat(root_fd, e.path.c_str(), &st, 0) == 0 ? !e.missing && e.same_file(st) : e.missing && errno == ENOENT;
-  if (ok && valid_ms > 0) e.checked_ms.store(now, std::memory_order_relaxed);
+  if (ok) e.checked_ms.store(now, std::memory_order_relaxed);
   if (ok && valid_ms == 0) e.checked_gen.store(gen, std::memory_order_relaxed);
   return ok;
 }

@@ -77,11 +77,11 @@ struct StaticOptions {
   std::size_t open_file_cache = 1000;
   // How long a cached file (open or in memory) is used without checking it. 0 = check it with
   // one stat of its path once per I/O poll of the server's workers (io_generation(),
-  // sched/scheduler.h; h2o's once per event-loop turn): a changed, replaced or removed file is
-  // seen by every request read after the change, and the requests that arrived together (an
-  // HTTP/2 client's batch, the connections one poll woke) share one stat; above 0 = nginx's
-  // open_file_cache_valid: changes are seen up to this late, and a request costs no
-  // file-system call.                                        YAML: <route>.open_file_cache_valid
+  // sched/scheduler.h; h2o's once per event-loop turn) and at least every ~2 ms: a changed,
+  // replaced or removed file is seen by every request read after the change, and the requests
+  // that arrived together (an HTTP/2 client's batch, the connections one poll woke) share one
+  // stat; above 0 = nginx's open_file_cache_valid: changes are seen up to this late, and a
+  // request costs no file-system call.                       YAML: <route>.open_file_cache_valid
   std::chrono::milliseconds open_file_cache_valid{0};
   // Encodings served from precompressed siblings, in the server's order of preference: "br"
   // (file.br), "gzip" (file.gz), "zstd" (file.zst). A sibling is used when the client's

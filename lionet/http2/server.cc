@@ -268,8 +268,12 @@ int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void
   st->id = frame->hd.stream_id;
   if (self->alog_) st->started = now();
   st->slot = self->streams_.size();
-  if (nghttp2_session_set_stream_user_data(self->s_, st->id, st.get()) != 0) return 0;  // no such stream
-  self->streams_.push_back(std::move(st));
+  H2Stream* raw = st.get();
+  self->streams_.push_back(std::move(st));  // owned before nghttp2 points at it
+  if (nghttp2_session_set_stream_user_data(self->s_, raw->id, raw) != 0) {  // no such stream
+    self->streams_.pop_back();
+    return 0;
+  }
   if (self->o_.stats) self->o_.stats->streams.fetch_add(1, std::memory_order_relaxed);
   if (++self->streams_opened_ == self->o_.max_requests && !self->goaway_sent_) {
     // The connection's last stream: GOAWAY names it, later ones are refused; the client

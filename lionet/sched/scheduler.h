@@ -327,9 +327,10 @@ class PinGuard {
 // a wait in the driver that ended), process-wide; starts at 1. A check of the outside world
 // made at one generation may stand in for the same check until the next: everything the
 // workers read since was already in the kernel's hands when that poll returned, unless a fiber
-// read it without waiting (then it arrived within the same few microseconds). http::StaticFiles
-// checks a cached file once per generation (h2o's rule: once per event-loop turn). One relaxed
-// load; a poll adds one relaxed increment.
+// read it without waiting (a busy connection's reads may never wait: then no poll comes, so a
+// user bounds the age of its checks by time as well). http::StaticFiles checks a cached file
+// once per generation and at least every ~2 ms (h2o's rule: once per event-loop turn). One
+// relaxed load; a poll adds one relaxed increment.
 uint64_t io_generation() noexcept;
 
 namespace this_fiber {

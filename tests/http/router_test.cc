@@ -2,6 +2,8 @@
 // 405 with Allow, HEAD served by GET, the not-found handler, middleware order.
 #include "lionet/http/router.h"
 
+#include "lionet/http/field_block.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -213,6 +215,24 @@ TEST(ResponseHeaders, SetReplaceRemoveAndRefuseInjection) {
   EXPECT_EQ(r.remove_header("nothing"), 0u);
   EXPECT_TRUE(r.set_header("Link", "<y>"));
   EXPECT_EQ(r.header_block(), "Vary: a\r\nLink: <y>\r\n");
+}
+
+// A field copied from the response's own fields (a view into its block) arrives intact even when
+// appending it makes the block grow (a reallocation under the view).
+TEST(ResponseHeaders, AFieldCopiedFromTheResponseItselfSurvivesTheBlockGrowing) {
+  Response r;
+  const std::string value(100, 'v');
+  ASSERT_TRUE(r.add_header("X-Long", value));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(r.add_header("X-Copy", r.header("X-Long")));
+  size_t copies = 0;
+  for_each_line(r.header_block(), [&](size_t, size_t, std::string_view n, std::string_view v) {
+    if (n == "X-Copy") {
+      ++copies;
+      EXPECT_EQ(v, value);
+    }
+    return true;
+  });
+  EXPECT_EQ(copies, 20u);
 }
 }  // namespace
 }  // namespace lionet::http

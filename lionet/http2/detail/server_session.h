@@ -118,12 +118,19 @@ struct H2Stream final : http::detail::BodySource {
   Result<size_t> read_body(void* buf, size_t n) override;
   bool body_complete() const noexcept override { return body_eof && body_read == body.size(); }
 
-  // Back to a new stream's state, its buffers' capacity kept (Session's pool): what the
-  // response holds (a file, a cache entry, a writer) is let go here.
+  // Back to a new stream's state (Session's pool): what the response holds (a file, a cache
+  // entry, a writer) is let go here; a buffer keeps its capacity up to kKeepBytes, a larger one
+  // (an upload's body, a big memory answer) is freed, so a pool of idle streams stays small.
+  static constexpr size_t kKeepBytes = 8 * 1024;
   void recycle() noexcept {
+    auto trim = [](std::string& b) {
+      if (b.capacity() > kKeepBytes) std::string().swap(b);
+      else b.clear();
+    };
     id = 0;
     slot = 0;
-    store.clear();
+    trim(store);
+    if (fields.capacity() > kKeepBytes / sizeof(Field)) std::vector<Field>().swap(fields);
     fields.clear();
     method = path = authority = -1;
     header_bytes = 0;
@@ -134,7 +141,8 @@ struct H2Stream final : http::detail::BodySource {
     head.headers = std::move(headers);
     request.reset(nullptr, nullptr);
     response.reset();
-    body.clear();
+    if (response.body().capacity() > kKeepBytes) response = http::Response();
+    trim(body);
     body_read = 0;
     body_eof = reset = handler_done = false;
     handler_fiber = nullptr;
@@ -145,14 +153,14 @@ struct H2Stream final : http::detail::BodySource {
     fd = -1;
     file_offset = 0;
     file_left = 0;
-    pipe.clear();
+    trim(pipe);
     pipe_read = 0;
     pipe_eof = deferred = sending = false;
     started = {};
     body_sent = 0;
     status_sent = refused = 0;
     logged = false;
-    resp_names.clear();
+    trim(resp_names);
   }
 };
 
