@@ -527,23 +527,35 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
     inline_ready_.push_back(st);  // no body to wait for, a handler that never waits
     return;
   }
+  // The fiber dump names the stream: "h2 <connection>/<stream id>".
+  char name[48] = "h2 ";
+  char* p = std::to_chars(name + 3, name + 24, conn_id_).ptr;
+  *p++ = '/';
+  p = std::to_chars(p, name + sizeof name, st->id).ptr;
+  // No stack for a fiber: the stream is refused, the connection kept.
+  spawn_for(st, std::string_view(name, static_cast<size_t>(p - name)), NGHTTP2_REFUSED_STREAM,
+            [this](const std::shared_ptr<H2Stream>& sp) {
+              H2Stream& s = *sp;
+              {
+                std::lock_guard lk(mu_);
+                if (!s.reset) s.handler_fiber = current_fiber();
+              }
+              call_handler(s);
+              {
+                std::lock_guard lk(mu_);
+                s.handler_fiber = nullptr;
+              }
+              if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
+              respond(sp);
+            });
+}
+
+template <class Work>
+void Session::spawn_for(const std::shared_ptr<H2Stream>& st, std::string_view name, uint32_t refuse_code, Work work) {
   handlers_.add(1);
   ++running_;
-  Scheduler* sched = Scheduler::current();
-  auto body = [this, box = StreamBox{st}]() {
-    const std::shared_ptr<H2Stream>& st = box.st;
-    H2Stream& s = *st;
-    {
-      std::lock_guard lk(mu_);
-      if (!s.reset) s.handler_fiber = current_fiber();
-    }
-    call_handler(s);
-    {
-      std::lock_guard lk(mu_);
-      s.handler_fiber = nullptr;
-    }
-    if (c_.stats) c_.stats->requests.fetch_add(1, std::memory_order_relaxed);
-    respond(st);
+  auto body = [this, box = StreamBox{st}, work = std::move(work)]() {
+    work(box.st);
     {
       std::lock_guard lk(mu_);
       --running_;
@@ -553,17 +565,11 @@ void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
     handlers_.done();
   };
   try {
-    // The fiber dump names the stream: "h2 <connection>/<stream id>".
-    char name[48] = "h2 ";
-    char* p = std::to_chars(name + 3, name + 24, conn_id_).ptr;
-    *p++ = '/';
-    p = std::to_chars(p, name + sizeof name, st->id).ptr;
-    sched->spawn(std::move(body), {.name = std::string_view(name, static_cast<size_t>(p - name))}).detach();
+    Scheduler::current()->spawn(std::move(body), {.name = name}).detach();
   } catch (const std::exception& e) {
-    // No stack for a fiber: refuse the stream, keep the connection.
     --running_;
     handlers_.done();
-    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, refuse_code);
   }
 }
 
@@ -597,24 +603,10 @@ void Session::run_inline(std::unique_lock<Mutex>& lk) {
 }
 
 void Session::spawn_writer(const std::shared_ptr<H2Stream>& st) {
-  handlers_.add(1);
-  ++running_;
-  auto body = [this, box = StreamBox{st}]() {
+  spawn_for(st, "h2 body writer", NGHTTP2_INTERNAL_ERROR, [this](const std::shared_ptr<H2Stream>& sp) {
     std::unique_lock lk(mu_);
-    if (!dead_ && !box.st->reset) write_body(box.st, lk);
-    --running_;
-    drained_.notify_all();
-    lk.unlock();
-    box.st.reset();  // before done(): past it the session (its stream pool) may be gone
-    handlers_.done();
-  };
-  try {
-    Scheduler::current()->spawn(std::move(body), {.name = "h2 body writer"}).detach();
-  } catch (const std::exception& e) {
-    --running_;
-    handlers_.done();
-    nghttp2_submit_rst_stream(s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
-  }
+    if (!dead_ && !sp->reset) write_body(sp, lk);
+  });
 }
 
 }  // namespace lionet::http2::detail

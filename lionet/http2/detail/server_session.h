@@ -211,6 +211,10 @@ class Session {
   void write_body(const std::shared_ptr<H2Stream>& sp, std::unique_lock<Mutex>& lk);
   // mu_ held: a fiber for the body writer of a response answered inline.
   void spawn_writer(const std::shared_ptr<H2Stream>& st);
+  // mu_ held: a fiber named `name` running work(st) (mu_ not held), counted in running_ and
+  // handlers_ until it ends; if none can be had, st is reset with refuse_code (server.cc).
+  template <class Work>
+  void spawn_for(const std::shared_ptr<H2Stream>& st, std::string_view name, uint32_t refuse_code, Work work);
   void cancel_handler(H2Stream& st);  // under mu_: the stream ended while its handler runs
   // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
   int build_head(H2Stream& st);
