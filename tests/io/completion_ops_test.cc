@@ -76,6 +76,17 @@ int tcp_listener(uint16_t* port) {
   return fd;
 }
 
+// n fibers, each blocked in a one-byte recv on fd (deadline 60 s); each returns recv's result.
+std::vector<lionet::JoinHandle<int64_t>> spawn_readers(Rig& rig, int fd, int n) {
+  std::vector<lionet::JoinHandle<int64_t>> hs;
+  for (int i = 0; i < n; ++i)
+    hs.push_back(rig.sched.spawn([&rig, fd] {
+      char c;
+      return rig.io.recv(fd, &c, 1, 0, lionet::now() + 60s);
+    }));
+  return hs;
+}
+
 // What a hooked close() does in a fiber: cancel(fd), then close. Returns the calls still
 // waiting on fd when cancel() returned (0: every operation had ended).
 int cancel_and_close_in_fiber(Rig& rig, int fd) {
@@ -211,12 +222,7 @@ TEST_F(CompletionOpsTest, APlainThreadsCancelReachesEveryWorkersRing) {
   Rig rig(2, "io_uring");
   constexpr int kReaders = 8;
   Pair p = make_socketpair();
-  std::vector<lionet::JoinHandle<int64_t>> hs;
-  for (int i = 0; i < kReaders; ++i)
-    hs.push_back(rig.sched.spawn([&] {
-      char c;
-      return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
-    }));
+  std::vector<lionet::JoinHandle<int64_t>> hs = spawn_readers(rig, p.a, kReaders);
   ASSERT_TRUE(await_waiters(rig.io, p.a, kReaders));
   rig.io.cancel(p.a);  // a plain thread: does not wait for the ops, the workers reap them
   for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
@@ -308,12 +314,7 @@ TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
     Rig rig(2, "io_uring");
     Pair p = make_socketpair();
     constexpr int kReaders = 3;
-    std::vector<lionet::JoinHandle<int64_t>> hs;
-    for (int i = 0; i < kReaders; ++i)
-      hs.push_back(rig.sched.spawn([&] {
-        char c;
-        return rig.io.recv(p.a, &c, 1, 0, lionet::now() + 60s);
-      }));
+    std::vector<lionet::JoinHandle<int64_t>> hs = spawn_readers(rig, p.a, kReaders);
     ASSERT_TRUE(await_waiters(rig.io, p.a, kReaders));
     EXPECT_EQ(cancel_and_close_in_fiber(rig, p.a), 0);
     for (auto& h : hs) EXPECT_EQ(h.join(), -ECANCELED);
