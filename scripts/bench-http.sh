@@ -45,14 +45,6 @@ summary="RESULT"
 bench_warm
 
 # ---- helpers for the interleaved runs -----------------------------------------------------
-# cpu_ticks PID: utime+stime of PID and its direct children (nginx master + worker).
-cpu_ticks() {
-  local t=0 p
-  for p in $1 $(pgrep -P "$1" 2>/dev/null || true); do
-    [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-  done
-  echo "$t"
-}
 # wrk_run URL CONNS [close] -> "req/s MB/s requests" (0 0 0 with errors)
 wrk_run() {
   local hdr=() out

@@ -51,21 +51,6 @@ chmod 644 "$key"  # nginx's worker reads it after dropping privileges
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 errors=0
 
-# descendants PID: PID and every process below it (h2o's server is its launcher's child)
-descendants() {
-  local c
-  echo "$1"
-  for c in $(pgrep -P "$1" 2>/dev/null || true); do descendants "$c"; done
-}
-# cpu_ticks PID: user + system clock ticks of PID and its descendants so far
-cpu_ticks() {
-  local t=0 p v
-  for p in $(descendants "$1"); do
-    v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true)  # it may just have ended
-    t=$((t + ${v:-0}))
-  done
-  echo "$t"
-}
 # h2run URL CONNS STREAMS -> "req/s us_cpu_per_request" of the server ($SERVER_PID); req/s 0
 # when any request failed or errored
 h2run() {

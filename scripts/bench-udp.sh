@@ -70,12 +70,6 @@ start_udp_server() {
   wait_udp "$2" || echo "bench-$BENCH: the server did not echo on port $2: $1" >&2
 }
 
-# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks (0 if it is gone)
-cpu_ticks() {
-  local v
-  v=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }' || true)
-  echo "${v:-0}"
-}
 hz=$(getconf CLK_TCK)
 
 # one SERVER_TEMPLATE [rate]: one client run of SECS s against a fresh server -> the client's

@@ -78,12 +78,6 @@ floor_tpl="$floorsrv -p {port}"
 hz=$(getconf CLK_TCK)
 errors=0
 
-# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks (0 if it is gone)
-cpu_ticks() {
-  local v
-  v=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }' || true)
-  echo "${v:-0}"
-}
 # rss_kb PID: VmRSS of PID in KiB (0 if it is gone)
 rss_kb() {
   local v

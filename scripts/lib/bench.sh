@@ -210,6 +210,24 @@ stop_server() {
   SERVER_PID=""
 }
 
+# descendants PID: PID and every process below it (nginx's worker, h2o's server under its launcher)
+descendants() {
+  local c
+  echo "$1"
+  for c in $(pgrep -P "$1" 2>/dev/null || true); do descendants "$c"; done
+}
+
+# cpu_ticks PID: user + system CPU time of PID and its descendants so far, in clock ticks (a
+# process that is gone counts 0)
+cpu_ticks() {
+  local t=0 p v
+  for p in $(descendants "$1"); do
+    v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }' || true)
+    t=$((t + ${v:-0}))
+  done
+  echo "$t"
+}
+
 # field KEY: the number after " KEY=" on the (last) line of stdin that has it.
 field() { sed -n "s/.*[ ]$1=\([0-9.]*\).*/\1/p" | tail -n 1; }
 
