@@ -1,9 +1,11 @@
 // Fiber stacks as a user sees them: many parked fibers without a kernel mapping each, overflow
 // caught (with the fiber named) in every protection mode, pages of unused stacks returned.
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -165,6 +167,43 @@ TEST(StackPool, UnusedStacksBeyondTheCacheReturnTheirPages) {
   pool.release(again);
 }
 
+// A refill's fresh stacks get their guard regions and their top pages in two system calls
+// (prepare_fresh): each stack is guarded, its top page (the first frame's) is resident and the
+// rest of it is not, and a stack that already has its guard is left as it was.
+TEST(StackPoolDeathTest, FreshStacksAreGuardedAndTheirTopPagesFaultedInByBatch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  lionet::StackPool pool({.stack_size = 64 * 1024, .protection = StackProtection::kGuardRegion});
+  lionet::Stack probe = pool.acquire();
+  pool.protect(probe);  // the first protect() learns whether the kernel has guard regions
+  if (probe.guard != StackGuard::kRegion) {
+    pool.release(probe);
+    GTEST_SKIP() << "no guard regions on this kernel (Linux < 6.13): protect() gives each stack its guard";
+  }
+  std::vector<lionet::Stack> out(100);
+  out[0] = probe;
+  for (std::size_t i = 1; i < out.size(); ++i) out[i] = pool.acquire();
+  pool.prepare_fresh(out.data(), out.size());
+  const std::size_t pg = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  unsigned char top = 0, below[8];
+  for (auto& s : out) {
+    ASSERT_EQ(s.guard, StackGuard::kRegion);
+    char* bottom = static_cast<char*>(s.bottom);
+    ASSERT_EQ(mincore(bottom + s.size - pg, pg, &top), 0);
+    if (&s != &out[0]) {  // the probe was protected before: not fresh
+      EXPECT_EQ(top & 1, 1) << "a fresh stack's top page was not faulted in";
+    }
+    ASSERT_EQ(mincore(bottom, 8 * pg, below), 0);
+    for (unsigned char v : below) ASSERT_EQ(v & 1, 0) << "more than the top page was faulted in";
+  }
+  EXPECT_EXIT(
+      {
+        *static_cast<volatile char*>(static_cast<char*>(out[50].bottom) - 1) = 1;  // the guard
+        std::_Exit(0);
+      },
+      [](int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }, "");  // SIGSEGV (ASan: its report)
+  for (auto& s : out) pool.release(s);
+}
+
 [[gnu::noinline]] int recurse(int depth) {
   volatile char pad[1024];
   for (auto& c : pad) c = static_cast<char>(depth);  // every byte written: no canary is skipped
@@ -195,8 +234,10 @@ int overflow_then_sleep() {
 int overflow_then_sleep() { return recurse_then_sleep(63); }
 #endif
 
-void overflow_in_mode(StackProtection mode) {
+void overflow_in_mode(StackProtection mode, int parked_first = 0) {
   lionet::Scheduler s({.threads = 1, .stack_size = 64 * 1024, .stack_protection = mode});
+  lionet::Event release;  // never set: the deep fiber dies first
+  for (int i = 0; i < parked_first; ++i) s.spawn([&] { release.wait(); });
   if (mode == StackProtection::kCanary) {
     s.spawn([] { return overflow_then_sleep(); }, {.name = "deep-recursion"}).join();
   } else {
@@ -216,6 +257,14 @@ TEST(FiberDeathTest, OverflowIsCaughtWithAutoProtection) {
 TEST(FiberDeathTest, OverflowIsCaughtByAGuardRegion) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(overflow_in_mode(StackProtection::kGuardRegion),
+               std::string(kOverflowMessage) + " \\(caught by its guard page");
+}
+
+// Behind 100 parked fibers the deep one runs on a stack its worker took in a later batch, whose
+// guard prepare_fresh installed (not protect() at its first run).
+TEST(FiberDeathTest, OverflowIsCaughtByAGuardInstalledForABatchOfStacks) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(overflow_in_mode(StackProtection::kGuardRegion, 100),
                std::string(kOverflowMessage) + " \\(caught by its guard page");
 }
 
