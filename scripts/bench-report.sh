@@ -5,8 +5,9 @@
 # --bench: fio, nginx, testssl.sh, Go, gnuplot), then runs every benchmark script with --write,
 # one after another on an otherwise idle machine, each refreshing its own section of
 # bench/RESULTS.md with LioNet, the reference from the same run and their ratio:
-#   fiber (fiber_bench vs raw Boost.Context and Boost.Fiber), sync (vs Boost.Fiber, Go),
-#   echo (vs the reference epoll server, Go, Asio), file (bench_file_io vs fio), tls (vs the
+#   fiber (fiber_bench vs raw Boost.Context and Boost.Fiber), many-fibers (vs Go), sync (vs
+#   Boost.Fiber, Go), contention (vs its Go twin), echo (vs the reference epoll server, Go,
+#   Asio), echo-workers (io_uring vs epoll on 2 workers), file (bench_file_io vs fio), tls (vs the
 #   libevent+OpenSSL peer, testssl), http (static files vs nginx and Go), http-hello (vs
 #   nginx), storage (bench_storage vs logbench);
 # then draws the charts (scripts/bench-charts.py -> bench/charts/*.png).
@@ -20,7 +21,7 @@ only=""
 scripts/install-deps.sh --bench
 cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)" >/dev/null || { echo "bench-report: build failed" >&2; exit 1; }
 ran=0 failed=0
-for s in fiber many-fibers sync echo file tls http http-hello storage; do
+for s in fiber many-fibers sync contention echo echo-workers file tls http http-hello storage; do
   [ -n "$only" ] && [[ "$only" != *",$s,"* ]] && continue
   echo "== bench-$s =="
   if "scripts/bench-$s.sh" --write --no-build > "build/release/bench-$s.log" 2>&1; then
