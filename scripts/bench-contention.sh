@@ -51,9 +51,9 @@ for r in $(seq "$rounds"); do
   fi
 done
 
-python3 - "$tmp" "$rounds" "$threads" "$errors" "$load_before" "$(bench_commit lionet/sync lionet/sched bench/contention.cc)" <<'PYEOF'
+python3 - "$tmp" "$rounds" "$threads" "$errors" "$load_before" "$(bench_commit lionet/sync lionet/sched bench/contention.cc)" "$(bench_cpu)" <<'PYEOF'
 import os, statistics, sys
-tmp, rounds, threads, errors, load, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+tmp, rounds, threads, errors, load, commit, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
 
 def results(name):
     path = os.path.join(tmp, name)
@@ -71,7 +71,9 @@ patterns = [("fanin", "fan-in: 1,000 x 1,000 sends into one buffered channel (1,
 lines = ["### Contention across workers (`scripts/bench-contention.sh`)", "",
          f"bench/contention beside its Go twin bench/reference/go/contention, {threads} workers / GOMAXPROCS={threads}, "
          f"{rounds} interleaved rounds, ns per operation (one value through the channel, or one lock+unlock): median "
-         f"(fastest-slowest); spread = slowest / fastest run. Commit {commit}; load before: {load}.", "",
+         f"(fastest-slowest); spread = slowest / fastest run. Commit {commit} on {cpu}; load before: {load}. "
+         "Cross-CPU costs differ by host: the same code measured fan-in 1.54x Go's time on an AMD EPYC VM "
+         "(commit 4a9a427) and 0.56-0.73x on an Intel Xeon VM; each table is one host's.", "",
          "| pattern | LioNet | Go | LioNet / Go time | LioNet spread |", "|---|---:|---:|---:|---:|"]
 out = [f"RESULT workers={threads}"]
 verdicts = []

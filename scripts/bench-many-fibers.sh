@@ -101,7 +101,8 @@ if rss is not None:
     lines += ["", f"Targets: {n:,} fibers complete on the default map count: {verdict(done)}; RSS per parked fiber "
               f"<= 4,608 B: {verdict(rss <= 4608)}; kernel mappings < 10,000: {verdict(maps < 10000)}; spawn <= 1.0 s: "
               f"{verdict(sp <= 1.0)} for the spawn calls ({sp:.2f} s), {verdict(pk <= 1.0)} until every fiber has "
-              f"parked ({pk:.2f} s: each fiber's first stack page is a fresh page fault, about 3 us each on this VM)."]
+              f"parked ({pk:.2f} s: each fiber's first stack page is a fresh page of memory, about 1.3-1.8 us of the "
+              f"kernel's time each on these VMs even when faulted in by batch, fiber/README.md)."]
 if cpk is not None:
     lines += ["", f"On one Channel: until all parked <= 2.0 s: {verdict(cpk <= 2.0)} ({cpk:.2f} s); RSS per parked "
               f"fiber <= 4,608 B: {verdict(crss is not None and crss <= 4608)}."]
