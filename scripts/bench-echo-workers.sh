@@ -31,9 +31,7 @@ bench_start
 one() {
   local out port
   port=$(free_port)
-  "$server" "$port" --threads "$WORKERS" --backend "$1" >/dev/null 2>&1 &  # not pinned: both CPUs
-  SERVER_PID=$!
-  wait_port "$port" || echo "bench-$BENCH: bench_server did not listen on port $port" >&2
+  start_server "$server $port --threads $WORKERS --backend $1" "$port" any  # not pinned: both CPUs
   out=$(taskset -c 1 "$cli" -p "$port" -c "$2" -s 256 -d "$SECS" 2>&1 | grep '^RESULT' || true)
   stop_server
   if [ "$(echo "$out" | field errors)" = 0 ]; then echo "$out" | field qps; else echo 0; fi

@@ -194,10 +194,15 @@ fill() {
   echo "$t"
 }
 
-# start_server COMMAND PORT: runs COMMAND (split into words) pinned to CPU 0 in the background,
-# its output discarded, and waits for PORT; sets SERVER_PID.
+# start_server COMMAND PORT [CPUS]: runs COMMAND (split into words) pinned to CPUS (a taskset
+# list, default 0; "any": not pinned) in the background, its output discarded, and waits for
+# PORT; sets SERVER_PID.
 start_server() {
-  taskset -c 0 bash -c "exec $1" >/dev/null 2>&1 &
+  if [ "${3:-0}" = any ]; then
+    bash -c "exec $1" >/dev/null 2>&1 &
+  else
+    taskset -c "${3:-0}" bash -c "exec $1" >/dev/null 2>&1 &
+  fi
   SERVER_PID=$!
   wait_port "$2" || echo "bench-$BENCH: the server did not listen on port $2: $1" >&2
 }
