@@ -66,7 +66,7 @@ std::string bcrypt_problem(std::string_view h) {
 }
 
 template <class F>
-void for_each_line(std::string_view text, F&& f) {
+void for_each_text_line(std::string_view text, F&& f) {
   std::size_t line = 0;
   while (!text.empty()) {
     ++line;
@@ -173,7 +173,7 @@ std::optional<std::string_view> parse_bearer_authorization(std::string_view valu
 std::vector<HtpasswdEntry> parse_htpasswd(std::string_view text, std::string_view file) {
   std::vector<HtpasswdEntry> out;
   std::unordered_map<std::string, std::size_t> seen;
-  for_each_line(text, [&](std::size_t line, std::string_view l) {
+  for_each_text_line(text, [&](std::size_t line, std::string_view l) {
     if (l.empty() || l[0] == '#') return;
     const std::size_t colon = l.find(':');
     if (colon == std::string_view::npos) throw AuthFileError(at_line(file, line) + "not user:hash (no ':')");
@@ -194,7 +194,7 @@ std::vector<HtpasswdEntry> parse_htpasswd(std::string_view text, std::string_vie
 
 std::vector<Sha256Digest> parse_token_file(std::string_view text, std::string_view file) {
   std::vector<Sha256Digest> out;
-  for_each_line(text, [&](std::size_t line, std::string_view l) {
+  for_each_text_line(text, [&](std::size_t line, std::string_view l) {
     l = trim(l);
     if (l.empty() || l[0] == '#') return;
     Sha256Digest d{};

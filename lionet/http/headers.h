@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +16,24 @@ namespace lionet::http {
 
 // ASCII-only, locale-free (header names are tokens; RFC 9110 section 5.1).
 inline char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+// Copies n bytes from src to dst with A-Z lowercased, eight bytes at a time (HTTP/2 field
+// names: ~1 instruction a byte instead of ~5).
+inline void ascii_lower_copy(char* dst, const char* src, size_t n) noexcept {
+  constexpr uint64_t k01 = 0x0101010101010101ULL;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, src + i, 8);
+    const uint64_t low7 = w & (0x7f * k01);
+    const uint64_t above_z = low7 + (0x80 - 'Z' - 1) * k01;  // high bit: byte > 'Z' (7 bits)
+    const uint64_t from_a = low7 + (0x80 - 'A') * k01;  // high bit: byte >= 'A'
+    const uint64_t upper = ~w & (from_a ^ above_z) & (0x80 * k01);  // ASCII and in A..Z
+    w |= upper >> 2;  // 0x80 >> 2 = 0x20
+    std::memcpy(dst + i, &w, 8);
+  }
+  for (; i < n; ++i) dst[i] = ascii_lower(src[i]);
+}
+
 inline bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)

@@ -82,6 +82,12 @@ bool Response::add_header(std::string_view name, std::string_view value) {
   return true;
 }
 
+bool FieldBlock::add(std::string_view name, std::string_view value) {
+  if (!valid_name(name) || !valid_value(value)) return false;
+  append_field(text_, name, value);
+  return true;
+}
+
 bool Response::add_trailer(std::string_view name, std::string_view value) {
   if (!valid_name(name) || !valid_value(value)) return false;
   // RFC 9110 6.5.1: fields needed for framing, routing, request modifiers, authentication,

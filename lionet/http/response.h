@@ -31,6 +31,7 @@
 #include <string_view>
 
 #include "lionet/base/result.h"
+#include "lionet/http/field_block.h"
 #include "lionet/http/takeover.h"
 
 namespace lionet {
@@ -109,6 +110,9 @@ class Response {
   bool set_header(std::string_view name, std::string_view value);
   // Appends another field even if one of that name exists (Set-Cookie).
   bool add_header(std::string_view name, std::string_view value);
+  // Appends every field of a block checked when it was built (add_header for each, without
+  // the checks: one copy).
+  void add_fields(const FieldBlock& fields) { headers_.append(fields.text()); }
   // First value of that field or "" (find with has_header).
   std::string_view header(std::string_view name) const noexcept;
   bool has_header(std::string_view name) const noexcept;

@@ -78,6 +78,12 @@ std::shared_ptr<FileEntry> StaticFiles::Impl::make_entry(std::string key, std::s
   e->etag.push_back('"');
   e->last_modified = format_http_date(e->mtime_sec);
   e->content_type = mime_type_for(e->path);
+  FieldBlock v, t;
+  if (v.add("ETag", e->etag) && v.add("Last-Modified", e->last_modified) && v.add("Accept-Ranges", "bytes") &&
+      t.add("Content-Type", e->content_type)) {
+    e->validator_fields = std::move(v);
+    e->type_field = std::move(t);
+  }
   e->fd = std::make_shared<FdOwner>(fd);
   if (valid_ms > 0) e->checked_ms.store(detail::coarse_now_ms(), std::memory_order_relaxed);
   return e;
@@ -131,6 +137,8 @@ std::shared_ptr<const std::string> StaticFiles::Impl::bytes_of(const FileEntry& 
     m->etag = e.etag;
     m->last_modified = e.last_modified;
     m->content_type = e.content_type;
+    m->validator_fields = e.validator_fields;
+    m->type_field = e.type_field;
     m->data = bytes;
     m->checked_ms.store(e.checked_ms.load(std::memory_order_relaxed), std::memory_order_relaxed);
     cache_put(std::move(m));

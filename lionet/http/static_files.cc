@@ -179,9 +179,13 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
   }
 
   const uint64_t size = file->size;
-  put("ETag", file->etag);
-  put("Last-Modified", file->last_modified);
-  put("Accept-Ranges", "bytes");
+  if (fresh && !file->validator_fields.empty()) {
+    res.add_fields(file->validator_fields);  // the three below, checked when the entry was made
+  } else {
+    put("ETag", file->etag);
+    put("Last-Modified", file->last_modified);
+    put("Accept-Ranges", "bytes");
+  }
 
   // Conditional GET: If-None-Match wins over If-Modified-Since (RFC 9110 13.2.2).
   std::string_view inm = req.header("If-None-Match");
@@ -197,7 +201,8 @@ void StaticFiles::Impl::respond(Request& req, Response& res, std::shared_ptr<con
     return;
   }
 
-  put("Content-Type", base->content_type);
+  if (fresh && !base->type_field.empty()) res.add_fields(base->type_field);
+  else put("Content-Type", base->content_type);
   uint64_t off = 0, len = size;
   int status = 200;
   if (std::string_view range = req.header("Range"); !range.empty()) {

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/http/field_block.h"
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
 #include "lionet/http/static_files.h"
@@ -115,6 +116,10 @@ struct FileEntry {
   mutable std::atomic<int64_t> checked_ms{0};  // CLOCK_MONOTONIC_COARSE ms of the last check
   mutable std::atomic<uint64_t> checked_gen{0};  // io_generation() of the last check (valid 0)
   std::string_view content_type;  // mime_type_for(path): a static string
+  // The fields every answer from this entry carries, checked once (make_entry): ETag,
+  // Last-Modified and Accept-Ranges; and Content-Type (of the file asked for, not of a
+  // precompressed sibling). Empty when not built: respond() then adds them one by one.
+  FieldBlock validator_fields, type_field;
 
   bool same_file(const struct stat& st) const noexcept {
     return S_ISREG(st.st_mode) && size == static_cast<uint64_t>(st.st_size) && mtime_ns == mtime_ns_of(st) &&
