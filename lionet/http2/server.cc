@@ -76,7 +76,7 @@ bool Session::setup() {
   // Window updates are ours: given back as handlers read (back-pressure).
   nghttp2_option_set_no_auto_window_update(opt.get(), 1);
   nghttp2_option_set_max_outbound_ack(opt.get(), o_.max_outbound_ack);
-  const int rv = nghttp2_session_server_new2(&s_, c, this, opt.get());
+  const int rv = nghttp2_session_server_new3(&s_, c, this, opt.get(), mem_pool_.mem());
   if (rv != 0) return false;
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o_.max_concurrent_streams},
@@ -145,6 +145,7 @@ void Session::run() {
           buf = small;
           cap = kIdleReadBuffer;
         }
+        mem_pool_.trim();  // the blocks kept for streams, back to the C heap
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
         goaway(nghttp2_session_get_last_proc_stream_id(s_));

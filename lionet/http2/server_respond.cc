@@ -92,23 +92,31 @@ void Session::submit(H2Stream& st) {
   const int status = res.status();
   const bool no_body = head_only || !http::status_has_body(status);
   const int code = status >= 100 && status <= 999 ? status : 500;
-  const char status_buf[3] = {static_cast<char>('0' + code / 100), static_cast<char>('0' + code / 10 % 10),
-                              static_cast<char>('0' + code % 10)};
+  st.status_text[0] = static_cast<char>('0' + code / 100);
+  st.status_text[1] = static_cast<char>('0' + code / 10 % 10);
+  st.status_text[2] = static_cast<char>('0' + code % 10);
 
+  // Everything but the date is handed over without a copy (nghttp2 reads it when it encodes the
+  // HEADERS frame, before this stream can be recycled): literals, the server's name, the
+  // response's own header block and what this stream keeps for it.
+  constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
   std::vector<nghttp2_nv>& nva = nva_;
   nva.clear();
-  auto add = [&](std::string_view n, std::string_view v) { nva.push_back(detail::nv(n, v)); };
-  add(":status", std::string_view(status_buf, 3));
-  std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n"
-  if (date.size() > 8) add("date", date.substr(6, date.size() - 8));
-  if (!c_.options.server_name.empty()) add("server", c_.options.server_name);
-  header_fields(res.header_block(), st.resp_names, nva);
+  auto add = [&](std::string_view n, std::string_view v, uint8_t flags) {
+    nghttp2_nv f = detail::nv(n, v);
+    f.flags = flags;
+    nva.push_back(f);
+  };
+  add(":status", std::string_view(st.status_text, 3), kNoCopy);
+  std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n", changes each second: copied
+  if (date.size() > 8) add("date", date.substr(6, date.size() - 8), NGHTTP2_NV_FLAG_NO_COPY_NAME);
+  if (!c_.options.server_name.empty()) add("server", c_.options.server_name, kNoCopy);
+  header_fields(res.header_block(), st.resp_names, nva, kNoCopy);
 
   std::optional<uint64_t> size = res.body_size();
-  char len_buf[24];
   if (size && status >= 200 && status != 204) {
-    char* end = std::to_chars(len_buf, len_buf + sizeof len_buf, *size).ptr;
-    add("content-length", std::string_view(len_buf, static_cast<size_t>(end - len_buf)));
+    char* end = std::to_chars(st.length_text, st.length_text + sizeof st.length_text, *size).ptr;
+    add("content-length", std::string_view(st.length_text, static_cast<size_t>(end - st.length_text)), kNoCopy);
   }
 
   const bool has_trailers = !res.trailer_block().empty();  // sent after the body, so a body it is

@@ -21,6 +21,7 @@
 #include "lionet/http/access_log.h"
 #include "lionet/http/field_block.h"
 #include "lionet/http/headers.h"
+#include "lionet/http2/detail/mem_pool.h"
 #include "lionet/http2/detail/output.h"
 #include "lionet/http2/detail/sink_stream.h"
 #include "lionet/http2/server.h"
@@ -39,23 +40,26 @@ inline const std::shared_ptr<spdlog::logger>& h2_log() {
 class Session;
 
 // Appends the fields of an HTTP/1-style block ("Name: value\r\n" lines, as Response keeps
-// them) to nva, names lowercased into `names` (cleared and reserved here to the block's size,
-// so it never moves while nva points into it; it must outlive nva), without the
+// them) to nva, names lowercased into `names` (its bytes overwritten; grown here to the block's
+// size first, so it never moves while nva points into it; it must outlive nva), without the
 // connection-specific fields that have no meaning in HTTP/2 (RFC 9113 8.2.2) and without
-// Content-Length (the caller adds its own). Values are viewed in place, not copied.
-inline void header_fields(std::string_view block, std::string& names, std::vector<nghttp2_nv>& nva) {
-  names.clear();
-  names.reserve(block.size());
+// Content-Length (the caller adds its own). Values are viewed in place, not copied. `flags` go
+// on each field: NGHTTP2_NV_FLAG_NO_COPY_NAME | NO_COPY_VALUE when block and names outlive the
+// frame (nghttp2 then copies neither).
+inline void header_fields(std::string_view block, std::string& names, std::vector<nghttp2_nv>& nva,
+                          uint8_t flags = NGHTTP2_NV_FLAG_NONE) {
+  if (names.size() < block.size()) names.resize(block.size());  // names are shorter than their lines
+  char* out = names.data();
   http::for_each_line(block, [&](size_t, size_t, std::string_view n, std::string_view value) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    const size_t at = names.size();
-    for (char ch : n) names.push_back(http::ascii_lower(ch));
-    std::string_view name(names.data() + at, n.size());
-    if (http::is_hop_by_hop(name) || name == "content-length") {  // RFC 9113 8.2.2
-      names.resize(at);
-      return true;
-    }
-    nva.push_back(detail::nv(name, value));
+    http::ascii_lower_copy(out, n.data(), n.size());
+    std::string_view name(out, n.size());
+    // RFC 9113 8.2.2 (the hop-by-hop names are 2-17 bytes: "te" .. "transfer-encoding").
+    if (name.size() <= 17 && (http::is_hop_by_hop(name) || name == "content-length")) return true;
+    out += n.size();
+    nghttp2_nv f = detail::nv(name, value);
+    f.flags = flags;
+    nva.push_back(f);
     return true;
   });
 }
@@ -110,7 +114,12 @@ struct H2Stream final : http::detail::BodySource {
   int status_sent = 0;  // the status of the response submitted (0: none)
   int refused = 0;  // 400: refused as malformed, the handler never ran
   bool logged = false;
-  std::string resp_names;  // lowercased header names for the nv array (header_fields)
+  // The response head handed to nghttp2 without a copy (NO_COPY_NAME/VALUE), alive until the
+  // stream is recycled, after its HEADERS frame was sent or dropped: the lowercased header
+  // names (header_fields), the status and the Content-Length as text.
+  std::string resp_names;
+  char status_text[3] = {};
+  char length_text[24] = {};
 
   std::string_view field_name(const Field& f) const { return {store.data() + f.name_off, f.name_len}; }
   std::string_view field_value(const Field& f) const { return {store.data() + f.value_off, f.value_len}; }
@@ -160,7 +169,7 @@ struct H2Stream final : http::detail::BodySource {
     body_sent = 0;
     status_sent = refused = 0;
     logged = false;
-    trim(resp_names);
+    if (resp_names.capacity() > kKeepBytes) std::string().swap(resp_names);  // its bytes are overwritten
   }
 };
 
@@ -252,6 +261,7 @@ class Session {
 
   const http::ProtocolHandoff& c_;
   const Options& o_;
+  MemPool mem_pool_;  // libnghttp2's blocks for this session (destroyed after s_: ~Session)
   nghttp2_session* s_ = nullptr;
   Mutex mu_;
   bool dead_ = false;  // the stream failed or ended: nothing more is written
