@@ -145,7 +145,6 @@ void Session::run() {
           buf = small;
           cap = kIdleReadBuffer;
         }
-        mem_pool_.trim();  // the blocks kept for streams, back to the C heap
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
         goaway(nghttp2_session_get_last_proc_stream_id(s_));

@@ -1,10 +1,11 @@
-// The allocator a server session hands libnghttp2 (lionet/http2/detail/mem_pool.h): blocks
-// reused by size class, a bound on what a session keeps, realloc's contract, and a real session
-// running on it (h2spec and the other tests in http2_test.cc run every server session on it).
+// The allocator server sessions hand libnghttp2 (lionet/http2/detail/mem_pool.h): blocks reused
+// by size class, a bound on what a thread keeps, a block freed on another thread, realloc's
+// contract. (h2spec and the other tests in http2_test.cc run every server session on it.)
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "lionet/http2/detail/mem_pool.h"
@@ -13,6 +14,7 @@ using lionet::http2::detail::MemPool;
 
 TEST(Http2MemPool, AFreedBlockIsReusedForTheNextOfItsClassAndIsAligned) {
   MemPool p;
+  p.trim();  // this thread's lists, empty
   void* a = p.alloc(100);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 16, 0u);
@@ -37,17 +39,40 @@ TEST(Http2MemPool, AFreedBlockIsReusedForTheNextOfItsClassAndIsAligned) {
 
 TEST(Http2MemPool, KeepsAtMostItsBoundAndHandsTheRestBack) {
   MemPool p;
+  p.trim();
   std::vector<void*> blocks;
-  for (int i = 0; i < 200; ++i) blocks.push_back(p.alloc(2000));  // 2048-byte class
+  for (size_t i = 0; i < MemPool::kKeepBytes / 2048 + 50; ++i) blocks.push_back(p.alloc(2000));  // 2048-byte class
   std::set<void*> distinct(blocks.begin(), blocks.end());
   EXPECT_EQ(distinct.size(), blocks.size());
   for (void* b : blocks) p.release(b);
   EXPECT_LE(p.kept_bytes(), MemPool::kKeepBytes);
   EXPECT_EQ(p.kept_bytes(), MemPool::kKeepBytes / 2048 * 2048);
+  p.trim();
+}
+
+TEST(Http2MemPool, ABlockFreedOnAnotherThreadJoinsThatThreadsListsAndGoesBackAtItsExit) {
+  MemPool p;
+  p.trim();
+  void* a = p.alloc(500);
+  std::memset(a, 7, 500);
+  size_t kept_there = 0, kept_after = 0;
+  std::thread t([&] {
+    MemPool::release(a);
+    kept_there = MemPool::kept_bytes();
+    void* again = MemPool::alloc(400);  // the same class: that block
+    kept_after = MemPool::kept_bytes();
+    EXPECT_EQ(again, a);
+    MemPool::release(again);  // kept until the thread exits, then freed (ASan: no leak)
+  });
+  t.join();
+  EXPECT_EQ(kept_there, 512u);
+  EXPECT_EQ(kept_after, 0u);
+  EXPECT_EQ(p.kept_bytes(), 0u);  // not this thread's
 }
 
 TEST(Http2MemPool, CallocZeroesAndReallocKeepsTheBytes) {
   MemPool p;
+  p.trim();
   nghttp2_mem* m = p.mem();
   auto* c = static_cast<unsigned char*>(m->malloc(64, m->mem_user_data));
   std::memset(c, 0xff, 64);

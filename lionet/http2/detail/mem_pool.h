@@ -5,13 +5,17 @@
 // field list it keeps, received header buffers) and frees them when the stream closes. With
 // many streams in flight glibc's per-thread cache (7 blocks a size) overflows and every free
 // takes the arena path (`_int_free`, ~5% of the server's CPU under h2load -m 10). This pool keeps
-// the freed blocks of one session in free lists by size class, so a warm connection reuses its
-// own blocks in a few instructions.
+// freed blocks in free lists by size class, one set per thread (a worker), last freed first
+// used, so the next stream of any connection on that worker reuses a block still in cache, in a
+// few instructions.
 //
 // - Size classes of 64..2048 bytes; a larger block goes to malloc (a header marks which).
-// - At most kKeepBytes of free blocks are kept per session; past it a block goes back to free().
-//   trim() gives every kept block back (an idle connection, and the pool's end).
-// - Not thread-safe: libnghttp2 is only called with the session's lock held (server.cc).
+// - At most kKeepBytes of free blocks are kept per thread; past it a block goes back to free().
+//   A thread's blocks go back when it exits (trim() does it at once). A block may be freed on
+//   another thread than the one that allocated it (a session moves between workers with its
+//   lock): it joins that thread's lists.
+// - A session holds no block of its own once its streams are gone: an idle connection costs
+//   nothing here.
 #pragma once
 
 #include <cstddef>
@@ -26,33 +30,34 @@ namespace lionet::http2::detail {
 
 class MemPool {
  public:
-  static constexpr size_t kKeepBytes = 32 * 1024;
+  static constexpr size_t kKeepBytes = 256 * 1024;
 
   MemPool() noexcept {
-    mem_.mem_user_data = this;
-    mem_.malloc = [](size_t n, void* p) { return static_cast<MemPool*>(p)->alloc(n); };
-    mem_.free = [](void* b, void* p) { static_cast<MemPool*>(p)->release(b); };
-    mem_.calloc = [](size_t k, size_t n, void* p) -> void* {
+    mem_.mem_user_data = nullptr;
+    mem_.malloc = [](size_t n, void*) { return alloc(n); };
+    mem_.free = [](void* b, void*) { release(b); };
+    mem_.calloc = [](size_t k, size_t n, void*) -> void* {
       if (n != 0 && k > SIZE_MAX / n) return nullptr;
-      void* b = static_cast<MemPool*>(p)->alloc(k * n);
+      void* b = alloc(k * n);
       if (b) std::memset(b, 0, k * n);
       return b;
     };
-    mem_.realloc = [](void* b, size_t n, void* p) { return static_cast<MemPool*>(p)->resize(b, n); };
+    mem_.realloc = [](void* b, size_t n, void*) { return resize(b, n); };
   }
-  ~MemPool() { trim(); }
   MemPool(const MemPool&) = delete;
   MemPool& operator=(const MemPool&) = delete;
 
   nghttp2_mem* mem() noexcept { return &mem_; }
 
-  void* alloc(size_t n) noexcept {
+  static void* alloc(size_t n) noexcept {
     const unsigned c = class_of(n);
-    if (c < kClasses && free_[c]) {
-      Node* node = free_[c];
-      free_[c] = node->next;
-      kept_ -= kSize[c];
-      return node;
+    if (c < kClasses && !t_gone) {
+      Lists& l = lists();
+      if (Node* node = l.free[c]) {
+        l.free[c] = node->next;
+        l.kept -= kSize[c];
+        return node;
+      }
     }
     const size_t bytes = c < kClasses ? kSize[c] : n;
     auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + bytes));
@@ -62,20 +67,25 @@ class MemPool {
     return h + 1;
   }
 
-  void release(void* b) noexcept {
+  static void release(void* b) noexcept {
     if (!b) return;
     Header* h = static_cast<Header*>(b) - 1;
-    if (h->cls == kLarge || kept_ + kSize[h->cls] > kKeepBytes) {
+    if (h->cls == kLarge || t_gone) {  // t_gone: at this thread's exit, after its lists
+      std::free(h);
+      return;
+    }
+    Lists& l = lists();
+    if (l.kept + kSize[h->cls] > kKeepBytes) {
       std::free(h);
       return;
     }
     auto* node = static_cast<Node*>(b);
-    node->next = free_[h->cls];
-    free_[h->cls] = node;
-    kept_ += kSize[h->cls];
+    node->next = l.free[h->cls];
+    l.free[h->cls] = node;
+    l.kept += kSize[h->cls];
   }
 
-  void* resize(void* b, size_t n) noexcept {
+  static void* resize(void* b, size_t n) noexcept {
     if (!b) return alloc(n);
     const size_t have = (static_cast<Header*>(b) - 1)->size;
     if (n <= have && (n > have / 2 || have <= kSize[0])) return b;  // fits, and not mostly empty
@@ -86,19 +96,12 @@ class MemPool {
     return to;
   }
 
-  // Every kept block back to the C heap.
-  void trim() noexcept {
-    for (Node*& head : free_) {
-      while (head) {
-        Node* next = head->next;
-        std::free(reinterpret_cast<Header*>(head) - 1);
-        head = next;
-      }
-    }
-    kept_ = 0;
+  // Every block this thread keeps back to the C heap.
+  static void trim() noexcept {
+    if (!t_gone) lists().trim();
   }
-
-  size_t kept_bytes() const noexcept { return kept_; }
+  // What this thread keeps.
+  static size_t kept_bytes() noexcept { return t_gone ? 0 : lists().kept; }
 
  private:
   struct alignas(16) Header {  // before each block: keeps the block 16-byte aligned, as malloc's
@@ -116,10 +119,31 @@ class MemPool {
     while (c < kClasses && n > kSize[c]) ++c;
     return c;  // kClasses: larger than every class
   }
+  struct Lists {
+    Node* free[kClasses] = {};
+    size_t kept = 0;
+    void trim() noexcept {
+      for (Node*& head : free) {
+        while (head) {
+          Node* next = head->next;
+          std::free(reinterpret_cast<Header*>(head) - 1);
+          head = next;
+        }
+      }
+      kept = 0;
+    }
+    ~Lists() {
+      trim();
+      t_gone = true;
+    }
+  };
+  static inline thread_local bool t_gone = false;  // trivially destructible: readable to the end
+  static Lists& lists() noexcept {
+    static thread_local Lists l;
+    return l;
+  }
 
   nghttp2_mem mem_{};
-  Node* free_[kClasses] = {};
-  size_t kept_ = 0;
 };
 
 }  // namespace lionet::http2::detail

@@ -261,7 +261,7 @@ class Session {
 
   const http::ProtocolHandoff& c_;
   const Options& o_;
-  MemPool mem_pool_;  // libnghttp2's blocks for this session (destroyed after s_: ~Session)
+  MemPool mem_pool_;  // how libnghttp2 allocates for this session (per-thread free lists)
   nghttp2_session* s_ = nullptr;
   Mutex mu_;
   bool dead_ = false;  // the stream failed or ended: nothing more is written
