@@ -96,6 +96,7 @@ class Request {
     body_ = body;
     nparams_ = 0;
     route_pattern_ = {};
+    hint_router_ = hint_route_ = nullptr;
   }
 
   std::string_view method() const noexcept { return head_->method; }
@@ -176,6 +177,13 @@ class Request {
   }
   void clear_params() noexcept { nparams_ = 0; }
   void set_route_pattern(std::string_view p) noexcept { route_pattern_ = p; }
+  // The route `router` found for this request before it was dispatched (Router::runs_inline),
+  // so dispatching does not look it up again; null when none was kept.
+  void set_route_hint(const void* router, const void* route) noexcept {
+    hint_router_ = router;
+    hint_route_ = route;
+  }
+  const void* route_hint(const void* router) const noexcept { return hint_router_ == router ? hint_route_ : nullptr; }
 
  private:
   const RequestHead* head_ = nullptr;
@@ -184,5 +192,7 @@ class Request {
   std::array<Param, kMaxParams> params_{};
   size_t nparams_ = 0;
   std::string_view route_pattern_;
+  const void* hint_router_ = nullptr;
+  const void* hint_route_ = nullptr;
 };
 }  // namespace lionet::http

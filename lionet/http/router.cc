@@ -271,6 +271,7 @@ bool Router::runs_inline(Request& req) const {
   bool path_matched = false;
   req.clear_params();
   const Route* r = find(req, &allow, &path_matched);
+  if (r) req.set_route_hint(this, r);  // dispatch() uses it: one lookup per request
   return r && r->nonblocking;
 }
 
@@ -278,7 +279,8 @@ void Router::dispatch(Request& req, Response& res) const {
   uint32_t allow = 0;
   bool path_matched = false;
   req.clear_params();
-  const Route* r = find(req, &allow, &path_matched);
+  const Route* r = static_cast<const Route*>(req.route_hint(this));
+  if (!r) r = find(req, &allow, &path_matched);
   if (r) {
     req.clear_params();
     if (!r->exact) match(*r, req.path(), &req);

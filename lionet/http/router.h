@@ -91,7 +91,7 @@ class Router {
   }
   // Whether dispatch(req) would run only code that never waits: req matches a route whose
   // handler was marked nonblocking() (server.h), and no before/after hook is installed (hooks
-  // are not marked). Runs nothing; dispatch() routes req again.
+  // are not marked). Runs nothing; the route found is kept in req, and dispatch() uses it.
   bool runs_inline(Request& req) const;
   // A ServerOptions::runs_inline calling runs_inline() on this router (which must outlive the
   // server).

@@ -11,19 +11,23 @@ namespace lionet::http {
 std::optional<std::string> percent_decode(std::string_view s, bool plus_as_space) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      int hi = detail::hex_value(s[i + 1]), lo = detail::hex_value(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_as_space) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // The run of bytes that stay as they are, appended at once (a path is mostly such bytes).
+    size_t j = i;
+    while (j < s.size() && s[j] != '%' && (s[j] != '+' || !plus_as_space)) ++j;
+    out.append(s.data() + i, j - i);
+    if (j == s.size()) break;
+    if (s[j] == '+') {
       out.push_back(' ');
-    } else {
-      out.push_back(c);
+      i = j + 1;
+      continue;
     }
+    if (j + 2 >= s.size()) return std::nullopt;
+    int hi = detail::hex_value(s[j + 1]), lo = detail::hex_value(s[j + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i = j + 3;
   }
   return out;
 }

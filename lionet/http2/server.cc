@@ -242,6 +242,7 @@ void Session::end() {
     cancel_handler(*st);
     st->cv.notify_all();
   }
+  found_id_ = 0;
   streams_.clear();
 }
 

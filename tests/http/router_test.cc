@@ -189,6 +189,21 @@ TEST_F(RouterTest, RunsInlineOnlyForRoutesMarkedNonblockingAndWithoutMiddleware)
   EXPECT_FALSE(inline_for("POST", "/fast/7"));  // 405: not the marked handler
   EXPECT_FALSE(inline_for("GET", "/nowhere"));  // the not-found handler is not marked
   EXPECT_EQ(body_of("GET", "/fast/7"), "200:fast id=7");  // the mark changes nothing else
+  // dispatch() runs the route runs_inline() found for that very request, with its parameters;
+  // another request object is routed afresh.
+  auto dispatched = [&] {
+    Response res;
+    router_.dispatch(req_, res);
+    return std::to_string(res.status()) + ":" + std::string(res.body_view());
+  };
+  EXPECT_TRUE(inline_for("GET", "/fast/42"));
+  EXPECT_EQ(dispatched(), "200:fast id=42");
+  EXPECT_TRUE(inline_for("HEAD", "/files/x"));
+  EXPECT_EQ(dispatched(), "200:files **=x");
+  EXPECT_FALSE(inline_for("GET", "/slow"));
+  EXPECT_EQ(dispatched(), "200:slow");
+  EXPECT_FALSE(inline_for("POST", "/fast/7"));
+  EXPECT_EQ(dispatched().substr(0, 4), "405:");
   router_.before([](Request&, Response&) { return true; });
   EXPECT_FALSE(inline_for("GET", "/fast/7"));  // a hook may wait
 }

@@ -249,9 +249,20 @@ class Session {
   void release(H2Stream* st) noexcept;
 
   // The open stream `id` (nghttp2's stream user data; our reference is in streams_), or null.
-  H2Stream* find(int32_t id) { return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(s_, id)); }
+  // The last one found is remembered: each field of a HEADERS frame asks for the same stream
+  // (nghttp2 looks it up in a hash map each time).
+  H2Stream* find(int32_t id) {
+    if (id == found_id_) return found_;
+    auto* st = static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(s_, id));
+    if (st) {
+      found_id_ = id;
+      found_ = st;
+    }
+    return st;
+  }
   // streams_ without st (swapped out of its slot): nghttp2 no longer names it.
   void forget(H2Stream& st) {
+    if (found_id_ == st.id) found_id_ = 0;  // 0 is never a stream's
     nghttp2_session_set_stream_user_data(s_, st.id, nullptr);  // fails harmlessly for a closed stream
     std::shared_ptr<H2Stream>& last = streams_.back();
     last->slot = st.slot;
@@ -270,6 +281,8 @@ class Session {
   WaitGroup handlers_;
   detail::OutBuf out_;  // output gathered by flush()
   std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
+  int32_t found_id_ = 0;  // find()'s last answer (mu_), forgotten with its stream
+  H2Stream* found_ = nullptr;
   // Streams done with, for reuse: their last reference may drop on any worker (a handler
   // fiber's), some under mu_, hence a lock of its own. At most max_concurrent_streams + 8 kept.
   SpinLock pool_lock_;
