@@ -232,6 +232,9 @@ bool Session::flush() {
   return true;
 }
 
+// Streams are recycled here while HEADERS frames of theirs may still be queued in nghttp2 with
+// fields it does not own (NO_COPY, submit()): safe because nothing is sent once dead_ is set, and
+// nghttp2_session_del frees the queued frames without reading their fields.
 void Session::end() {
   dead_ = true;
   inline_ready_.clear();
@@ -243,6 +246,7 @@ void Session::end() {
     st->cv.notify_all();
   }
   found_id_ = 0;
+  found_ = nullptr;
   streams_.clear();
 }
 

@@ -16,6 +16,9 @@
 //   lock): it joins that thread's lists.
 // - A session holds no block of its own once its streams are gone: an idle connection costs
 //   nothing here.
+// - Under ASan or TSan every block comes from malloc and goes back to free at once (kPooled
+//   false), as base/object_cache.h does: the sanitizers then see a use after free or a double
+//   free inside libnghttp2 instead of a reused block.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +34,11 @@ namespace lionet::http2::detail {
 class MemPool {
  public:
   static constexpr size_t kKeepBytes = 256 * 1024;
+#if defined(LIONET_ASAN) || defined(LIONET_TSAN) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  static constexpr bool kPooled = false;
+#else
+  static constexpr bool kPooled = true;
+#endif
 
   MemPool() noexcept {
     mem_.mem_user_data = nullptr;
@@ -50,7 +58,8 @@ class MemPool {
   nghttp2_mem* mem() noexcept { return &mem_; }
 
   static void* alloc(size_t n) noexcept {
-    const unsigned c = class_of(n);
+    if (n > SIZE_MAX - sizeof(Header)) return nullptr;  // malloc's contract: never a short block
+    const unsigned c = kPooled ? class_of(n) : kClasses;
     if (c < kClasses && !t_gone) {
       Lists& l = lists();
       if (Node* node = l.free[c]) {
@@ -70,7 +79,7 @@ class MemPool {
   static void release(void* b) noexcept {
     if (!b) return;
     Header* h = static_cast<Header*>(b) - 1;
-    if (h->cls == kLarge || t_gone) {  // t_gone: at this thread's exit, after its lists
+    if (h->cls == kLarge || !kPooled || t_gone) {  // t_gone: at this thread's exit, after its lists
       std::free(h);
       return;
     }

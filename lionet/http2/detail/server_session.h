@@ -115,8 +115,9 @@ struct H2Stream final : http::detail::BodySource {
   int refused = 0;  // 400: refused as malformed, the handler never ran
   bool logged = false;
   // The response head handed to nghttp2 without a copy (NO_COPY_NAME/VALUE), alive until the
-  // stream is recycled, after its HEADERS frame was sent or dropped: the lowercased header
-  // names (header_fields), the status and the Content-Length as text.
+  // stream is recycled, after its HEADERS frame was sent or dropped (or the session ended: see
+  // Session::end): the lowercased header names (header_fields), the status and the
+  // Content-Length as text.
   std::string resp_names;
   char status_text[3] = {};
   char length_text[24] = {};
@@ -262,7 +263,10 @@ class Session {
   }
   // streams_ without st (swapped out of its slot): nghttp2 no longer names it.
   void forget(H2Stream& st) {
-    if (found_id_ == st.id) found_id_ = 0;  // 0 is never a stream's
+    if (found_id_ == st.id) {
+      found_id_ = 0;  // 0 is never a stream's
+      found_ = nullptr;
+    }
     nghttp2_session_set_stream_user_data(s_, st.id, nullptr);  // fails harmlessly for a closed stream
     std::shared_ptr<H2Stream>& last = streams_.back();
     last->slot = st.slot;
