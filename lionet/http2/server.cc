@@ -495,29 +495,44 @@ int Session::build_head(H2Stream& st) {
   return 0;
 }
 
+namespace {
+// Streams done with, for reuse by any connection on this thread (a worker), last released first
+// taken: the next stream gets an object still in cache, whichever connection it is for (a pool
+// per connection left 100 connections' streams cold in turn). The last reference to a stream
+// may drop on any worker; the stream joins that worker's cache.
+constexpr size_t kThreadStreams = 256;
+struct StreamCache {
+  std::vector<H2Stream*> streams;
+  static inline thread_local bool gone = false;  // trivially destructible: readable to the end
+  ~StreamCache() {
+    for (H2Stream* st : streams) delete st;
+    streams.clear();
+    gone = true;
+  }
+};
+thread_local StreamCache t_stream_cache;
+}  // namespace
+
 std::shared_ptr<H2Stream> Session::new_stream() {
   H2Stream* st = nullptr;
-  {
-    std::lock_guard lk(pool_lock_);
-    if (!pool_.empty()) {
-      st = pool_.back();
-      pool_.pop_back();
+  if (!StreamCache::gone) {
+    std::vector<H2Stream*>& cache = t_stream_cache.streams;
+    if (!cache.empty()) {
+      st = cache.back();
+      cache.pop_back();
     }
   }
   if (!st) st = new H2Stream;
-  return std::shared_ptr<H2Stream>(st, [this](H2Stream* p) { release(p); });  // throws: released
+  return std::shared_ptr<H2Stream>(st, [](H2Stream* p) { release(p); });  // throws: released
 }
 
 void Session::release(H2Stream* st) noexcept {
   st->recycle();
-  {
-    std::lock_guard lk(pool_lock_);
-    if (pool_.size() < o_.max_concurrent_streams + 8u) {
-      try {
-        pool_.push_back(st);
-        return;
-      } catch (...) {
-      }
+  if (!StreamCache::gone && t_stream_cache.streams.size() < kThreadStreams) {
+    try {
+      t_stream_cache.streams.push_back(st);
+      return;
+    } catch (...) {
     }
   }
   delete st;

@@ -311,6 +311,36 @@ TEST_F(Http2Test, TrailersArriveAfterTheBodyAsSeenByNghttp) {
   EXPECT_NE(out.find("END_STREAM", last_headers), std::string::npos) << "the trailers end the stream\n" << out;
 }
 
+// Stream objects are kept per worker and reused by the next stream of any connection: nothing
+// of an earlier exchange (its header, trailers, body, status) shows in a later one's answer on
+// another connection.
+TEST_F(Http2Test, AStreamReusedByAnotherConnectionCarriesNothingOfTheLastExchange) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  router_.get("/marked", nonblocking([](Request&, Response& s) {
+    s.set_status(203);
+    s.set_header("X-Left", "behind");
+    s.set_body(std::string(3000, 'm'));
+    s.add_trailer("Grpc-Status", "7");
+  }));
+  router_.get("/plain", [](Request&, Response& s) { s.reply(200, "plain\n"); });
+  start(false);
+  for (int i = 0; i < 10; ++i) {
+    int st = -1;
+    std::string marked = shell("nghttp -v " + url("/marked") + " " + url("/marked") + " 2>&1", &st);
+    ASSERT_EQ(st, 0) << marked;
+    ASSERT_NE(marked.find("x-left: behind"), std::string::npos) << marked;
+    ASSERT_NE(marked.find("grpc-status: 7"), std::string::npos) << marked;
+    for (const char* path : {"/plain", "/hello"}) {
+      std::string plain = shell("nghttp -v " + url(path) + " 2>&1", &st);
+      ASSERT_EQ(st, 0) << plain;
+      EXPECT_NE(plain.find(":status: 200"), std::string::npos) << plain;
+      EXPECT_EQ(plain.find("x-left"), std::string::npos) << plain;
+      EXPECT_EQ(plain.find("grpc-status"), std::string::npos) << plain;
+      EXPECT_EQ(plain.find("mmm"), std::string::npos) << plain;
+    }
+  }
+}
+
 TEST_F(Http2Test, StreamsOfOneConnectionRunTheirHandlersConcurrently) {
   if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
   start(false);

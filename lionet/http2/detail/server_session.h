@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "lionet/base/clock.h"
-#include "lionet/base/spinlock.h"
 #include "lionet/http/access_log.h"
 #include "lionet/http/field_block.h"
 #include "lionet/http/headers.h"
@@ -190,7 +189,6 @@ class Session {
   Session(const http::ProtocolHandoff& c, const Options& o) : c_(c), o_(o) {}
   ~Session() {
     if (s_) nghttp2_session_del(s_);
-    for (H2Stream* st : pool_) delete st;
   }
 
   void run();
@@ -244,10 +242,11 @@ class Session {
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
                        nghttp2_data_source* source, void* user);
 
-  // A stream from the pool (or a new one): its last reference gives it back (release()). Every
-  // reference is dropped before the session ends (handlers_ waits for the fibers holding one).
+  // A stream from this thread's cache (or a new one): its last reference gives it back
+  // (release(), to the cache of the thread it drops on; server.cc). Every reference is dropped
+  // before the session ends (handlers_ waits for the fibers holding one).
   std::shared_ptr<H2Stream> new_stream();
-  void release(H2Stream* st) noexcept;
+  static void release(H2Stream* st) noexcept;
 
   // The open stream `id` (nghttp2's stream user data; our reference is in streams_), or null.
   // The last one found is remembered: each field of a HEADERS frame asks for the same stream
@@ -287,10 +286,6 @@ class Session {
   std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
   int32_t found_id_ = 0;  // find()'s last answer (mu_), forgotten with its stream
   H2Stream* found_ = nullptr;
-  // Streams done with, for reuse: their last reference may drop on any worker (a handler
-  // fiber's), some under mu_, hence a lock of its own. At most max_concurrent_streams + 8 kept.
-  SpinLock pool_lock_;
-  std::vector<H2Stream*> pool_;
   // Streams whose handlers run inline after the current input (run_inline), and the batch
   // running; swapped, so neither allocates once warm.
   std::vector<std::shared_ptr<H2Stream>> inline_ready_, inline_batch_;
