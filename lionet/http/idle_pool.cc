@@ -106,14 +106,22 @@ std::unique_ptr<PooledConnection> IdlePool::take() {
 }
 
 void IdlePool::put(std::unique_ptr<PooledConnection> c) {
-  if (count_.load(std::memory_order_relaxed) < options_.max_idle) {
+  // The slot is taken before the push, so puts racing on several workers never keep more than
+  // max_idle (a check before the push let two of them pass it). Counted but not yet pushed is
+  // harmless: a take() that believes the count finds nothing and opens a connection.
+  if (count_.fetch_add(1, std::memory_order_relaxed) < options_.max_idle) {
     c->since = now();
     Shard& sh = shards_[shard_index(kShards)];
     std::lock_guard<std::mutex> lk(sh.mu);
-    sh.idle.push_back(std::move(c));
-    count_.fetch_add(1, std::memory_order_relaxed);  // with the push: never counted and absent
+    try {
+      sh.idle.push_back(std::move(c));
+    } catch (...) {
+      count_.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
     return;
   }
+  count_.fetch_sub(1, std::memory_order_relaxed);
   c->stream->close();
 }
 

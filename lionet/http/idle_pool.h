@@ -33,7 +33,7 @@ struct PooledConnection {
 };
 
 struct IdlePoolOptions {
-  std::size_t max_idle = 16;  // connections kept at most (a race of puts may pass it by a few)
+  std::size_t max_idle = 16;  // connections kept at most (also when puts race)
   Duration idle_timeout = std::chrono::seconds(30);
   // A connection idle this long or more is checked for a close by its peer before it is handed
   // out; younger ones are trusted (callers resend a request that got no response byte on a
