@@ -548,7 +548,7 @@ Result<void> Log::truncate_to(int64_t offset) {
     // many as max_batch_bytes needs (its records inflated may take more than it did). All is
     // encoded before any file is touched, so a refusal changes nothing.
     ReadResult whole;
-    if (auto r = read_segment(*seg, h.base_offset, 1, whole); !r) return r;
+    if (auto r = read_segment(*seg, h.base_offset, 1, whole, next_offset_); !r) return r;
     std::vector<Record> keep;
     for (const RecordView& v : whole.records()) {
       if (v.offset < offset) keep.push_back(Record{v.key, v.value, v.timestamp, v.headers});

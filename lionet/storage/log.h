@@ -172,7 +172,11 @@ class Log {
   Result<void> adopt_format(int64_t now_ms);
   Result<std::size_t> enforce_retention_locked(int64_t now_ms);
   void remove_segment_files(const detail::Segment& seg);
-  Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const;
+  // Records at or past `end` (the end_offset() the caller saw) are left out: a segment publishes
+  // a batch before end_offset_ moves past it, and a reader must never be handed an offset that
+  // end_offset() does not cover yet (its next read there would be kOffsetOutOfRange).
+  Result<void> read_segment(const detail::Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out,
+                            int64_t end) const;
   std::size_t active_index_capacity() const;
   // Preallocation (LogOptions::preallocate_bytes), appender only: the active segment's file
   // is at least `end` bytes long; a failure only turns preallocation off (the pwrite decides).

@@ -27,12 +27,15 @@ Result<void> Log::read(int64_t offset, std::size_t max_bytes, ReadResult& out) c
   out.inflated_used_ = 0;
   out.bytes_ = 0;
   out.next_offset_ = offset;
-  if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
-  if (offset == end_offset()) return {};
+  // One load of the end: acquire, so every batch below it is published in its segment. Batches
+  // the segment already shows past it are not committed yet and are left out.
+  const int64_t end = end_offset();
+  if (offset < start_offset() || offset > end) return make_error_code(Errc::kOffsetOutOfRange);
+  if (offset == end) return {};
   auto list = snapshot();
   const std::shared_ptr<Segment>* seg = detail::segment_holding(*list, offset);
   if (!seg) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
-  return read_segment(**seg, offset, max_bytes, out);
+  return read_segment(**seg, offset, max_bytes, out, end);
 }
 
 namespace {
@@ -57,7 +60,8 @@ WalkStart index_start(const Segment& seg, int64_t offset) {
 // index files: a damaged index costs longer walks, never kCorrupt for sound data. Only the
 // start header is judged this way: once it matches, a broken chain after it is damaged data
 // (kCorrupt), which bounds the fallback to one walk per index entry.
-Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out) const {
+Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t max_bytes, ReadResult& out,
+                               int64_t end) const {
   out.records_.clear();  // (offset_for_time reuses one ReadResult across calls)
   out.inflated_used_ = 0;
   out.bytes_ = 0;
@@ -137,7 +141,7 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
       return make_error_code(Errc::kCorrupt);
     }
     if (accepted) {
-      if (out.bytes_ + h.length > max_bytes || cur + h.length > have) break;
+      if (h.base_offset >= end || out.bytes_ + h.length > max_bytes || cur + h.length > have) break;
     } else {
       if (h.next_offset() <= offset) {  // before the offset: skip by the header
         cur += h.length;
@@ -196,8 +200,9 @@ Result<void> Log::read_segment(const Segment& seg, int64_t offset, std::size_t m
 Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_bytes) const {
   StoredBatches out;
   out.first_offset = out.next_offset = offset;
-  if (offset < start_offset() || offset > end_offset()) return make_error_code(Errc::kOffsetOutOfRange);
-  if (offset == end_offset()) return out;
+  const int64_t end = end_offset();  // batches past it are left out, as in read()
+  if (offset < start_offset() || offset > end) return make_error_code(Errc::kOffsetOutOfRange);
+  if (offset == end) return out;
   auto list = snapshot();
   const std::shared_ptr<Segment>* holding = detail::segment_holding(*list, offset);
   if (!holding) return make_error_code(Errc::kOffsetOutOfRange);  // retention raced us
@@ -268,7 +273,7 @@ Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_byte
   out.bytes = h.length;
   out.first_offset = h.base_offset;
   out.next_offset = h.next_offset();
-  while (pos + out.bytes < limit) {
+  while (pos + out.bytes < limit && out.next_offset < end) {
     BatchHeader next;
     auto r = header_at(pos + out.bytes, out.next_offset, next);
     if (!r) return r.error();
@@ -281,22 +286,23 @@ Result<Log::StoredBatches> Log::read_stored(int64_t offset, std::size_t max_byte
 }
 
 Result<int64_t> Log::offset_for_time(int64_t ts_ms) const {
+  const int64_t end = end_offset();  // before the list: every segment in it is published up to end
   auto list = snapshot();
   ReadResult chunk;
   for (const auto& seg : *list) {
     if (seg->max_timestamp() < ts_ms) continue;  // every record here is older
     const detail::IndexEntry e = seg->lookup_time(ts_ms);
     int64_t off = seg->base_offset() + e.rel_offset;
-    const int64_t seg_end = seg->next_offset();
+    const int64_t seg_end = std::min(seg->next_offset(), end);
     while (off < seg_end) {
-      if (auto r = read_segment(*seg, off, 256 * 1024, chunk); !r) return r.error();
+      if (auto r = read_segment(*seg, off, 256 * 1024, chunk, end); !r) return r.error();
       for (const RecordView& v : chunk.records()) {
         if (v.timestamp >= ts_ms) return v.offset;
       }
       off = chunk.next_offset();
     }
   }
-  return end_offset();
+  return end;
 }
 
 }  // namespace lionet::storage

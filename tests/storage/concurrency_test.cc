@@ -99,6 +99,57 @@ TEST(StorageConcurrency, ReadersDuringAppendsSeeOnlyWholeRecords) {
   EXPECT_GT(log->start_offset(), 0);  // retention did run under them
 }
 
+// A segment shows a batch a moment before end_offset() moves past it. A read in that moment
+// once handed out records at or past end_offset(), so a tail reader's next read, at an offset
+// it had just been given, failed with kOffsetOutOfRange (a Kafka consumer would have reset its
+// position). Every record read() returns, and every batch read_stored() points at, must be
+// below an end_offset() loaded after the read returned.
+TEST(StorageConcurrency, ReadsNeverRunAheadOfEndOffset) {
+  for (BatchFormat fmt : {BatchFormat::kLionet, BatchFormat::kKafka}) {
+    TempDir d;
+    LogOptions o;
+    o.segment_bytes = 1 << 20;
+    o.flush_policy = FlushPolicy::kNone;
+    o.batch_format = fmt;
+    auto log = Log::open(d.path(), o).value();
+    const int64_t total = 60000 / test::kSanitizerDivisor;
+    std::atomic<int> ahead{0}, errors{0};
+    auto reader = [&](bool stored) {
+      int64_t off = 0;
+      ReadResult rr;
+      while (off < total) {
+        int64_t next = off;
+        if (stored) {
+          auto r = log->read_stored(off, 4096);
+          if (!r) {
+            errors++;
+            ADD_FAILURE() << "read_stored " << off << ": " << r.error().message();
+            return;
+          }
+          next = r->next_offset;
+        } else {
+          auto r = log->read(off, 4096, rr);
+          if (!r.ok()) {
+            errors++;
+            ADD_FAILURE() << "read " << off << ": " << r.error().message();
+            return;
+          }
+          next = rr.next_offset();
+        }
+        if (next > log->end_offset()) ahead++;
+        if (next == off) std::this_thread::yield();
+        off = next;
+      }
+    };
+    std::thread r1(reader, false), r2(reader, fmt == BatchFormat::kKafka);
+    test::append_n(*log, total, 1, 40);
+    r1.join();
+    r2.join();
+    EXPECT_EQ(errors.load(), 0) << (fmt == BatchFormat::kKafka ? "kafka" : "lionet");
+    EXPECT_EQ(ahead.load(), 0) << "reads returned offsets end_offset() did not cover yet";
+  }
+}
+
 TEST(StorageConcurrency, ConcurrentEveryBatchAppendersGetUniqueOffsets) {
   TempDir d;
   LogOptions o;
