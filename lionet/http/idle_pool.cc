@@ -16,8 +16,6 @@
 
 namespace lionet::http {
 namespace {
-int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
-
 // The shard of the calling worker (plain threads share them by thread id).
 std::size_t shard_index(std::size_t shards) {
   const int w = this_fiber::worker_index();

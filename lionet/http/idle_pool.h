@@ -22,6 +22,9 @@
 
 namespace lionet::http {
 
+// A TimePoint as the int64 an atomic keeps (the pool's sweep time, the proxy's timestamps).
+inline int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
+
 // A connection the pool can keep. Users derive from it to keep their own per-connection state
 // with it (the proxy keeps its buffer).
 struct PooledConnection {

@@ -14,11 +14,6 @@
 namespace lionet {
 namespace {
 
-template <class T>
-Result<T> fail(int err) noexcept {
-  return Result<T>::failure(err);
-}
-
 // Every recv* passes MSG_TRUNC: the kernel then returns the datagram's real length (UDP, Linux)
 // and still sets MSG_TRUNC in msg_flags when it did not fit.
 constexpr int kRecvFlags = MSG_TRUNC;
@@ -95,7 +90,7 @@ Result<void> UdpSocket::connect(const Address& peer) noexcept { return sock_.con
 
 Result<void> UdpSocket::send_one(const void* buf, size_t n, const Address* peer, Deadline d) noexcept {
   Socket::Op op(&sock_);
-  if (!op) return fail<void>(EBADF);
+  if (!op) return Result<void>::failure(EBADF);
   iovec iov{const_cast<void*>(buf), n};
   msghdr m{};
   if (peer) {
@@ -109,7 +104,7 @@ Result<void> UdpSocket::send_one(const void* buf, size_t n, const Address* peer,
   for (;;) {
     if (LIONET_LIKELY(detail::sys::sendmsg(sock_.fd_, &m) >= 0)) return {};
     int e = errno;
-    if (int w = sock_.retry_after(e, /*for_write=*/true, d, at, resolved)) return fail<void>(w);
+    if (int w = sock_.retry_after(e, /*for_write=*/true, d, at, resolved)) return Result<void>::failure(w);
   }
 }
 
@@ -121,7 +116,7 @@ Result<void> UdpSocket::send(const void* buf, size_t n, Deadline d) noexcept { r
 
 Result<void> UdpSocket::recv_one(Datagram& d, bool want_peer, Deadline dl) noexcept {
   Socket::Op op(&sock_);
-  if (!op) return fail<void>(EBADF);
+  if (!op) return Result<void>::failure(EBADF);
   std::optional<TimePoint> at;
   bool resolved = false;
   msghdr m;
@@ -135,7 +130,7 @@ Result<void> UdpSocket::recv_one(Datagram& d, bool want_peer, Deadline dl) noexc
       return {};
     }
     int e = errno;
-    if (int w = sock_.retry_after(e, /*for_write=*/false, dl, at, resolved)) return fail<void>(w);
+    if (int w = sock_.retry_after(e, /*for_write=*/false, dl, at, resolved)) return Result<void>::failure(w);
   }
 }
 
@@ -147,7 +142,7 @@ Result<void> UdpSocket::recv(Datagram& d, Deadline dl) noexcept { return recv_on
 Result<size_t> UdpSocket::recv_many(std::span<Datagram> slots, Deadline dl) noexcept {
   if (slots.empty()) return size_t{0};
   Socket::Op op(&sock_);
-  if (!op) return fail<size_t>(EBADF);
+  if (!op) return Result<size_t>::failure(EBADF);
   // Not zero-initialised: only the first n entries are filled and read (no per-call memset
   // of ~5 KiB).
   mmsghdr hdr[kMaxBatch];
@@ -174,14 +169,14 @@ Result<size_t> UdpSocket::recv_many(std::span<Datagram> slots, Deadline dl) noex
       return static_cast<size_t>(r);
     }
     int e = r == 0 ? EAGAIN : errno;  // 0 is not returned for n > 0; treat it as "nothing yet"
-    if (int w = sock_.retry_after(e, /*for_write=*/false, dl, at, resolved)) return fail<size_t>(w);
+    if (int w = sock_.retry_after(e, /*for_write=*/false, dl, at, resolved)) return Result<size_t>::failure(w);
   }
 }
 
 Result<size_t> UdpSocket::send_many(std::span<const Datagram> datagrams, Deadline dl) noexcept {
   if (datagrams.empty()) return size_t{0};
   Socket::Op op(&sock_);
-  if (!op) return fail<size_t>(EBADF);
+  if (!op) return Result<size_t>::failure(EBADF);
   mmsghdr hdr[kMaxBatch];  // not zero-initialised: see recv_many
   iovec iov[kMaxBatch];
   std::optional<TimePoint> at;
@@ -193,7 +188,7 @@ Result<size_t> UdpSocket::send_many(std::span<const Datagram> datagrams, Deadlin
     while (n < want && prepare_send(hdr[n].msg_hdr, iov[n], datagrams[done + n])) hdr[n++].msg_len = 0;
     if (n == 0) {  // datagrams[done] is malformed (length > buffer)
       if (done > 0) break;
-      return fail<size_t>(EINVAL);
+      return Result<size_t>::failure(EINVAL);
     }
     int r = detail::sys::sendmmsg(sock_.fd_, hdr, static_cast<unsigned>(n));
     if (LIONET_LIKELY(r > 0)) {
@@ -205,7 +200,7 @@ Result<size_t> UdpSocket::send_many(std::span<const Datagram> datagrams, Deadlin
     if (done > 0 && e != EAGAIN && e != EINTR) break;  // see udp_socket.h: the count, not the error
     if (int w = sock_.retry_after(e, /*for_write=*/true, dl, at, resolved)) {
       if (done > 0) break;
-      return fail<size_t>(w);
+      return Result<size_t>::failure(w);
     }
   }
   return done;

@@ -8,15 +8,13 @@
 #include "lionet/http/headers.h"
 #include "lionet/http/takeover.h"
 #include "lionet/log/log.h"
+#include "lionet/websocket/detail/log.h"
 #include "lionet/websocket/deflate.h"
 #include "lionet/websocket/handshake.h"
 
 namespace lionet::websocket {
 namespace {
-const std::shared_ptr<spdlog::logger>& ws_log() {
-  static const auto lg = log::get("websocket");
-  return lg;
-}
+using detail::ws_log;
 
 struct Route {
   RequestSocketHandler fn;

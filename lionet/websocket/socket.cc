@@ -20,15 +20,13 @@
 #include <new>
 
 #include "lionet/log/log.h"
+#include "lionet/websocket/detail/log.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/websocket/utf8.h"
 
 namespace lionet::websocket {
 namespace {
-const std::shared_ptr<spdlog::logger>& ws_log() {
-  static const auto lg = log::get("websocket");
-  return lg;
-}
+using detail::ws_log;
 constexpr size_t kStaging = 16 * 1024;  // client: header + masked payload per write
 // A server frame with up to this much payload is copied behind its header and sent with one
 // send(2); a larger one goes out as header + the caller's bytes (sendmsg, two iovecs). perf of

@@ -23,8 +23,6 @@
 
 namespace lionet::http {
 
-inline int64_t ticks(TimePoint t) { return t.time_since_epoch().count(); }
-
 const std::shared_ptr<spdlog::logger>& proxy_log();
 
 // The address of a, appended: IPv4 dotted, IPv6 bare or, with bracket_v6, as `"[...]"` (the
