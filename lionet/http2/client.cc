@@ -122,7 +122,7 @@ class Connection final : public http::MultiplexedConnection {
   CondVar cv_;  // a read was processed, or the reader left
   nghttp2_session* s_ = nullptr;
   std::unordered_map<int32_t, Exchange*> ex_;
-  detail::OutBuf out_;
+  detail::OutBuf* out_ = nullptr;  // flush()'s buffer while it runs (send_all)
   bool reading_ = false;
   bool dead_ = false;
   int dead_err_ = ECONNRESET;

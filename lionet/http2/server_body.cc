@@ -144,7 +144,7 @@ int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* fr
                        nghttp2_data_source* source, void* user) {
   auto* self = static_cast<Session*>(user);
   auto* st = static_cast<H2Stream*>(source->ptr);
-  detail::OutBuf& out = self->out_;
+  detail::OutBuf& out = *self->out_;  // set: send_data runs inside flush()'s mem_send
   const size_t frame_start = out.size();
   out.append(framehd, 9);
   size_t padlen = frame->data.padlen;  // 0: we never ask for padding

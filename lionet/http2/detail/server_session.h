@@ -282,7 +282,7 @@ class Session {
   // The open streams (each found by find(), nghttp2's stream user data), in no order.
   std::vector<std::shared_ptr<H2Stream>> streams_;
   WaitGroup handlers_;
-  detail::OutBuf out_;  // output gathered by flush()
+  detail::OutBuf* out_ = nullptr;  // the buffer flush() gathers output in, while it runs (send_all)
   std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
   int32_t found_id_ = 0;  // find()'s last answer (mu_), forgotten with its stream
   H2Stream* found_ = nullptr;
