@@ -29,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
-const fs::path kConf = fs::path(LIONET_SOURCE_DIR) / "conf";
 
 std::string load_error(const std::string& yaml) {
   config::Registry r("LIONET_APPTEST_UNUSED_");
@@ -121,11 +120,6 @@ INSTANTIATE_TEST_SUITE_P(
                      "settings"}),
     [](const ::testing::TestParamInfo<BadAccessLog>& i) { return "case" + std::to_string(i.index); });
 
-std::string file_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 // Waits (bounded) until the file contains `needle`.
 bool wait_in_file(const fs::path& p, const std::string& needle, std::chrono::milliseconds limit = 20s) {
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -136,7 +130,7 @@ bool wait_in_file(const fs::path& p, const std::string& needle, std::chrono::mil
   return true;
 }
 
-long long metric(const std::string& page, const std::string& prefix) {
+long long access_log_metric(const std::string& page, const std::string& prefix) {
   const auto at = page.find(prefix);
   return at == std::string::npos ? -1 : std::atoll(page.c_str() + at + prefix.size());
 }
@@ -191,12 +185,12 @@ TEST(AppAccessLog, BinaryLogsBothServersToOneFileAndSighupMovesLaterLinesToANewF
   const std::string label = "{path=\"" + log.string() + "\"} ";
   poll_until([&] {
     c = curl("http://127.0.0.1:" + std::to_string(http) + "/metrics");
-    return metric(c.body, "lionet_access_log_lines_total" + label) >= 2;
+    return access_log_metric(c.body, "lionet_access_log_lines_total" + label) >= 2;
   });
   ASSERT_EQ(c.status, 200);
-  EXPECT_GE(metric(c.body, "lionet_access_log_lines_total" + label), 2) << c.body;
-  EXPECT_EQ(metric(c.body, "lionet_access_log_dropped_total" + label), 0) << c.body;
-  EXPECT_EQ(metric(c.body, "lionet_access_log_write_errors_total" + label), 0) << c.body;
+  EXPECT_GE(access_log_metric(c.body, "lionet_access_log_lines_total" + label), 2) << c.body;
+  EXPECT_EQ(access_log_metric(c.body, "lionet_access_log_dropped_total" + label), 0) << c.body;
+  EXPECT_EQ(access_log_metric(c.body, "lionet_access_log_write_errors_total" + label), 0) << c.body;
 
   // logrotate: rename, then SIGHUP; the next request's line is in a new file at the path.
   ASSERT_TRUE(wait_in_file(log, "/metrics"));

@@ -19,7 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // The value of the first sample whose line starts with `prefix` (-1 if none).
-long long metric(const std::string& page, const std::string& prefix) {
+long long access_metric(const std::string& page, const std::string& prefix) {
   for (std::size_t at = page.find(prefix); at != std::string::npos; at = page.find(prefix, at + 1))
     if (at == 0 || page[at - 1] == '\n') return std::atoll(page.c_str() + at + prefix.size());
   return -1;
@@ -84,9 +84,9 @@ TEST(AppAccess, AddressRulesPerServerAndPerRouteAnswer403AndAreCounted) {
 
   Curl m = curl(url(port, "/metrics"));
   ASSERT_EQ(m.status, 200);
-  EXPECT_EQ(metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"\"} "), 3) << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"/internal\"} "), 2) << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"/v4only\"} "), 1) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"\"} "), 3) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"/internal\"} "), 2) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_http_access_denied_total{server=\"web\",route=\"/v4only\"} "), 1) << m.body;
 }
 
 TEST(AppAccess, AnEchoServerClosesRefusedAddressesAtAcceptAndLimitsConnectionsPerAddress) {
@@ -132,8 +132,8 @@ TEST(AppAccess, AnEchoServerClosesRefusedAddressesAtAcceptAndLimitsConnectionsPe
   for (int fd : {b, other, again}) ::close(fd);
 
   Curl m = curl(url(web, "/metrics"));
-  EXPECT_EQ(metric(m.body, "lionet_connections_denied_total{server=\"echo\",type=\"echo\"} "), 1) << m.body;
-  EXPECT_GE(metric(m.body, "lionet_connections_per_address_rejected_total{server=\"echo\",type=\"echo\"} "), 1)
+  EXPECT_EQ(access_metric(m.body, "lionet_connections_denied_total{server=\"echo\",type=\"echo\"} "), 1) << m.body;
+  EXPECT_GE(access_metric(m.body, "lionet_connections_per_address_rejected_total{server=\"echo\",type=\"echo\"} "), 1)
       << m.body;
 }
 
@@ -193,12 +193,12 @@ TEST(AppAccess, KafkaAndSyslogRefuseAtAcceptAndDropDeniedDatagrams) {
   Curl m;
   poll_until([&] {
     m = curl(url(web, "/metrics"));
-    return metric(m.body, "lionet_syslog_received_total{server=\"s\"} ") >= 1 &&
-           metric(m.body, "lionet_syslog_denied_total{server=\"s\"} ") >= 1;
+    return access_metric(m.body, "lionet_syslog_received_total{server=\"s\"} ") >= 1 &&
+           access_metric(m.body, "lionet_syslog_denied_total{server=\"s\"} ") >= 1;
   });
-  EXPECT_EQ(metric(m.body, "lionet_syslog_received_total{server=\"s\"} "), 1) << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_syslog_denied_total{server=\"s\"} "), 1) << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_connections_denied_total{server=\"k\",type=\"kafka\"} "), 1) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_syslog_received_total{server=\"s\"} "), 1) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_syslog_denied_total{server=\"s\"} "), 1) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_connections_denied_total{server=\"k\",type=\"kafka\"} "), 1) << m.body;
 }
 
 TEST(AppAccess, RateLimitHoldsWrkToTheRateWith429AndRetryAfter) {
@@ -240,10 +240,10 @@ TEST(AppAccess, RateLimitHoldsWrkToTheRateWith429AndRetryAfter) {
 
   Curl m = curl(url(port, "/metrics"));
   // wrk does not count the answers still in flight when it stops (at most one per connection).
-  const long long limited = metric(m.body, "lionet_http_rate_limited_total{server=\"web\",route=\"/limited\"} ");
+  const long long limited = access_metric(m.body, "lionet_http_rate_limited_total{server=\"web\",route=\"/limited\"} ");
   EXPECT_GE(limited, std::stoll(non2xx[1])) << m.body;
   EXPECT_LE(limited, std::stoll(non2xx[1]) + 4) << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_http_rate_limited_total{server=\"web\",route=\"/keyed\"} "), 1) << m.body;
+  EXPECT_EQ(access_metric(m.body, "lionet_http_rate_limited_total{server=\"web\",route=\"/keyed\"} "), 1) << m.body;
 }
 
 TEST(AppAccess, WithoutNodelayTheBurstIsServedLateInsteadOfRefused) {

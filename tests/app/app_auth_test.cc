@@ -16,7 +16,6 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -25,13 +24,6 @@
 namespace lionet::app::testing {
 namespace {
 using namespace std::chrono_literals;
-
-std::string file_bytes(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void require_tool(const char* tool) {
   int rc = -1;
@@ -49,7 +41,7 @@ std::string status_and(const std::string& args, const std::string& header) {
   return status;
 }
 
-uint64_t metric(const std::string& page, const std::string& sample) {
+uint64_t auth_metric(const std::string& page, const std::string& sample) {
   const auto p = page.find(sample + " ");
   return p == std::string::npos ? 0 : std::stoull(page.substr(p + sample.size() + 1));
 }
@@ -145,10 +137,11 @@ TEST(AppAuth, BasicBearerBrakeReloadAndNothingSecretInTheAccessLog) {
 
   c = curl(base + "/metrics");
   const std::string l = "{server=\"web\",route=\"/private\",result=";
-  EXPECT_EQ(metric(c.body, "lionet_http_auth_total" + l + "\"success\"}"), 5u) << c.body;
-  EXPECT_EQ(metric(c.body, "lionet_http_auth_total" + l + "\"failure\"}"), 6u) << c.body;
-  EXPECT_EQ(metric(c.body, "lionet_http_auth_total" + l + "\"braked\"}"), 1u) << c.body;
-  EXPECT_EQ(metric(c.body, "lionet_http_auth_total{server=\"web\",route=\"/api\",result=\"success\"}"), 3u) << c.body;
+  EXPECT_EQ(auth_metric(c.body, "lionet_http_auth_total" + l + "\"success\"}"), 5u) << c.body;
+  EXPECT_EQ(auth_metric(c.body, "lionet_http_auth_total" + l + "\"failure\"}"), 6u) << c.body;
+  EXPECT_EQ(auth_metric(c.body, "lionet_http_auth_total" + l + "\"braked\"}"), 1u) << c.body;
+  EXPECT_EQ(auth_metric(c.body, "lionet_http_auth_total{server=\"web\",route=\"/api\",result=\"success\"}"), 3u)
+      << c.body;
 
   // The access log: the requests are there, no credential is.
   ASSERT_TRUE(poll_until([&] { return file_bytes(log).find("GET /metrics") != std::string::npos; })) << p.output();

@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 
-long long metric(const std::string& page, const std::string& name) {
+long long browser_metric(const std::string& page, const std::string& name) {
   std::size_t at = page.find("\n" + name + " ");
   return at == std::string::npos ? -1 : std::atoll(page.c_str() + at + name.size() + 2);
 }
@@ -61,13 +61,14 @@ TEST(AppBrowser, ChromiumLoadsTheShippedPageAndItsAssetsOverH2) {
 
   auto m = curl("http://127.0.0.1:" + std::to_string(http) + "/metrics");
   ASSERT_EQ(m.status, 200);
-  const long long streams = metric(m.body, "lionet_http2_streams_total{server=\"tls\",type=\"https\"}");
-  const long long ok = metric(m.body, "lionet_http_requests_total{server=\"tls\",class=\"2xx\"}");
+  const long long streams = browser_metric(m.body, "lionet_http2_streams_total{server=\"tls\",type=\"https\"}");
+  const long long ok = browser_metric(m.body, "lionet_http_requests_total{server=\"tls\",class=\"2xx\"}");
   // index.html, style.css and lionet.svg at least (Chromium may also prefetch).
   EXPECT_GE(streams, 3) << m.body;
-  EXPECT_GE(metric(m.body, "lionet_http2_connections_total{server=\"tls\",type=\"https\"}"), 1) << m.body;
+  EXPECT_GE(browser_metric(m.body, "lionet_http2_connections_total{server=\"tls\",type=\"https\"}"), 1) << m.body;
   EXPECT_EQ(ok, streams) << "every request the browser made came over HTTP/2\n" << m.body;
-  EXPECT_EQ(metric(m.body, "lionet_http_requests_total{server=\"tls\",class=\"4xx\"}"), 0) << "an asset was missing";
+  EXPECT_EQ(browser_metric(m.body, "lionet_http_requests_total{server=\"tls\",class=\"4xx\"}"), 0)
+      << "an asset was missing";
 }
 
 }  // namespace

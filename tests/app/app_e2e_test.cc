@@ -81,13 +81,6 @@ class Site {
   fs::path root_;
 };
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
-std::string file_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 // Uint64 value of the first sample line starting with `prefix` in a Prometheus page (-1: none).
 long long metric(const std::string& page, const std::string& prefix) {
   std::size_t at = 0;

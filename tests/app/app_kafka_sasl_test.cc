@@ -15,8 +15,6 @@ namespace lionet::app {
 namespace {
 using namespace lionet::app::testing;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 std::string users_file(TempConf& conf, mode_t mode) {
   conf.write("kafka-users.txt", "# test users\nalice:alice-secret\nbob:bob-secret\n");
   const std::string path = conf.path() + "/kafka-users.txt";

@@ -20,8 +20,6 @@ namespace lionet::app {
 namespace {
 using namespace lionet::app::testing;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 TEST(AppKafka, KcatAndTheHttpStorageApiSeeEachOthersRecords) {
   ASSERT_EQ(sh("kcat -V >/dev/null 2>&1 && echo yes"), "yes\n") << "kcat is missing: run scripts/install-deps.sh";
   TempConf conf;

@@ -1,7 +1,7 @@
 // tests/app/app_process.h: test helpers for running the lionet binary: find_binary(), Process
 // (a child, lionet or another program, with stdout+stderr on one pipe, read line by line),
 // TempConf (a scratch conf dir), free_port(), connect_to(), sh() and curl() (bounded curl:
-// status and body).
+// status and body), file_bytes(), kReady and kConf.
 #pragma once
 
 #include <arpa/inet.h>
@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -31,6 +32,17 @@ extern char** environ;
 
 namespace lionet::app::testing {
 namespace fs = std::filesystem;
+
+// The line lionet logs once its scheduler runs: a test waits for it before it connects.
+inline constexpr const char* kReady = "scheduler 'lionet' running";
+// The shipped conf/ of the source tree.
+inline const fs::path kConf = fs::path(LIONET_SOURCE_DIR) / "conf";
+
+// The whole content of a file ("" if it cannot be read).
+inline std::string file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 inline fs::path find_binary() {
   if (const char* env = std::getenv("TEST_LIONET_BINARY")) return env;

@@ -42,8 +42,6 @@ using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 // ------------------------------------------------------------------------------------------
 class AppProxy : public ::testing::Test {
  protected:

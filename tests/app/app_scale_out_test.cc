@@ -16,8 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 // A configuration directory `name` under conf whose http server on `port` serves
 // /who.txt = name (its own page directory) and the storage API (its own data directory).
 std::string instance(TempConf& conf, const std::string& name, int port, bool reuse_port) {

@@ -26,8 +26,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 using Buckets = std::array<uint64_t, Histogram::kBounds.size() + 1>;
 
 TEST(DebugPage, PercentilesAreInterpolatedInsideTheirHistogramBucket) {

@@ -17,8 +17,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 TEST(AppSyslog, LoggerOverUdpAndTcpIsReadableOverTheHttpStorageApi) {
   if (sh("logger --help >/dev/null 2>&1 && echo yes") != "yes\n") GTEST_SKIP() << "util-linux logger is not installed";
   TempConf conf;

@@ -31,7 +31,6 @@ namespace lionet::app {
 namespace {
 namespace fs = std::filesystem;
 using namespace lionet::app::testing;
-const fs::path kConf = fs::path(LIONET_SOURCE_DIR) / "conf";
 
 TEST(AppBinding, ShippedConfYieldsSchedulerOptions) {
   config::Registry r("LIONET_APPTEST_UNUSED_");

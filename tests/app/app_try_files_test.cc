@@ -16,7 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
 constexpr const char* kIndex = "<!doctype html><title>spa</title><div id=app></div>";
 
 class AppTryFiles : public ::testing::Test {

@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
 const auto kWithin = std::chrono::milliseconds(static_cast<int>(2000 * test::kSlowdown));
 
 void put(const fs::path& p, const std::string& text) {

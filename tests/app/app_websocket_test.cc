@@ -23,8 +23,6 @@ namespace fs = std::filesystem;
 using namespace lionet::app::testing;
 using namespace std::chrono_literals;
 
-constexpr const char* kReady = "scheduler 'lionet' running";
-
 class AppWebSocket : public ::testing::Test {
  protected:
   void start(const std::string& storage_extra = "") {

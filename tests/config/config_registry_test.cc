@@ -14,11 +14,12 @@
 
 #include "lionet/config/registry.h"
 #include "lionet/log/log.h"
+#include "tests/config/config_test_util.h"
 
 namespace lionet::config {
 namespace {
 namespace fs = std::filesystem;
-constexpr LoadOptions kNoEnv{.apply_environment = false, .warn_unknown = false};
+using namespace lionet::config_test;
 
 class TempDir {
  public:

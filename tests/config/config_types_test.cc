@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lionet/config/registry.h"
+#include "tests/config/config_test_util.h"
 
 namespace {
 struct Endpoint {
@@ -42,8 +43,7 @@ namespace lionet::config {
 namespace {
 using namespace std::chrono_literals;
 
-// Loads without the environment so that a developer's LIONET_* variables cannot interfere.
-constexpr LoadOptions kNoEnv{.apply_environment = false, .warn_unknown = false};
+using namespace lionet::config_test;
 
 struct AllTypes {
   explicit AllTypes(Registry& r)
@@ -155,17 +155,6 @@ TEST(ConfigTypes, DefaultsAreKeptForKeysNotInTheFile) {
   EXPECT_EQ(t.s->value(), "x");
   EXPECT_EQ(t.ms->value(), 10ms);
   EXPECT_EQ(t.opt->value(), std::nullopt);
-}
-
-// Loads `yaml` and returns the error text (fails the test if it loads).
-std::string load_error(Registry& r, const std::string& yaml) {
-  try {
-    r.load_string(yaml, "bad.yml", kNoEnv);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "loaded without error:\n" << yaml;
-  return "";
 }
 
 TEST(ConfigTypes, StrictScalarConversion) {

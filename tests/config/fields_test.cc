@@ -10,6 +10,7 @@
 
 #include "lionet/config/fields.h"
 #include "lionet/config/registry.h"
+#include "tests/config/config_test_util.h"
 
 namespace {
 struct Backend {
@@ -51,18 +52,7 @@ namespace lionet::config {
 namespace {
 using namespace std::chrono_literals;
 
-constexpr LoadOptions kNoEnv{.apply_environment = false, .warn_unknown = false};
-
-// Loads `yaml` and returns the error text (fails the test if it loads).
-std::string load_error(Registry& r, const std::string& yaml) {
-  try {
-    r.load_string(yaml, "bad.yml", kNoEnv);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "loaded without error:\n" << yaml;
-  return "";
-}
+using namespace lionet::config_test;
 
 std::string dump(const YAML::Node& n) {
   YAML::Emitter out;

@@ -204,10 +204,10 @@ TEST(StackPoolDeathTest, FreshStacksAreGuardedAndTheirTopPagesFaultedInByBatch) 
   for (auto& s : out) pool.release(s);
 }
 
-[[gnu::noinline]] int recurse(int depth) {
+[[gnu::noinline]] int recurse_writing_every_byte(int depth) {
   volatile char pad[1024];
   for (auto& c : pad) c = static_cast<char>(depth);  // every byte written: no canary is skipped
-  return depth <= 0 ? pad[0] : recurse(depth - 1) + pad[0];
+  return depth <= 0 ? pad[0] : recurse_writing_every_byte(depth - 1) + pad[0];
 }
 
 #if defined(LIONET_ASAN) || defined(LIONET_TSAN) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -241,7 +241,7 @@ void overflow_in_mode(StackProtection mode, int parked_first = 0) {
   if (mode == StackProtection::kCanary) {
     s.spawn([] { return overflow_then_sleep(); }, {.name = "deep-recursion"}).join();
   } else {
-    s.spawn([] { return recurse(1 << 20); }, {.name = "deep-recursion"}).join();
+    s.spawn([] { return recurse_writing_every_byte(1 << 20); }, {.name = "deep-recursion"}).join();
   }
 }
 

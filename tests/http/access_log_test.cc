@@ -24,7 +24,6 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,16 +39,10 @@
 namespace lionet::http {
 namespace {
 using test::RawClient;
+using test::read_file;
 using test::shell;
 using test::TestServer;
 using namespace std::chrono_literals;
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

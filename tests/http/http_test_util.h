@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -126,6 +128,17 @@ inline std::string shell(const std::string& cmd, int* status = nullptr) {
   int st = pclose(p);
   if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return out;
+}
+
+// Writes (replaces) a file with `data`.
+inline void write_file(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+// The whole content of a file ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 // A self-signed certificate for localhost / 127.0.0.1 (openssl), made once per test binary.

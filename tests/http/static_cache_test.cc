@@ -26,17 +26,9 @@
 
 namespace lionet::http {
 namespace {
+using test::read_file;
 using test::TestServer;
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using test::write_file;
 
 // Sets path's mtime to sec (ns 0).
 void set_mtime(const std::string& path, time_t sec) {

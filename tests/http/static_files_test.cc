@@ -26,6 +26,7 @@
 namespace lionet::http {
 namespace {
 using test::TestServer;
+using test::write_file;
 
 std::string pattern(size_t n, unsigned seed) {
   std::string s(n, '\0');
@@ -35,11 +36,6 @@ std::string pattern(size_t n, unsigned seed) {
     s[i] = static_cast<char>(x >> 24);
   }
   return s;
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
 struct Size {

@@ -23,24 +23,20 @@
 namespace lionet::http {
 namespace {
 using test::TestServer;
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
+using test::write_file;
 
 constexpr const char* kIndex = "<!doctype html><title>spa</title>";
 
 // A root (index.html, page.html, both + both.html, docs/index.html, nodir/, style.css, a
 // symlink to a secret beside the root), StaticFiles mounted at /spa for every method, and a
 // server over it.
-struct Fixture {
+struct TryFilesFixture {
   std::string dir, root;
   std::unique_ptr<StaticFiles> files;
   Router router;
   std::unique_ptr<TestServer> srv;
 
-  Fixture() {
+  TryFilesFixture() {
     char tmpl[] = "/tmp/lionet-try-files-XXXXXX";
     dir = ::mkdtemp(tmpl);
     root = dir + "/root";
@@ -64,7 +60,7 @@ struct Fixture {
     srv = std::make_unique<TestServer>(router.handler());
     srv->start();
   }
-  ~Fixture() {
+  ~TryFilesFixture() {
     srv.reset();
     files.reset();
     test::shell("rm -rf " + dir);
@@ -86,7 +82,7 @@ StaticOptions try_files(std::vector<std::string> candidates) {
 }
 
 TEST(TryFiles, CandidatesAreTriedInOrder) {
-  Fixture f;
+  TryFilesFixture f;
   f.start(try_files({"$uri", "$uri.html"}));
   f.srv->run([&] {
     Client c;
@@ -100,7 +96,7 @@ TEST(TryFiles, CandidatesAreTriedInOrder) {
     EXPECT_EQ(miss->status, 404);
     EXPECT_EQ(miss->body, "not found\n");  // no fallback given: a missing file's answer
   });
-  Fixture g;
+  TryFilesFixture g;
   g.start(try_files({"$uri.html", "$uri"}));
   g.srv->run([&] {
     Client c;
@@ -109,7 +105,7 @@ TEST(TryFiles, CandidatesAreTriedInOrder) {
 }
 
 TEST(TryFiles, DirectoryCandidateServesItsIndexWithoutARedirect) {
-  Fixture f;
+  TryFilesFixture f;
   f.start(try_files({"$uri", "$uri/"}));
   f.srv->run([&] {
     Client c;
@@ -125,7 +121,7 @@ TEST(TryFiles, DirectoryCandidateServesItsIndexWithoutARedirect) {
 }
 
 TEST(TryFiles, ASinglePageAppFallsBackToAFixedFile) {
-  Fixture f;
+  TryFilesFixture f;
   f.start(try_files({"$uri", "$uri/", "/index.html"}));
   f.srv->run([&] {
     Client c;
@@ -150,7 +146,7 @@ TEST(TryFiles, ASinglePageAppFallsBackToAFixedFile) {
 }
 
 TEST(TryFiles, FallbackStatusAnswersWhenNothingExists) {
-  Fixture f;
+  TryFilesFixture f;
   StaticOptions o = try_files({"$uri"});
   o.fallback_status = 410;
   f.start(o);
@@ -165,7 +161,7 @@ TEST(TryFiles, FallbackStatusAnswersWhenNothingExists) {
     EXPECT_EQ(post->status, 405);
     EXPECT_EQ(post->header("Allow"), "GET, HEAD");
   });
-  Fixture g;
+  TryFilesFixture g;
   StaticOptions n = try_files({"$uri"});
   n.fallback_status = 404;
   g.start(n);
@@ -178,7 +174,7 @@ TEST(TryFiles, FallbackStatusAnswersWhenNothingExists) {
 }
 
 TEST(TryFiles, FallbackHandlerGetsTheOriginalRequest) {
-  Fixture f;
+  TryFilesFixture f;
   std::mutex mu;
   std::vector<std::string> seen;  // "METHOD path?query body"
   StaticOptions o = try_files({"$uri", "$uri.html"});
@@ -215,7 +211,7 @@ TEST(TryFiles, FallbackHandlerGetsTheOriginalRequest) {
 }
 
 TEST(TryFiles, TraversalIsStillRefused) {
-  Fixture f;
+  TryFilesFixture f;
   std::atomic<int> fallbacks{0};
   StaticOptions o = try_files({"$uri", "$uri.html"});
   o.fallback = [&](Request&, Response& s) {
@@ -259,7 +255,7 @@ TEST(TryFiles, TraversalIsStillRefused) {
 }
 
 TEST(TryFiles, HeadConditionalAndRangeThroughAHit) {
-  Fixture f;
+  TryFilesFixture f;
   StaticOptions o = try_files({"$uri", "/index.html"});
   o.precompressed = {"gzip"};
   f.start(o);

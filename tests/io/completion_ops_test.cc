@@ -27,29 +27,17 @@
 
 namespace {
 using namespace std::chrono_literals;
+using namespace lionet::io_test;  // sys_read, sys_write, sys_close, Pair, make_socketpair, await_waiters
 
-long sys_write(int fd, const void* b, size_t n) { return ::syscall(SYS_write, fd, b, n); }
-long sys_read(int fd, void* b, size_t n) { return ::syscall(SYS_read, fd, b, n); }
-void sys_close(int fd) { ::syscall(SYS_close, fd); }
-
-struct Pair {
-  int a = -1, b = -1;
-};
-Pair make_socketpair() {
-  int fds[2];
-  EXPECT_EQ(::syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
-  return {fds[0], fds[1]};
-}
-
-struct Rig {
+struct OpsRig {
   lionet::Scheduler sched;
   lionet::IOManager io;
-  Rig(int threads, const std::string& backend, bool ops = true)
+  OpsRig(int threads, const std::string& backend, bool ops = true)
       : sched({.threads = threads, .name = "ops-test"}),
         io(sched, {.backend = backend, .uring_socket_ops = ops, .uring_shared_ring_ops = true}) {}
   // With several workers this is one single-issuer ring per worker (the default,
   // uring_ring_per_worker); uring_shared_ring_ops only matters on a kernel without them.
-  ~Rig() { sched.stop(); }
+  ~OpsRig() { sched.stop(); }
   void close(int fd) {
     io.cancel(fd);
     sys_close(fd);
@@ -59,8 +47,6 @@ struct Rig {
     close(p.b);
   }
 };
-
-using lionet::io_test::await_waiters;
 
 // A TCP listener on 127.0.0.1 (non-blocking, as net::Socket makes them); its port in *port.
 int tcp_listener(uint16_t* port) {
@@ -77,7 +63,7 @@ int tcp_listener(uint16_t* port) {
 }
 
 // n fibers, each blocked in a one-byte recv on fd (deadline 60 s); each returns recv's result.
-std::vector<lionet::JoinHandle<int64_t>> spawn_readers(Rig& rig, int fd, int n) {
+std::vector<lionet::JoinHandle<int64_t>> spawn_readers(OpsRig& rig, int fd, int n) {
   std::vector<lionet::JoinHandle<int64_t>> hs;
   for (int i = 0; i < n; ++i)
     hs.push_back(rig.sched.spawn([&rig, fd] {
@@ -89,7 +75,7 @@ std::vector<lionet::JoinHandle<int64_t>> spawn_readers(Rig& rig, int fd, int n) 
 
 // What a hooked close() does in a fiber: cancel(fd), then close. Returns the calls still
 // waiting on fd when cancel() returned (0: every operation had ended).
-int cancel_and_close_in_fiber(Rig& rig, int fd) {
+int cancel_and_close_in_fiber(OpsRig& rig, int fd) {
   return rig.sched
       .spawn([&] {
         rig.io.cancel(fd);
@@ -112,19 +98,19 @@ void expect_end_of_stream(int fd) {
 class CompletionOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Rig probe(1, "io_uring");
+    OpsRig probe(1, "io_uring");
     if (std::string(probe.io.backend()) != "io_uring") GTEST_SKIP() << "io_uring unavailable here";
   }
 };
 
 TEST(CompletionOpsRefused, EpollAndReadinessOnlyUringSayNoAndReturnEnotsup) {
-  Rig rig(1, "epoll");
+  OpsRig rig(1, "epoll");
   EXPECT_FALSE(rig.io.completion_io());
   Pair p = make_socketpair();
   char c;
   EXPECT_EQ(rig.sched.spawn([&] { return rig.io.recv(p.a, &c, 1, 0, std::nullopt); }).join(), -ENOTSUP);
   rig.close(p);
-  Rig off(1, "io_uring", /*ops=*/false);
+  OpsRig off(1, "io_uring", /*ops=*/false);
   EXPECT_FALSE(off.io.completion_io()) << "io.uring_socket_ops: false must turn them off";
 }
 
@@ -172,7 +158,7 @@ TEST_F(CompletionOpsTest, SeveralWorkersUseThemOnTheirOwnRingsOrWhenAskedTo) {
 // that takes it; cancel(fd) from a fiber reaches every ring, waits for both completions, and
 // the close that follows really closes (no ring keeps the file).
 TEST_F(CompletionOpsTest, CallsInTwoWorkersRingsAreCancelledInBoth) {
-  Rig rig(2, "io_uring");
+  OpsRig rig(2, "io_uring");
   if (!rig.io.per_worker()) GTEST_SKIP() << "no single-issuer rings here (Linux < 6.1)";
   for (int round = 0; round < 10; ++round) {
     Pair p = make_socketpair();
@@ -219,7 +205,7 @@ TEST_F(CompletionOpsTest, CallsInTwoWorkersRingsAreCancelledInBoth) {
 // A plain thread's calls into a per-worker IOManager (cancel from outside any fiber, as a
 // socket closed by the main thread): queued for the rings' workers, who are woken for them.
 TEST_F(CompletionOpsTest, APlainThreadsCancelReachesEveryWorkersRing) {
-  Rig rig(2, "io_uring");
+  OpsRig rig(2, "io_uring");
   constexpr int kReaders = 8;
   Pair p = make_socketpair();
   std::vector<lionet::JoinHandle<int64_t>> hs = spawn_readers(rig, p.a, kReaders);
@@ -231,7 +217,7 @@ TEST_F(CompletionOpsTest, APlainThreadsCancelReachesEveryWorkersRing) {
 }
 
 TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {
-  Rig rig(1, "io_uring");
+  OpsRig rig(1, "io_uring");
   ASSERT_TRUE(rig.io.completion_io());
   Pair p = make_socketpair();
   auto reader = rig.sched.spawn([&] {
@@ -247,7 +233,7 @@ TEST_F(CompletionOpsTest, RecvParksUntilDataThenReturnsIt) {
 }
 
 TEST_F(CompletionOpsTest, RecvOfDataAlreadyThereAndEndOfStream) {
-  Rig rig(1, "io_uring");
+  OpsRig rig(1, "io_uring");
   Pair p = make_socketpair();
   ASSERT_EQ(sys_write(p.b, "abc", 3), 3);
   ::shutdown(p.b, SHUT_WR);
@@ -262,7 +248,7 @@ TEST_F(CompletionOpsTest, RecvOfDataAlreadyThereAndEndOfStream) {
 }
 
 TEST_F(CompletionOpsTest, DeadlineEndsARecvWithEtimedoutWithinBounds) {
-  Rig rig(1, "io_uring");
+  OpsRig rig(1, "io_uring");
   Pair p = make_socketpair();
   auto r = rig.sched.spawn([&] {
     char c;
@@ -286,7 +272,7 @@ TEST_F(CompletionOpsTest, DeadlineEndsARecvWithEtimedoutWithinBounds) {
 }
 
 TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
-  Rig rig(1, "io_uring");
+  OpsRig rig(1, "io_uring");
   Pair p = make_socketpair();
   ASSERT_EQ(sys_write(p.b, "x", 1), 1);
   EXPECT_EQ(rig.sched
@@ -311,7 +297,7 @@ TEST_F(CompletionOpsTest, PastDeadlineStillTakesDataThatIsThere) {
 // closes (the peer sees the end of stream), since no operation holds the file any more.
 TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
   for (int round = 0; round < 20; ++round) {
-    Rig rig(2, "io_uring");
+    OpsRig rig(2, "io_uring");
     Pair p = make_socketpair();
     constexpr int kReaders = 3;
     std::vector<lionet::JoinHandle<int64_t>> hs = spawn_readers(rig, p.a, kReaders);
@@ -324,7 +310,7 @@ TEST_F(CompletionOpsTest, CancelEndsEveryCallInFlightAndNoneOutlivesTheClose) {
 }
 
 TEST_F(CompletionOpsTest, SendParksWhileTheBufferIsFullAndCompletesWhenDrained) {
-  Rig rig(2, "io_uring");
+  OpsRig rig(2, "io_uring");
   Pair p = make_socketpair();
   static char junk[65536];
   while (sys_write(p.a, junk, sizeof junk) > 0) {
@@ -344,7 +330,7 @@ TEST_F(CompletionOpsTest, SendParksWhileTheBufferIsFullAndCompletesWhenDrained) 
 }
 
 TEST_F(CompletionOpsTest, SendmsgAndRecvmsgMoveEveryIovec) {
-  Rig rig(1, "io_uring");
+  OpsRig rig(1, "io_uring");
   Pair p = make_socketpair();
   auto r = rig.sched.spawn([&] {
     char x[3], y[4];
@@ -369,7 +355,7 @@ TEST_F(CompletionOpsTest, SendmsgAndRecvmsgMoveEveryIovec) {
 }
 
 TEST_F(CompletionOpsTest, AcceptAndConnectOverLoopbackAndRefusedConnect) {
-  Rig rig(2, "io_uring");
+  OpsRig rig(2, "io_uring");
   uint16_t port = 0;
   const int lfd = tcp_listener(&port);
   auto acceptor = rig.sched.spawn([&] {
@@ -461,7 +447,7 @@ TEST_F(CompletionOpsTest, DestroyedWithACallInFlightEndsItWithEcanceled) {
 // Many fibers ping-ponging through kernel calls on two workers: every byte arrives in order,
 // whichever worker a completion is dispatched on.
 TEST_F(CompletionOpsTest, ThousandSocketpairsPingPongThroughKernelCalls) {
-  Rig rig(2, "io_uring");
+  OpsRig rig(2, "io_uring");
   constexpr int kPairs = 1000, kRounds = 20;
   std::vector<Pair> pairs(kPairs);
   for (auto& p : pairs) p = make_socketpair();

@@ -27,25 +27,12 @@
 
 namespace {
 using namespace std::chrono_literals;
+using namespace lionet::io_test;  // raw fds (bypassing hook/): sys_read, ..., Pair, make_socketpair
 
-// ---- raw fds (bypassing hook/) ----
-long sys_read(int fd, void* b, size_t n) { return ::syscall(SYS_read, fd, b, n); }
-long sys_write(int fd, const void* b, size_t n) { return ::syscall(SYS_write, fd, b, n); }
-void sys_close(int fd) { ::syscall(SYS_close, fd); }
-
-struct Pair {
-  int a = -1, b = -1;
-};
 Pair make_pipe() {
   int fds[2];
   EXPECT_EQ(::syscall(SYS_pipe2, fds, O_NONBLOCK | O_CLOEXEC), 0) << strerror(errno);
   return {fds[0], fds[1]};  // a: read end, b: write end
-}
-Pair make_socketpair() {
-  int fds[2];
-  EXPECT_EQ(::syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0)
-      << strerror(errno);
-  return {fds[0], fds[1]};
 }
 // Writes until the kernel says EAGAIN: the fd is then not writable. Bounded by the buffer size.
 void fill(int fd) {
@@ -83,8 +70,6 @@ struct Rig {
       : sched({.threads = threads, .name = "io-test"}), io(sched, {.backend = backend}) {}
   ~Rig() { sched.stop(); }
 };
-
-using lionet::io_test::await_waiters;
 
 class IoManagerTest : public ::testing::TestWithParam<std::string> {
  protected:

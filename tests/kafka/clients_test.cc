@@ -20,9 +20,8 @@
 namespace lionet::kafka {
 namespace {
 using app::testing::sh;
+using testing::have;
 using testing::KafkaFixture;
-
-bool have(const std::string& probe) { return ::system((probe + " >/dev/null 2>&1").c_str()) == 0; }
 
 TEST(KafkaClients, KcatProducesAndConsumesWithKeysAndOffsets) {
   ASSERT_TRUE(have("kcat -V")) << "kcat is missing: run scripts/install-deps.sh";

@@ -24,6 +24,7 @@
 namespace lionet::kafka {
 namespace {
 using namespace std::chrono_literals;
+using testing::create;
 using testing::KafkaFixture;
 using testing::RawClient;
 using Protocols = std::vector<std::pair<std::string, std::string>>;  // name, metadata
@@ -299,13 +300,6 @@ FetchMap fetch(RawClient& c, int16_t v, const std::string& group,
   }
   EXPECT_TRUE(r.ok() && r.at_end()) << r.error();
   return out;
-}
-
-void create(storage::Store& s, const std::string& topic, uint32_t partitions = 1) {
-  storage::TopicOptions to;
-  to.name = topic;
-  to.partitions = partitions;
-  ASSERT_TRUE(s.create_topic(to));
 }
 
 ServerOptions short_sessions() {

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -138,5 +140,16 @@ class RawClient {
   int fd_ = -1;
   int32_t corr_ = 0;
 };
+
+// Whether a shell command (a tool's version probe: "kcat -V") runs and exits 0.
+inline bool have(const std::string& probe) { return ::system((probe + " >/dev/null 2>&1").c_str()) == 0; }
+
+// Creates `topic` in the store (fails the test if it cannot).
+inline void create(storage::Store& s, const std::string& topic, uint32_t partitions = 1) {
+  storage::TopicOptions to;
+  to.name = topic;
+  to.partitions = partitions;
+  ASSERT_TRUE(s.create_topic(to));
+}
 
 }  // namespace lionet::kafka::testing

@@ -17,9 +17,8 @@
 namespace lionet::kafka {
 namespace {
 using app::testing::sh;
+using testing::have;
 using testing::KafkaFixture;
-
-bool have(const std::string& probe) { return ::system((probe + " >/dev/null 2>&1").c_str()) == 0; }
 
 struct Cert {
   std::string dir, cert, key;

@@ -20,6 +20,7 @@
 namespace lionet::kafka {
 namespace {
 using namespace std::chrono_literals;
+using testing::create;
 using testing::KafkaFixture;
 using testing::RawClient;
 
@@ -142,13 +143,6 @@ std::vector<std::string> values(const FetchResult& f) {
   for (const auto& b : f.batches)
     for (const auto& r : b.records) out.emplace_back(r.value.value_or("<null>"));
   return out;
-}
-
-void create(storage::Store& s, const std::string& topic, uint32_t partitions = 1) {
-  storage::TopicOptions to;
-  to.name = topic;
-  to.partitions = partitions;
-  ASSERT_TRUE(s.create_topic(to));
 }
 
 TEST(KafkaServer, ApiVersionsV0V2AndTheV0RefusalOfV3) {

@@ -22,7 +22,7 @@ using test::verify_range;
 
 // The batches these tests take apart are in the kLionet layout (batch_format.h); the kKafka
 // layout's damage is in kafka_format_test.cc, and both go through the same index and read code.
-LogOptions opts(uint32_t index_interval = 256) {
+LogOptions index_opts(uint32_t index_interval = 256) {
   LogOptions o;
   o.batch_format = BatchFormat::kLionet;
   o.segment_bytes = 4096;
@@ -32,7 +32,7 @@ LogOptions opts(uint32_t index_interval = 256) {
 }
 
 // 200 records in batches of 2 over several 4 KiB segments; returns the segment bases.
-std::vector<int64_t> write_log(const std::string& dir, const LogOptions& o = opts()) {
+std::vector<int64_t> write_log(const std::string& dir, const LogOptions& o = index_opts()) {
   auto log = Log::open(dir, o).value();
   append_n(*log, 200, 2);
   auto bases = log->segment_base_offsets();
@@ -81,7 +81,7 @@ TEST(StorageIndexDamage, SparseButWellFormedIndexStillReadsEveryRecord) {
   sparse_tidx += tidx.substr(tidx.size() - 12);  // the trailer: max timestamp, record count
   test::write_file(segment_file(d.path(), 0, ".index"), idx);
   test::write_file(tidx_path, sparse_tidx);
-  auto log = Log::open(d.path(), opts()).value();
+  auto log = Log::open(d.path(), index_opts()).value();
   expect_all_readable(*log, 200);
 }
 
@@ -100,7 +100,7 @@ TEST(StorageIndexDamage, IndexEntriesPointingInsideBatchesFallBackToEarlierOnes)
     }
     test::write_file(path, idx);
   }
-  auto log = Log::open(d.path(), opts()).value();
+  auto log = Log::open(d.path(), index_opts()).value();
   expect_all_readable(*log, 200);
 }
 
@@ -109,7 +109,7 @@ TEST(StorageIndexDamage, IndexEntriesPointingInsideBatchesFallBackToEarlierOnes)
 // and the reads of entry 1's first batches fall back to entry 0.
 TEST(StorageIndexDamage, IndexEntryNamingTheWrongBatchIsNotTrusted) {
   TempDir d;
-  const LogOptions o = opts(1024);  // entries ~1 KiB apart: a few batches each
+  const LogOptions o = index_opts(1024);  // entries ~1 KiB apart: a few batches each
   const auto bases = write_log(d.path(), o);
   const std::string path = segment_file(d.path(), bases[0], ".index");
   std::string idx = test::read_file(path);
@@ -138,7 +138,7 @@ TEST(StorageIndexDamage, DamagedBatchEndsALargeReadInsteadOfFailingIt) {
   const uint32_t len1 = load<uint32_t>(bytes, len0);
   bytes[len0 + len1 - 1] ^= 0x20;  // last value byte of the second batch (offsets 2, 3)
   test::write_file(path, bytes);
-  auto log = Log::open(d.path(), opts()).value();  // the index files load: no rescan
+  auto log = Log::open(d.path(), index_opts()).value();  // the index files load: no rescan
   auto r = log->read(0, 1 << 20);
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_EQ(r->size(), 2u);
@@ -163,7 +163,7 @@ TEST(StorageIndexDamage, BatchWhoseHeaderTimestampsDisagreeWithItsRecordsIsCut) 
   for (const auto& [delta1, max_ts_bump] : cases) {
     TempDir d;
     {
-      auto log = Log::open(d.path(), opts()).value();
+      auto log = Log::open(d.path(), index_opts()).value();
       append_n(*log, 3);
     }
     const std::string k = "k", v = "v", v2 = "w";
@@ -176,7 +176,7 @@ TEST(StorageIndexDamage, BatchWhoseHeaderTimestampsDisagreeWithItsRecordsIsCut) 
     const std::string path = segment_file(d.path(), 0, ".log");
     const std::string good = test::read_file(path);
     test::write_file(path, good + batch);
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), index_opts()).value();
     EXPECT_EQ(log->end_offset(), 3);
     EXPECT_EQ(std::filesystem::file_size(path), good.size());
     EXPECT_EQ(verify_range(*log, 0, 3), 3);
@@ -188,7 +188,7 @@ TEST(StorageIndexDamage, BatchWhoseHeaderTimestampsDisagreeWithItsRecordsIsCut) 
 TEST(StorageIndexDamage, SegmentNamePastInt64MaxIsIgnored) {
   TempDir d;
   test::write_file(d.sub("99999999999999999999.log"), "");
-  auto log = Log::open(d.path(), opts()).value();
+  auto log = Log::open(d.path(), index_opts()).value();
   EXPECT_EQ(log->start_offset(), 0);
   EXPECT_EQ(log->end_offset(), 0);
   append_n(*log, 3);

@@ -31,6 +31,7 @@ namespace {
 
 using detail::load_be;
 using detail::store_be;
+using test::file_size;
 using test::segment_file;
 using test::TempDir;
 
@@ -159,8 +160,6 @@ std::vector<uint64_t> kafka_positions(const std::string& bytes) {
   }
   return pos;
 }
-
-uint64_t file_size(const std::string& path) { return std::filesystem::file_size(path); }
 
 // 1. Records with keys (one empty), values (one empty, one large), timestamps (two "now") and
 //    headers on some, appended with append_batch and append, read back identically: right

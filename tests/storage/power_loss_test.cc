@@ -18,7 +18,7 @@ using test::FaultInjectionFs;
 using test::TempDir;
 using test::verify_range;
 
-LogOptions opts(FaultInjectionFs& fs, FlushPolicy p) {
+LogOptions power_loss_opts(FaultInjectionFs& fs, FlushPolicy p) {
   LogOptions o;
   o.segment_bytes = 16384;  // rolls every ~90 records: some crashes land around rolls
   o.index_interval_bytes = 512;
@@ -62,14 +62,14 @@ void power_loss_rounds(FlushPolicy policy, int rounds, int64_t* lost_total) {
   for (int round = 0; round < rounds; round++) {
     const auto mode = static_cast<CrashMode>(round % 3);
     {
-      auto log = Log::open(d.path(), opts(fs, policy));
+      auto log = Log::open(d.path(), power_loss_opts(fs, policy));
       ASSERT_TRUE(log.ok()) << "round " << round << ": " << log.error().message();
       ASSERT_GE((*log)->end_offset(), policy == FlushPolicy::kEveryBatch ? acked : 0) << "round " << round;
       acked = append_until_power_cut(**log, fs, rng, 60);
       fs.freeze();  // nothing reaches the disk any more, not even the Log's closing flush
     }
     fs.crash(mode);
-    auto log = Log::open(d.path(), opts(fs, policy));
+    auto log = Log::open(d.path(), power_loss_opts(fs, policy));
     ASSERT_TRUE(log.ok()) << log.error().message();
     const int64_t end = (*log)->end_offset();
     if (policy == FlushPolicy::kEveryBatch) {

@@ -14,6 +14,7 @@ namespace lionet::storage {
 namespace {
 
 using test::append_n;
+using test::file_size;
 using test::segment_file;
 using test::TempDir;
 using test::verify_range;
@@ -26,8 +27,6 @@ LogOptions preallocating(uint64_t preallocate, uint64_t segment_bytes = uint64_t
   o.preallocate_bytes = preallocate;
   return o;
 }
-
-uint64_t file_size(const std::string& path) { return std::filesystem::file_size(path); }
 
 TEST(StoragePreallocate, TheActiveFileRunsAheadAndIsCutToItsDataAtClose) {
   TempDir d;

@@ -18,7 +18,7 @@ using test::TempDir;
 using test::value_for;
 using test::verify_range;
 
-LogOptions opts(uint64_t segment_bytes = 1 << 20) {
+LogOptions recovery_opts(uint64_t segment_bytes = 1 << 20) {
   LogOptions o;
   o.segment_bytes = segment_bytes;
   o.index_interval_bytes = 256;
@@ -30,7 +30,7 @@ TEST(StorageRecovery, TruncateActiveSegmentAtEveryByteOfItsLastRecord) {
   TempDir d;
   int64_t last_start = 0;
   {
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), recovery_opts()).value();
     append_n(*log, 40, 1);
     last_start = static_cast<int64_t>(log->size_bytes());
     append_n(*log, 1, 1);  // offset 40: the record to tear
@@ -41,7 +41,7 @@ TEST(StorageRecovery, TruncateActiveSegmentAtEveryByteOfItsLastRecord) {
   // Every cut inside the last batch (header and record), including cutting it off entirely.
   for (std::size_t cut = static_cast<std::size_t>(last_start); cut < whole.size(); cut++) {
     test::write_file(path, whole.substr(0, cut));
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), recovery_opts()).value();
     ASSERT_EQ(log->end_offset(), 40) << "cut at " << cut;
     ASSERT_EQ(verify_range(*log, 0, 40), 40) << "cut at " << cut;
     EXPECT_EQ(log->read(40, 1 << 20).value().size(), 0u);  // nothing partial is visible
@@ -49,7 +49,7 @@ TEST(StorageRecovery, TruncateActiveSegmentAtEveryByteOfItsLastRecord) {
   }
   // And the log goes on from there.
   test::write_file(path, whole.substr(0, whole.size() - 3));
-  auto log = Log::open(d.path(), opts()).value();
+  auto log = Log::open(d.path(), recovery_opts()).value();
   append_n(*log, 5, 1);
   EXPECT_EQ(verify_range(*log, 0, 45), 45);
 }
@@ -57,7 +57,7 @@ TEST(StorageRecovery, TruncateActiveSegmentAtEveryByteOfItsLastRecord) {
 TEST(StorageRecovery, GarbageOrZerosAfterTheLastBatchAreCut) {
   TempDir d;
   {
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), recovery_opts()).value();
     append_n(*log, 30, 3);
   }
   const std::string path = segment_file(d.path(), 0, ".log");
@@ -69,7 +69,7 @@ TEST(StorageRecovery, GarbageOrZerosAfterTheLastBatchAreCut) {
       for (char& c : tail) c = static_cast<char>(rng());
     }
     test::write_file(path, whole + tail);
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), recovery_opts()).value();
     ASSERT_EQ(log->end_offset(), 30) << round;
     ASSERT_EQ(verify_range(*log, 0, 30), 30);
     EXPECT_EQ(std::filesystem::file_size(path), whole.size());
@@ -79,14 +79,14 @@ TEST(StorageRecovery, GarbageOrZerosAfterTheLastBatchAreCut) {
 TEST(StorageRecovery, CorruptBatchInTheMiddleOfTheActiveSegmentCutsFromThere) {
   TempDir d;
   {
-    auto log = Log::open(d.path(), opts()).value();
+    auto log = Log::open(d.path(), recovery_opts()).value();
     append_n(*log, 50, 1);
   }
   const std::string path = segment_file(d.path(), 0, ".log");
   std::string bytes = test::read_file(path);
   bytes[bytes.size() / 2] ^= 0x40;
   test::write_file(path, bytes);
-  auto log = Log::open(d.path(), opts()).value();
+  auto log = Log::open(d.path(), recovery_opts()).value();
   EXPECT_GT(log->end_offset(), 10);
   EXPECT_LT(log->end_offset(), 50);
   EXPECT_EQ(verify_range(*log, 0, log->end_offset()), log->end_offset());
@@ -98,7 +98,7 @@ TEST(StorageRecovery, ByteFlipInOldSegmentReadsAsCorruption) {
   TempDir d;
   std::vector<int64_t> bases;
   {
-    auto log = Log::open(d.path(), opts(4096)).value();
+    auto log = Log::open(d.path(), recovery_opts(4096)).value();
     append_n(*log, 200, 2);
     bases = log->segment_base_offsets();
   }
@@ -112,7 +112,7 @@ TEST(StorageRecovery, ByteFlipInOldSegmentReadsAsCorruption) {
     std::size_t at = rng() % bytes.size();
     bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8)));
     test::write_file(path, bytes);
-    auto log = Log::open(d.path(), opts(4096)).value();
+    auto log = Log::open(d.path(), recovery_opts(4096)).value();
     ASSERT_EQ(log->end_offset(), 200);
     int corrupt = 0;
     ReadResult rr;
@@ -139,7 +139,7 @@ TEST(StorageRecovery, DamagedSealedSegmentWithoutIndexIsReportedNotCut) {
   TempDir d;
   std::vector<int64_t> bases;
   {
-    auto log = Log::open(d.path(), opts(4096)).value();
+    auto log = Log::open(d.path(), recovery_opts(4096)).value();
     append_n(*log, 200, 2);
     bases = log->segment_base_offsets();
   }
@@ -149,7 +149,7 @@ TEST(StorageRecovery, DamagedSealedSegmentWithoutIndexIsReportedNotCut) {
   bytes[size / 2] ^= 0x01;
   test::write_file(path, bytes);
   std::filesystem::remove(segment_file(d.path(), bases[1], ".index"));
-  auto log = Log::open(d.path(), opts(4096)).value();
+  auto log = Log::open(d.path(), recovery_opts(4096)).value();
   EXPECT_EQ(log->end_offset(), 200);
   EXPECT_EQ(std::filesystem::file_size(path), size);  // a sealed segment is never cut
   int corrupt = 0;

@@ -69,6 +69,7 @@ inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
+inline uint64_t file_size(const std::string& path) { return std::filesystem::file_size(path); }
 inline std::string segment_file(const std::string& dir, int64_t base, const char* ext) {
   char name[32];
   std::snprintf(name, sizeof name, "%020lld", static_cast<long long>(base));
