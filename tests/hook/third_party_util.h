@@ -382,8 +382,8 @@ class MariaDbServer {
         data_ = data;
         break;
       }
-      const std::string why = "mariadb-install-db --no-defaults --datadir=" + data + " failed; its output:\n" +
-                              tail_of(install_log);
+      const std::string why =
+          "mariadb-install-db --no-defaults --datadir=" + data + " failed; its output:\n" + tail_of(install_log);
       if (attempt == 2) {
         error_ = why;
         return;
