@@ -30,7 +30,7 @@ package: deps
 	cd build/release && cpack -G DEB
 	lintian --tag-display-limit 0 build/release/packages/*.deb
 
-# The quick loop: the release build and every release test (8-12 minutes from a fresh clone on
+# The quick loop: the release build and every release test (7-8 minutes from a fresh clone on
 # 2 CPUs, under 2 after touching one library file). `make test` is the whole gate CI runs.
 check: build
 	ctest --preset release -j $(JOBS)
