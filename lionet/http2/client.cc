@@ -122,7 +122,6 @@ class Connection final : public http::MultiplexedConnection {
   CondVar cv_;  // a read was processed, or the reader left
   nghttp2_session* s_ = nullptr;
   std::unordered_map<int32_t, Exchange*> ex_;
-  detail::OutBuf* out_ = nullptr;  // flush()'s buffer while it runs (send_all)
   bool reading_ = false;
   bool dead_ = false;
   int dead_err_ = ECONNRESET;
@@ -267,7 +266,8 @@ bool Connection::flush() {
   if (dead_) return false;
   bool wrote = false;
   int write_errno = 0;
-  switch (detail::send_all(s_, out_, *stream_, &wrote, &write_errno)) {
+  detail::OutBuf* out = nullptr;  // no callback of ours appends to it: send_all's own use only
+  switch (detail::send_all(s_, out, *stream_, &wrote, &write_errno)) {
     case detail::Sent::kAll: return true;
     case detail::Sent::kSessionError: fail(EPROTO); return false;
     case detail::Sent::kWriteError: fail(write_errno); return false;

@@ -39,6 +39,7 @@
 
 #include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
+#include "lionet/http2/detail/thread_stack.h"
 #include "lionet/log/log.h"
 #include "lionet/sched/scheduler.h"
 
@@ -496,46 +497,22 @@ int Session::build_head(H2Stream& st) {
 }
 
 namespace {
-// Streams done with, for reuse by any connection on this thread (a worker), last released first
-// taken: the next stream gets an object still in cache, whichever connection it is for (a pool
-// per connection left 100 connections' streams cold in turn). The last reference to a stream
-// may drop on any worker; the stream joins that worker's cache.
-constexpr size_t kThreadStreams = 256;
-struct StreamCache {
-  std::vector<H2Stream*> streams;
-  static inline thread_local bool gone = false;  // trivially destructible: readable to the end
-  ~StreamCache() {
-    for (H2Stream* st : streams) delete st;
-    streams.clear();
-    gone = true;
-  }
-};
-thread_local StreamCache t_stream_cache;
+// Streams done with, for reuse by any connection on this worker, last released first taken: the
+// next stream gets an object still in cache, whichever connection it is for (a pool per
+// connection left 100 connections' streams cold in turn). The last reference to a stream may
+// drop on any worker; the stream joins that worker's cache.
+using StreamCache = detail::ThreadStack<H2Stream, 256>;
 }  // namespace
 
 std::shared_ptr<H2Stream> Session::new_stream() {
-  H2Stream* st = nullptr;
-  if (!StreamCache::gone) {
-    std::vector<H2Stream*>& cache = t_stream_cache.streams;
-    if (!cache.empty()) {
-      st = cache.back();
-      cache.pop_back();
-    }
-  }
-  if (!st) st = new H2Stream;
-  return std::shared_ptr<H2Stream>(st, [](H2Stream* p) { release(p); });  // throws: released
+  std::unique_ptr<H2Stream> st = StreamCache::take();
+  if (!st) st.reset(new H2Stream);
+  return std::shared_ptr<H2Stream>(st.release(), [](H2Stream* p) { release(p); });  // throws: released
 }
 
 void Session::release(H2Stream* st) noexcept {
   st->recycle();
-  if (!StreamCache::gone && t_stream_cache.streams.size() < kThreadStreams) {
-    try {
-      t_stream_cache.streams.push_back(st);
-      return;
-    } catch (...) {
-    }
-  }
-  delete st;
+  StreamCache::give(std::unique_ptr<H2Stream>(st));
 }
 
 void Session::start_handler(const std::shared_ptr<H2Stream>& st) {
