@@ -38,16 +38,13 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/base/utf8.h"
-#include "lionet/log/log.h"
+#include "lionet/http/detail/log.h"
 #include "lionet/net/address.h"
 
 namespace lionet::http {
 namespace {
 
-const std::shared_ptr<spdlog::logger>& http_log() {
-  static const auto lg = log::get("http");
-  return lg;
-}
+using detail::http_log;
 
 // ---- formatting ---------------------------------------------------------------------------
 

@@ -9,19 +9,13 @@
 #include <cerrno>
 #include <string>
 
+#include "lionet/http/detail/log.h"
 #include "lionet/http/status.h"
 #include "lionet/io/io_manager.h"
-#include "lionet/log/log.h"
 #include "lionet/net/socket.h"
 #include "lionet/sched/cancel.h"
 
 namespace lionet::http {
-namespace {
-const std::shared_ptr<spdlog::logger>& limits_log() {
-  static const auto lg = log::get("http");
-  return lg;
-}
-}  // namespace
 
 HandlerCounters& handler_counters() noexcept {
   static HandlerCounters c;
@@ -46,7 +40,7 @@ bool run_bounded(const Handler& h, Request& req, Response& res, Duration timeout
   }
   if (now() < deadline) return false;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
-  LIONET_LOG_WARN(limits_log(), "handler for {} {} ran past its {} ms timeout{}: answered 504", req.method(),
+  LIONET_LOG_WARN(detail::http_log(), "handler for {} {} ran past its {} ms timeout{}: answered 504", req.method(),
                   req.target(), ms, threw ? " (and threw)" : "");
   handler_counters().timeouts.fetch_add(1, std::memory_order_relaxed);
   res.reset();

@@ -109,8 +109,10 @@ void EpollReactor::disarm(int fd) noexcept {
 }
 
 int EpollReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept {
+  // Not on the stack: wait() often runs on a parking fiber's stack (a worker polls inside
+  // its switch), and 3 KiB there would make every fiber that once polled keep a second page.
   constexpr int kBatch = 256;
-  epoll_event evs[kBatch];
+  static thread_local epoll_event evs[kBatch];
   const int n = ::epoll_wait(epfd_, evs, std::min(max, kBatch), timeout_ms(deadline));
   if (n <= 0) return 0;  // timeout or EINTR
   int k = 0;

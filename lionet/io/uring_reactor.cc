@@ -380,8 +380,9 @@ int UringReactor::wait(ReactorEvent* out, int max, TimePoint deadline) noexcept 
                           IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, reinterpret_cast<sigset_t*>(&arg), sizeof arg);
     poller_blocked_.store(false, std::memory_order_relaxed);
   }
+  // Not on the stack, as in EpollReactor::wait: a parking fiber's stack often runs this.
   constexpr unsigned kBatch = 256;
-  io_uring_cqe* cqes[kBatch];
+  static thread_local io_uring_cqe* cqes[kBatch];
   const unsigned n = io_uring_peek_batch_cqe(ring, cqes, std::min<unsigned>(kBatch, static_cast<unsigned>(max)));
   int k = 0;
   bool rearm_wake = false;

@@ -10,15 +10,11 @@
 
 #include "lionet/base/log_limiter.h"
 #include "lionet/http/date.h"
+#include "lionet/http/detail/log.h"
 #include "lionet/http/status.h"
-#include "lionet/log/log.h"
 
 namespace lionet::http::detail {
 namespace {
-const std::shared_ptr<spdlog::logger>& http_log() {
-  static const auto lg = log::get("http");
-  return lg;
-}
 void append_status_line(std::string& out, int status, std::string_view reason) {
   std::string_view line = reason.empty() ? status_line(status) : std::string_view();
   if (!line.empty()) {
@@ -579,22 +575,18 @@ bool Connection::take_over() noexcept {
   return false;
 }
 
-// The connection becomes another protocol's for the rest of its life: HTTP/1.1's input and
-// output buffers go back first (an idle HTTP/2 connection would otherwise keep them: 4 KiB of
-// touched memory each).
+// The connection becomes another protocol's for the rest of its life (a 101 takeover, which
+// runs below this object): HTTP/1.1's input and output buffers go back first (an idle
+// WebSocket would otherwise keep them: 4 KiB of touched memory each).
 void Connection::release_buffers() noexcept {
   buf_.reset();
   cap_ = r_ = w_ = 0;
   std::string().swap(out_);
 }
 
-void Connection::run() noexcept {
+bool Connection::run(std::string& prefix) noexcept {
   try {
-    if (options_.http2 && stream_.application_protocol() == "h2") {  // TLS chose HTTP/2
-      release_buffers();
-      options_.http2({stream_, {}, handler_, options_, stopping_, stats_, info_});
-      return;
-    }
+    if (options_.http2 && stream_.application_protocol() == "h2") return true;  // TLS chose HTTP/2
     TimePoint accepted = now();
     stream_.set_timeouts(std::nullopt, write_timeout_);
     bool first = true;
@@ -603,13 +595,13 @@ void Connection::run() noexcept {
       if (!handle_request()) break;
     }
     if (handoff_) {
-      std::string prefix(buf_.get() + r_, w_ - r_);  // the preface and what came with it
-      release_buffers();
-      options_.http2({stream_, prefix, handler_, options_, stopping_, stats_, info_});
+      prefix.assign(buf_.get() + r_, w_ - r_);  // the preface and what came with it
+      return true;
     }
   } catch (const std::exception& e) {
     LIONET_LOG_ERROR(http_log(), "connection ended by exception: {}", e.what());
   }
+  return false;
 }
 }  // namespace lionet::http::detail
 

@@ -27,7 +27,11 @@ class Connection final : public BodySource {
  public:
   Connection(Stream& stream, const Handler& handler, const ServerOptions& options, const std::atomic<bool>* stopping,
              ServerStats* stats, const ConnectionInfo* info);
-  void run() noexcept;
+  // Serves HTTP/1 requests until the connection ends. True if it goes to HTTP/2 instead
+  // (options.http2 is set and TLS chose h2, or it began with the h2c preface): `prefix` then
+  // holds the bytes read so far, and the caller hands the stream over once this object is gone
+  // (serve_connection: its ~1.3 KiB and its buffers are not kept under the HTTP/2 session).
+  bool run(std::string& prefix) noexcept;
 
   // BodySource
   Result<size_t> read_body(void* buf, size_t n) override;
@@ -91,7 +95,7 @@ class Connection final : public BodySource {
   ServerStats* stats_;
   const ConnectionInfo* info_;
 
-  void release_buffers() noexcept;  // before a handoff to HTTP/2
+  void release_buffers() noexcept;  // before a takeover's protocol runs
   std::unique_ptr<char[]> buf_;
   size_t cap_ = 0, r_ = 0, w_ = 0;
   size_t head_end_ = 0, body_pos_ = 0;
