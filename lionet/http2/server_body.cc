@@ -167,6 +167,10 @@ int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* fr
     st->file_left -= length;
   }
   if (padlen > 1) std::memset(out.grow(padlen - 1), 0, padlen - 1);
+  if (out.full()) {  // write before the next frame (send_all carries on)
+    out.paused = true;
+    return NGHTTP2_ERR_PAUSE;
+  }
   return 0;
 }
 

@@ -8,8 +8,6 @@
 namespace lionet::http2::detail {
 
 namespace {
-constexpr std::size_t kWriteBatch = 64 * 1024;  // output gathered before one write()
-
 // Free output buffers: at most 4 a thread, each of at most kKeptBytes (a flush that gathered a
 // run of large frames frees its buffer).
 using FreeBufs = ThreadStack<OutBuf, 4>;
@@ -20,6 +18,7 @@ struct Lease {
   explicit Lease(OutBuf*& slot) : slot(slot), buf(FreeBufs::take()) {
     if (!buf) buf = std::make_unique<OutBuf>();
     buf->clear();
+    buf->paused = false;
     slot = buf.get();
   }
   ~Lease() {
@@ -40,7 +39,7 @@ Sent send_all(nghttp2_session* session, OutBuf*& slot, Stream& stream, bool* wro
     ssize_t n = nghttp2_session_mem_send(session, &data);
     if (n < 0) return Sent::kSessionError;
     if (n > 0) out.append(data, static_cast<std::size_t>(n));
-    if (n == 0 || out.size() >= kWriteBatch) {
+    if (n == 0 || out.full()) {
       std::size_t off = 0;
       while (off < out.size()) {
         auto w = stream.write(out.data() + off, out.size() - off);
@@ -52,7 +51,8 @@ Sent send_all(nghttp2_session* session, OutBuf*& slot, Stream& stream, bool* wro
         *wrote = true;
       }
       out.clear();
-      if (n == 0) return Sent::kAll;
+      if (n == 0 && !out.paused) return Sent::kAll;
+      out.paused = false;  // mem_send stopped at a full buffer (send_data): more to come
     }
   }
 }
