@@ -26,11 +26,15 @@ namespace {
 void serve_connection(Stream& stream, const Handler& handler, const ServerOptions& options,
                       const std::atomic<bool>* stopping, ServerStats* stats, const ConnectionInfo* info) {
   std::string prefix;
-  if (!serve_http1(stream, handler, options, stopping, stats, info, prefix)) return;
+  // TLS chose HTTP/2 (ALPN): no HTTP/1 connection is made at all.
+  const bool h2 = options.http2 && stream.application_protocol() == "h2";
+  if (!h2 && !serve_http1(stream, handler, options, stopping, stats, info, prefix)) return;
   try {
     options.http2({stream, prefix, handler, options, stopping, stats, info});
   } catch (const std::exception& e) {
     LIONET_LOG_ERROR(detail::http_log(), "HTTP/2 connection ended by exception: {}", e.what());
+  } catch (...) {
+    LIONET_LOG_ERROR(detail::http_log(), "HTTP/2 connection ended by a non-std exception");
   }
 }
 

@@ -586,7 +586,6 @@ void Connection::release_buffers() noexcept {
 
 bool Connection::run(std::string& prefix) noexcept {
   try {
-    if (options_.http2 && stream_.application_protocol() == "h2") return true;  // TLS chose HTTP/2
     TimePoint accepted = now();
     stream_.set_timeouts(std::nullopt, write_timeout_);
     bool first = true;

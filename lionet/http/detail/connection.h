@@ -28,7 +28,7 @@ class Connection final : public BodySource {
   Connection(Stream& stream, const Handler& handler, const ServerOptions& options, const std::atomic<bool>* stopping,
              ServerStats* stats, const ConnectionInfo* info);
   // Serves HTTP/1 requests until the connection ends. True if it goes to HTTP/2 instead
-  // (options.http2 is set and TLS chose h2, or it began with the h2c preface): `prefix` then
+  // (options.http2 is set and it began with the h2c preface; TLS's ALPN h2 never gets here): `prefix` then
   // holds the bytes read so far, and the caller hands the stream over once this object is gone
   // (serve_connection: its ~1.3 KiB and its buffers are not kept under the HTTP/2 session).
   bool run(std::string& prefix) noexcept;
