@@ -167,11 +167,7 @@ int Session::send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* fr
     st->file_left -= length;
   }
   if (padlen > 1) std::memset(out.grow(padlen - 1), 0, padlen - 1);
-  if (out.full()) {  // write before the next frame (send_all carries on)
-    out.paused = true;
-    return NGHTTP2_ERR_PAUSE;
-  }
-  return 0;
+  return out.full() ? NGHTTP2_ERR_PAUSE : 0;  // full: write before the next frame (send_all carries on)
 }
 
 Result<size_t> Session::write_pipe(H2Stream& st, const void* buf, size_t n) {

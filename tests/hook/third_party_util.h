@@ -121,14 +121,14 @@ T sym(void* lib, const char* name) {
   return reinterpret_cast<T>(::dlsym(lib, name));
 }
 
-// Runs argv through the shell with its output discarded; the exit status as system() gives it.
 // argv run through the shell, its output (stdout and stderr) into the file `log` (written by
-// this process's shell, as root if we are).
+// this process's shell, as root if we are); the exit status as system() gives it.
 inline int run_logged(const std::vector<std::string>& argv, const std::string& log) {
   std::string cmd;
   for (const auto& a : argv) cmd += "'" + a + "' ";
   return std::system((cmd + ">'" + log + "' 2>&1").c_str());
 }
+// The same with its output discarded.
 inline int run_quiet(const std::vector<std::string>& argv) { return run_logged(argv, "/dev/null"); }
 
 // argv run as `user` when we are root (setpriv execs: no process in between). Database servers

@@ -18,7 +18,6 @@ struct Lease {
   explicit Lease(OutBuf*& slot) : slot(slot), buf(FreeBufs::take()) {
     if (!buf) buf = std::make_unique<OutBuf>();
     buf->clear();
-    buf->paused = false;
     slot = buf.get();
   }
   ~Lease() {
@@ -40,6 +39,9 @@ Sent send_all(nghttp2_session* session, OutBuf*& slot, Stream& stream, bool* wro
     if (n < 0) return Sent::kSessionError;
     if (n > 0) out.append(data, static_cast<std::size_t>(n));
     if (n == 0 || out.full()) {
+      // Full at 0: send_data paused mem_send (OutBuf::full), and more is to come. A buffer is
+      // never full when mem_send starts: it is written as soon as it is.
+      const bool more = n > 0 || out.full();
       std::size_t off = 0;
       while (off < out.size()) {
         auto w = stream.write(out.data() + off, out.size() - off);
@@ -51,8 +53,7 @@ Sent send_all(nghttp2_session* session, OutBuf*& slot, Stream& stream, bool* wro
         *wrote = true;
       }
       out.clear();
-      if (n == 0 && !out.paused) return Sent::kAll;
-      out.paused = false;  // mem_send stopped at a full buffer (send_data): more to come
+      if (!more) return Sent::kAll;
     }
   }
 }

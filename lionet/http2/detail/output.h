@@ -58,11 +58,9 @@ class OutBuf {
   void append(const void* d, std::size_t n) {
     if (n) std::memcpy(grow(n), d, n);
   }
-  // Set by a send_data_callback that returned NGHTTP2_ERR_PAUSE because the buffer is full
-  // (full()): nghttp2_session_mem_send then returns 0 with frames still to send, and send_all
-  // writes what was gathered and carries on instead of taking 0 for "nothing left".
-  bool paused = false;
-  // A write's worth gathered (kWriteBatch): time to write before gathering more.
+  // A write's worth gathered (kWriteBatch): time to write before gathering more. A
+  // send_data_callback that fills the buffer returns NGHTTP2_ERR_PAUSE, so mem_send returns 0
+  // with frames still to send: send_all reads a full buffer at 0 as "paused", not "nothing left".
   bool full() const noexcept;
 
  private:
@@ -80,7 +78,7 @@ enum class Sent { kAll, kSessionError, kWriteError };
 
 // Everything nghttp2_session_mem_send has to send, gathered in an output buffer and written to
 // `stream` kWriteBatch at a time (a send_data_callback that fills the buffer pauses mem_send:
-// OutBuf::paused). *wrote: whether any bytes were written; *write_errno: the error of
+// OutBuf::full). *wrote: whether any bytes were written; *write_errno: the error of
 // a failed write (ECONNRESET for a write of zero bytes).
 //
 // The buffer is not the connection's: send_all borrows one from its thread's stack of free
