@@ -64,7 +64,9 @@ void DisconnectWatch::begin(Socket* socket, const std::atomic<bool>* stopping) {
   gone_.store(false, std::memory_order_relaxed);
   armed_ = true;
   try {
-    timer_ = add_timer_after(kWatchAfter, [this] {
+    // From the coarse clock: the watch starts up to a tick early, and the request's clock
+    // read is saved.
+    timer_ = add_timer(coarse_now() + kWatchAfter, [this] {
       try {
         watcher_ = sched_->spawn([this] { watch(); }, {.name = "http disconnect watch"});
       } catch (...) {

@@ -45,8 +45,9 @@ Handler with_timeout(Handler h, Duration timeout);
 
 // Cancels a handler's fiber when its client goes away (the peer closes or resets the TCP
 // connection) while the handler runs. The connection's socket is looked at only if the handler
-// runs longer than kWatchAfter (a timer; a watcher fiber then waits for the socket to become
-// readable): a quick handler costs one timer, armed and cancelled. Bytes from the client (a
+// runs longer than kWatchAfter (a timer from the coarse clock, so up to a tick sooner; a
+// watcher fiber then waits for the socket to become readable): a quick handler costs one
+// timer, armed and cancelled, and no read of the precise clock. Bytes from the client (a
 // pipelined request, body bytes, a TLS alert) end the watch without a cancel: only a hang-up
 // (EOF, ECONNRESET) with nothing left to read counts.
 class DisconnectWatch {

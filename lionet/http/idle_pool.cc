@@ -60,7 +60,7 @@ void IdlePool::sweep_if_due(TimePoint t, std::vector<std::unique_ptr<PooledConne
 
 void IdlePool::sweep() {
   std::vector<std::unique_ptr<PooledConnection>> expired;
-  sweep_if_due(now(), expired);
+  sweep_if_due(coarse_now(), expired);
   close_all_of(expired);
 }
 
@@ -68,7 +68,7 @@ std::unique_ptr<PooledConnection> IdlePool::take() {
   if (count_.load(std::memory_order_relaxed) == 0) return nullptr;
   std::vector<std::unique_ptr<PooledConnection>> expired;
   std::unique_ptr<PooledConnection> c;
-  const TimePoint t = now();
+  const TimePoint t = coarse_now();  // ages of seconds (idle_timeout, peek_after): a tick does not matter
   // The newest of a shard (LIFO: the oldest ones expire), dropping expired ones on the way.
   auto pop = [&](Shard& sh) {
     while (!c && !sh.idle.empty()) {
@@ -108,7 +108,7 @@ void IdlePool::put(std::unique_ptr<PooledConnection> c) {
   // max_idle (a check before the push let two of them pass it). Counted but not yet pushed is
   // harmless: a take() that believes the count finds nothing and opens a connection.
   if (count_.fetch_add(1, std::memory_order_relaxed) < options_.max_idle) {
-    c->since = now();
+    c->since = coarse_now();
     Shard& sh = shards_[shard_index(kShards)];
     std::lock_guard<std::mutex> lk(sh.mu);
     try {

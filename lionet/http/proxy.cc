@@ -157,77 +157,73 @@ void error_reply(Response& res, const ProxyOptions& o, int status, std::string_v
   }
 }
 
-// The request head sent upstream, built into c.head.
+// The request head sent upstream, built into c.head. Pieces go in a line at a time
+// (detail::append_all: one size change per line, literals without strlen).
 void build_request_head(std::string& h, const Request& req, const ProxyOptions& o, const Proxy::Upstream& u,
                         bool upgrade) {
+  using namespace std::string_view_literals;
+  using detail::append_all;
   h.clear();
   std::string_view path = req.path();
   if (!o.strip_prefix.empty() && path.starts_with(o.strip_prefix) &&
       (path.size() == o.strip_prefix.size() || path[o.strip_prefix.size()] == '/' || o.strip_prefix.back() == '/'))
     path.remove_prefix(o.strip_prefix.size() - (o.strip_prefix.back() == '/' ? 1 : 0));
-  h.append(req.method()).push_back(' ');
-  h.append(o.add_prefix);
-  if (path.empty() || path.front() != '/') h.push_back('/');
-  h.append(path);
-  if (!req.query().empty()) h.append("?").append(req.query());
-  h.append(" HTTP/1.1\r\nHost: ");
+  const std::string_view slash = path.empty() || path.front() != '/' ? "/"sv : ""sv;
+  const std::string_view query = req.query();
   std::string_view host = o.host ? std::string_view(*o.host) : req.host();
   if (host.empty()) host = u.host;
-  h.append(host).append("\r\n");
+  append_all(h, req.method(), " "sv, o.add_prefix, slash, path, query.empty() ? ""sv : "?"sv, query,
+             " HTTP/1.1\r\nHost: "sv, host, "\r\n"sv);
 
   std::string joined;
   const std::string_view connection = connection_of(req.headers(), joined);
   std::string xff, fwd, via;
+  auto add_to = [](std::string& list, std::string_view v) { append_all(list, list.empty() ? ""sv : ", "sv, v); };
   for (const auto& f : req.headers()) {
     const std::string_view n = f.name;
     if (hop_by_hop(n) || iequals(n, "host") || iequals(n, "expect") || named_by(connection, n)) continue;
     if (iequals(n, "x-forwarded-for")) {
-      xff.append(xff.empty() ? "" : ", ").append(f.value);
+      add_to(xff, f.value);
       continue;
     }
     if (iequals(n, "forwarded")) {
-      fwd.append(fwd.empty() ? "" : ", ").append(f.value);
+      add_to(fwd, f.value);
       continue;
     }
     if (o.via && iequals(n, "via")) {
-      via.append(via.empty() ? "" : ", ").append(f.value);
+      add_to(via, f.value);
       continue;
     }
     if (iequals(n, "x-forwarded-proto") || iequals(n, "x-forwarded-host")) continue;  // set below
-    h.append(n).append(": ").append(f.value).append("\r\n");
+    append_all(h, n, ": "sv, f.value, "\r\n"sv);
   }
   auto peer = req.peer_address();
-  h.append("X-Forwarded-For: ").append(xff).append(xff.empty() ? "" : ", ");
+  append_all(h, "X-Forwarded-For: "sv, xff, xff.empty() ? ""sv : ", "sv);
   if (peer) append_ip(h, *peer, false);
-  else h.append("unknown");
-  const char* proto = req.is_tls() ? "https" : "http";
-  h.append("\r\nX-Forwarded-Proto: ").append(proto).append("\r\n");
-  if (!req.host().empty()) h.append("X-Forwarded-Host: ").append(req.host()).append("\r\n");
-  h.append("Forwarded: ").append(fwd).append(fwd.empty() ? "for=" : ", for=");
+  else h.append("unknown"sv);
+  const std::string_view proto = req.is_tls() ? "https"sv : "http"sv;
+  append_all(h, "\r\nX-Forwarded-Proto: "sv, proto, "\r\n"sv);
+  if (!req.host().empty()) append_all(h, "X-Forwarded-Host: "sv, req.host(), "\r\n"sv);
+  append_all(h, "Forwarded: "sv, fwd, fwd.empty() ? "for="sv : ", for="sv);
   if (peer) append_ip(h, *peer, true);
-  else h.append("unknown");
-  if (!req.host().empty()) {
-    // host= is a token or a quoted string: a Host has no '"' or '\\' (the parser checked).
-    h.append(";host=\"").append(req.host()).append("\"");
-  }
-  h.append(";proto=").append(proto).append("\r\n");
+  else h.append("unknown"sv);
+  // host= is a token or a quoted string: a Host has no '"' or '\\' (the parser checked).
+  if (!req.host().empty()) append_all(h, ";host=\""sv, req.host(), "\""sv);
+  append_all(h, ";proto="sv, proto, "\r\n"sv);
   if (o.via) {
-    h.append("Via: ").append(via).append(via.empty() ? "" : ", ");
-    h.append(req.version_minor() == 0 ? "1.0 " : "1.1 ").append(o.via_name).append("\r\n");
+    append_all(h, "Via: "sv, via, via.empty() ? ""sv : ", "sv, req.version_minor() == 0 ? "1.0 "sv : "1.1 "sv,
+               o.via_name, "\r\n"sv);
   }
-  if (upgrade) {
-    h.append("Connection: upgrade\r\nUpgrade: ").append(req.header("upgrade")).append("\r\n");
-  }
+  if (upgrade) append_all(h, "Connection: upgrade\r\nUpgrade: "sv, req.header("upgrade"), "\r\n"sv);
   if (req.chunked()) {
-    h.append("Transfer-Encoding: chunked\r\n");
+    h.append("Transfer-Encoding: chunked\r\n"sv);
   } else if (req.has_body() || req.headers().has("content-length") || req.method() == "POST" || req.method() == "PUT" ||
              req.method() == "PATCH") {
-    h.append("Content-Length: ");
     char d[24];
     auto [p, ec] = std::to_chars(d, d + sizeof d, req.content_length().value_or(0));
-    h.append(d, p).append("\r\n");
+    append_all(h, "Content-Length: "sv, std::string_view(d, static_cast<std::size_t>(p - d)), "\r\n"sv);
   }
-  h.append("\r\n");
+  h.append("\r\n"sv);
 }
 
 // The body read ahead of the first try (handle()): a chunked body's first byte, so that its
@@ -326,7 +322,7 @@ void Proxy::handle(Request& req, Response& res) {
     ahead.state = *r ? ReadAhead::kByte : ReadAhead::kEmpty;
   }
 
-  for (unsigned tries = 0; tries < max_tries && now() < deadline;) {
+  for (unsigned tries = 0; tries < max_tries && (deadline == TimePoint::max() || now() < deadline);) {
     Upstream* u = pick(req, tried);
     if (!u) {
       if (tried == 0) why = "no live upstream";
@@ -373,7 +369,7 @@ void Proxy::handle(Request& req, Response& res) {
           end = TryEnd::kDone;
         }
         // The response head.
-        ResponseHead rh;
+        ResponseHead& rh = c.response;
         size_t scan = 0;
         while (end == TryEnd::kDone) {
           auto st = parse_response_head(ex->pending(), rh, scan);

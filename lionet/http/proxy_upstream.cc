@@ -71,12 +71,15 @@ void append_ip(std::string& out, const Address& a, bool bracket_v6) {
   if (a.family() == AF_INET) {  // by hand: glibc's inet_ntop formats IPv4 with sprintf
     const auto* b =
         reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr())->sin_addr);
+    std::size_t n = 0;  // into text, then one append: four small appends cost four times the bookkeeping
     for (int i = 0; i < 4; ++i) {
-      char d[4];
-      auto [p, ec] = std::to_chars(d, d + sizeof d, static_cast<unsigned>(b[i]));
-      if (i) out.push_back('.');
-      out.append(d, p);
+      const unsigned v = b[i];
+      if (i) text[n++] = '.';
+      if (v >= 100) text[n++] = static_cast<char>('0' + v / 100);
+      if (v >= 10) text[n++] = static_cast<char>('0' + v / 10 % 10);
+      text[n++] = static_cast<char>('0' + v % 10);
     }
+    out.append(text, n);
   } else if (a.family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a.sockaddr_ptr())->sin6_addr, text, sizeof text);
     if (bracket_v6) out.append("\"[").append(text).append("]\"");
@@ -125,7 +128,7 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)), health_(std::
 Proxy::~Proxy() { stop(); }
 
 Proxy::Upstream* Proxy::pick(const Request& req, uint64_t tried) {
-  const TimePoint t = now();
+  const TimePoint t = coarse_now();  // against down_until: a tick longer down does not matter
   auto usable = [&](size_t i) { return !((tried >> i) & 1) && upstreams_[i]->up(t); };
   const size_t n = order_.size();
   if (options_.balance == ProxyBalance::kLeastConn) {

@@ -1,9 +1,25 @@
 // lionet/http/response_head.cc: parse_response_head (see response_head.h).
 #include "lionet/http/response_head.h"
 
+#include <array>
 #include <charconv>
 
 namespace lionet::http {
+namespace {
+// Bytes a field name (bit 1) or value (bit 2) may not hold here: one table load per byte.
+constexpr std::array<unsigned char, 256> make_bad() {
+  std::array<unsigned char, 256> t{};
+  for (unsigned char c : {' ', '\t'}) t[c] |= 1;
+  for (unsigned char c : {'\r', '\n', '\0'}) t[c] |= 3;
+  return t;
+}
+constexpr std::array<unsigned char, 256> kBad = make_bad();
+bool holds(std::string_view s, unsigned char bit) noexcept {
+  for (char c : s)
+    if (kBad[static_cast<unsigned char>(c)] & bit) return true;
+  return false;
+}
+}  // namespace
 
 HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from) {
   size_t end = buf.find("\r\n\r\n", scan_from > 3 ? scan_from - 3 : 0);
@@ -29,11 +45,9 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
     size_t colon = f.find(':');
     if (colon == std::string_view::npos || colon == 0) return HeadParse::kError;
     std::string_view name = f.substr(0, colon);
-    for (char c : name)
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0') return HeadParse::kError;
+    if (holds(name, 1)) return HeadParse::kError;
     std::string_view value = trim_ows(f.substr(colon + 1));
-    for (char c : value)
-      if (c == '\r' || c == '\n' || c == '\0') return HeadParse::kError;
+    if (holds(value, 2)) return HeadParse::kError;
     out.headers.add(name, value);
     if (iequals(name, "connection")) {
       close |= has_token(value, "close");

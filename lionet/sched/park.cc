@@ -216,7 +216,10 @@ uint32_t WaitClaim::wait_until_ns(int64_t deadline_ns) noexcept {
     park();
     return value();
   }
-  if (deadline_ns <= to_ns(now())) {
+  // Already past by the coarse clock (never ahead of now()): time out without a switch. A
+  // deadline the coarse clock has not reached takes the timer, which fires at once if it is
+  // in fact past: the caller just resolved it from now(), so this saves a clock read per wait.
+  if (deadline_ns <= to_ns(coarse_now())) {
     uint32_t expected = kWaiting;
     if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
       return kTimedOut;

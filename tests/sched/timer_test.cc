@@ -169,6 +169,44 @@ TEST(WaitClaim, DeadlineWinsWhenNobodyNotifies) {
   EXPECT_EQ(h.join(), lionet::WaitClaim::kTimedOut);
 }
 
+// The claim compares a deadline with the coarse clock only: deadlines that are past by now()
+// but not yet by the coarse clock (it trails by up to a tick) go through the timer heap, which
+// must still end them at once, and a deadline a tick away must not fire early.
+TEST(WaitClaim, DeadlinesJustPastOrATickAwayEndOnTime) {
+  lionet::Scheduler s({.threads = 1});
+  auto h = s.spawn([] {
+    for (std::chrono::nanoseconds ago : {0ns, 1000ns, 100000ns, 1000000ns, 50000000ns}) {
+      lionet::WaitClaim claim;
+      const auto t0 = lionet::now();
+      EXPECT_EQ(claim.wait(t0 - ago), lionet::WaitClaim::kTimedOut);
+      EXPECT_LT(lionet::now() - t0, 500ms) << "a deadline " << ago.count() << " ns past waited";
+    }
+    for (std::chrono::milliseconds ahead : {1ms, 3ms, 7ms}) {
+      lionet::WaitClaim claim;
+      const auto t0 = lionet::now();
+      EXPECT_EQ(claim.wait(t0 + ahead), lionet::WaitClaim::kTimedOut);
+      EXPECT_GE(lionet::now() - t0, ahead);  // never early, whatever the coarse clock says
+      EXPECT_LT(lionet::now() - t0, ahead + 500ms);
+    }
+    return 0;
+  });
+  EXPECT_EQ(h.join(), 0);
+}
+
+// coarse_now() is now()'s clock as of the last tick: never ahead of it, never far behind.
+TEST(Clock, CoarseNowTrailsNowByATickAtMost) {
+  ASSERT_GT(lionet::coarse_resolution(), lionet::Duration::zero());
+  EXPECT_LE(lionet::coarse_resolution(), 10ms);
+  for (int i = 0; i < 10000; ++i) {
+    const auto before = lionet::now();
+    const auto c = lionet::coarse_now();
+    const auto after = lionet::now();
+    ASSERT_LE(c, after);
+    // A preempted thread may see a late tick: generous, but a different epoch is off by years.
+    ASSERT_GT(c, before - 100ms);
+  }
+}
+
 TEST(WaitClaim, WorksOnPlainThreads) {
   lionet::WaitClaim claim;  // owned by this (plain) thread
   std::thread notifier([&] {

@@ -37,6 +37,21 @@ inline constexpr std::array<bool, 256> kTchar = make_tchar();
 inline constexpr std::array<bool, 256> kFieldChar = make_field_char();
 inline constexpr std::array<bool, 256> kTargetChar = make_target_char();
 
+// Appends every piece with one size change: a head built field by field pays the string's
+// bookkeeping (capacity check, terminator) once per line instead of once per piece.
+template <class... Piece>
+void append_all(std::string& out, const Piece&... pieces) {
+  const std::string_view views[] = {std::string_view(pieces)...};
+  std::size_t n = 0;
+  for (std::string_view v : views) n += v.size();
+  std::size_t at = out.size();
+  out.resize(at + n);
+  for (std::string_view v : views) {
+    v.copy(out.data() + at, v.size());
+    at += v.size();
+  }
+}
+
 inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
 inline bool is_field_char(char c) noexcept { return kFieldChar[static_cast<unsigned char>(c)]; }
 inline bool is_target_char(char c) noexcept { return kTargetChar[static_cast<unsigned char>(c)]; }

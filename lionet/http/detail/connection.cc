@@ -98,7 +98,11 @@ void Connection::move_live_to_front(size_t cap) {
 Connection::ReadOutcome Connection::read_tail(TimePoint deadline, size_t* got) {
   Duration left = deadline - now();  // one clock read per read call
   if (left <= Duration::zero()) return ReadOutcome::kTimeout;
-  stream_.set_timeouts(left, write_timeout_);
+  return read_tail_within(left, got);
+}
+
+Connection::ReadOutcome Connection::read_tail_within(Duration timeout, size_t* got) {
+  stream_.set_timeouts(timeout, write_timeout_);
   auto r = stream_.read(buf_.get() + w_, cap_ - w_);
   if (!r) return r.error() == std::errc::timed_out ? ReadOutcome::kTimeout : ReadOutcome::kError;
   if (*r == 0) return ReadOutcome::kEof;
@@ -108,18 +112,25 @@ Connection::ReadOutcome Connection::read_tail(TimePoint deadline, size_t* got) {
 }
 
 Connection::ReadOutcome Connection::read_more(TimePoint deadline) {
+  const Duration left = deadline - now();
+  if (left <= Duration::zero()) return ReadOutcome::kTimeout;
+  return read_more_within(left);
+}
+
+Connection::ReadOutcome Connection::read_more_within(Duration timeout) {
   if (r_ == w_) r_ = w_ = 0;
   ensure_room(1024);
-  return read_tail(deadline, nullptr);
+  return read_tail_within(timeout, nullptr);
 }
 
 bool Connection::read_head(bool first_request, TimePoint accepted) {
   parser_.reset();
   TimePoint deadline;
   if (r_ == w_) {
-    // Idle: wait for the first byte of the next request.
-    TimePoint idle = first_request ? accepted + options_.header_timeout : now() + options_.keepalive_timeout;
-    ReadOutcome o = read_more(idle);
+    // Idle: wait for the first byte of the next request (between requests, keepalive_timeout
+    // from when the read has to wait).
+    ReadOutcome o =
+        first_request ? read_more(accepted + options_.header_timeout) : read_more_within(options_.keepalive_timeout);
     if (o != ReadOutcome::kData) {
       if (o == ReadOutcome::kTimeout && stats_) stats_->timeouts.fetch_add(1, std::memory_order_relaxed);
       return false;  // idle timeout, end of stream or error: close without a word

@@ -47,6 +47,10 @@ class Connection final : public BodySource {
   ReadOutcome read_more(TimePoint deadline);
   // Reads at the tail without moving anything (room must exist).
   ReadOutcome read_tail(TimePoint deadline, size_t* got);
+  // read_more / read_tail within `timeout` from when the read has to wait (the socket resolves
+  // it then: no clock read when data is there, one when it is not).
+  ReadOutcome read_more_within(Duration timeout);
+  ReadOutcome read_tail_within(Duration timeout, size_t* got);
   void ensure_room(size_t n);
   void move_live_to_front(size_t cap);  // [r_, w_) to the start of a buffer of cap bytes
   void set_read_deadline(TimePoint deadline);

@@ -16,6 +16,7 @@
 #include "lionet/base/result.h"
 #include "lionet/http/idle_pool.h"
 #include "lionet/http/proxy.h"
+#include "lionet/http/response_head.h"
 #include "lionet/net/address.h"
 #include "lionet/sched/scheduler.h"
 #include "lionet/sync/cond_var.h"
@@ -34,6 +35,7 @@ struct UpConn : PooledConnection {
   std::unique_ptr<char[]> buf;
   std::size_t cap = 0;
   std::string head;  // request head scratch (capacity kept)
+  ResponseHead response;  // the response head's fields (capacity kept: no allocation per request)
   std::size_t requests = 0;
 };
 

@@ -1,6 +1,7 @@
 // lionet/sched/detail/coarse_clock.h: the cheap clock behind Fiber::state_since_ns_.
 //
-// Owns: coarse_monotonic_ns(). Must not be used for deadlines or timeouts (base/clock.h is).
+// Owns: coarse_monotonic_ns(), base/clock.h's coarse_now() in nanoseconds. Must not be used
+// to resolve a deadline or timeout a caller gave (now() is).
 //
 // Why CLOCK_MONOTONIC_COARSE: it is the same clock (same epoch) as CLOCK_MONOTONIC, the base
 // of steady_clock, so a dump can compare it with now() and with deadlines; the vDSO returns
@@ -12,14 +13,10 @@
 // most that many fiber slices.
 #pragma once
 
-#include <time.h>
-
 #include <cstdint>
 
+#include "lionet/base/clock.h"
+
 namespace lionet::detail {
-inline int64_t coarse_monotonic_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+inline int64_t coarse_monotonic_ns() noexcept { return to_ns(coarse_now()); }
 }  // namespace lionet::detail

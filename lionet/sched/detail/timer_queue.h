@@ -47,6 +47,9 @@ class TimerQueue {
   TimePoint next_deadline();
   // Owner only.
   bool empty() const noexcept { return heap_.empty(); }
+  // Owner only, not empty: the earliest deadline, a cancelled entry's included (a lower bound
+  // of next_deadline(), without popping).
+  TimePoint front_deadline() const noexcept { return heap_.front()->deadline; }
   // Any thread: called after a cancel so the owner knows when to compact.
   void note_cancelled() noexcept { cancelled_.fetch_add(1, std::memory_order_relaxed); }
 

@@ -289,7 +289,11 @@ inline uint32_t unparked_of(uint32_t s) noexcept { return s & kUnparkedMask; }
 // Inline because find_work() and the main loop's spin run them on every idle round; the rest
 // of idle coordination is in idle.cc.
 inline void Worker::maybe_fire_timers() noexcept {
-  if (!timers.empty()) timers.fire_due(now());
+  if (timers.empty()) return;
+  // now() only when the earliest entry may be due: coarse_now() trails it by less than its
+  // resolution (twice that, for margin). Most entries are timeouts seconds away.
+  if (timers.front_deadline() > coarse_now() + 2 * coarse_resolution()) return;
+  timers.fire_due(now());
 }
 
 inline bool SchedulerImpl::try_begin_search(Worker& w) noexcept {
