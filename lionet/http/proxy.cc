@@ -451,7 +451,8 @@ bool Proxy::relay(Request& req, Response& res, const std::shared_ptr<Exchange>& 
   for (const auto& f : rh.headers) {
     const std::string_view n = f.name;
     if (hop_by_hop(n) || named_by(connection, n) || iequals(n, "date") || iequals(n, "server")) continue;
-    if (!res.add_header(n, f.value)) return false;
+    if (rh.valid_fields) res.add_checked_header(n, f.value);
+    else if (!res.add_header(n, f.value)) return false;
   }
   if (o.via) {
     std::string v(rh.headers.get("via"));

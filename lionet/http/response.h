@@ -110,6 +110,9 @@ class Response {
   bool set_header(std::string_view name, std::string_view value);
   // Appends another field even if one of that name exists (Set-Cookie).
   bool add_header(std::string_view name, std::string_view value);
+  // add_header for a field already checked by the same rules (a parsed head whose
+  // ResponseHead::valid_fields is true): no second pass over its bytes. Debug builds check.
+  void add_checked_header(std::string_view name, std::string_view value);
   // Appends every field of a block checked when it was built (add_header for each, without
   // the checks: one copy).
   void add_fields(const FieldBlock& fields) { headers_.append(fields.text()); }

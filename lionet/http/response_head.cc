@@ -3,21 +3,50 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
+
+#include "lionet/http/detail/chars.h"
 
 namespace lionet::http {
 namespace {
-// Bytes a field name (bit 1) or value (bit 2) may not hold here: one table load per byte.
-constexpr std::array<unsigned char, 256> make_bad() {
+// One table load per byte classifies it for both rules: what the parser refuses (whitespace in
+// a name; CR, LF, NUL anywhere) and what Response::add_header would (a name byte outside
+// tchar, a value byte outside field-value), OR-ed over a name or value with no branch per byte.
+enum : unsigned char { kBadInName = 1, kBadInValue = 2, kNotTchar = 4, kNotFieldChar = 8 };
+constexpr std::array<unsigned char, 256> make_classes() {
   std::array<unsigned char, 256> t{};
-  for (unsigned char c : {' ', '\t'}) t[c] |= 1;
-  for (unsigned char c : {'\r', '\n', '\0'}) t[c] |= 3;
+  for (int c = 0; c < 256; ++c) {
+    if (!detail::kTchar[c]) t[c] |= kNotTchar;
+    if (!detail::kFieldChar[c]) t[c] |= kNotFieldChar;
+  }
+  for (unsigned char c : {' ', '\t'}) t[c] |= kBadInName;
+  for (unsigned char c : {'\r', '\n', '\0'}) t[c] |= kBadInName | kBadInValue;
   return t;
 }
-constexpr std::array<unsigned char, 256> kBad = make_bad();
-bool holds(std::string_view s, unsigned char bit) noexcept {
-  for (char c : s)
-    if (kBad[static_cast<unsigned char>(c)] & bit) return true;
-  return false;
+constexpr std::array<unsigned char, 256> kClass = make_classes();
+unsigned char classes_of(std::string_view s) noexcept {
+  unsigned char acc = 0;
+  for (char c : s) acc |= kClass[static_cast<unsigned char>(c)];
+  return acc;
+}
+// True when no byte of x is below 0x20 or is 0x7F (DEL): eight field-value bytes without
+// HTAB, checked at once (the "has less than" and "has zero" word tricks).
+bool plain8(const char* p) noexcept {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  const uint64_t below = (x - kOnes * 0x20) & ~x & kHighs;
+  const uint64_t y = x ^ (kOnes * 0x7f);
+  const uint64_t del = (y - kOnes) & ~y & kHighs;
+  return (below | del) == 0;
+}
+// classes_of for a value, whose value bits only count: whole words of plain bytes skipped.
+unsigned char value_classes_of(std::string_view s) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8)
+    if (!plain8(s.data() + i)) return classes_of(s.substr(i));
+  return classes_of(s.substr(i));
 }
 }  // namespace
 
@@ -38,16 +67,19 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
   out.status = code;
   out.reason = trim_ows(line.substr(12));
   out.headers.clear();
-  bool close = false, keep = false;
+  bool close = false, keep = false, valid = true;
   for (size_t pos = eol + 2; pos < h.size();) {
     size_t e = h.find("\r\n", pos);
     std::string_view f = h.substr(pos, e - pos);
     size_t colon = f.find(':');
     if (colon == std::string_view::npos || colon == 0) return HeadParse::kError;
     std::string_view name = f.substr(0, colon);
-    if (holds(name, 1)) return HeadParse::kError;
+    const unsigned char in_name = classes_of(name);
+    if (in_name & kBadInName) return HeadParse::kError;
     std::string_view value = trim_ows(f.substr(colon + 1));
-    if (holds(value, 2)) return HeadParse::kError;
+    const unsigned char in_value = value_classes_of(value);
+    if (in_value & kBadInValue) return HeadParse::kError;
+    if ((in_name & kNotTchar) || (in_value & kNotFieldChar)) valid = false;
     out.headers.add(name, value);
     if (iequals(name, "connection")) {
       close |= has_token(value, "close");
@@ -56,6 +88,7 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
     pos = e + 2;
   }
   out.keep_alive = !close && (out.version_minor >= 1 || keep);
+  out.valid_fields = valid;
   return HeadParse::kDone;
 }
 }  // namespace lionet::http

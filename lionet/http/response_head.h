@@ -24,6 +24,11 @@ struct ResponseHead {
   // requests: HTTP/1.1 unless a Connection field says "close", HTTP/1.0 only when one says
   // "keep-alive" and none "close" (every Connection field counts, repeated or not).
   bool keep_alive = true;
+  // Every field name is a token and every value holds only field-value bytes (HTAB, SP, VCHAR,
+  // obs-text): what Response::add_header checks, so a relay may append the fields with
+  // Response::add_checked_header. (The parser itself refuses only what it must: whitespace in
+  // a name, CR, LF or NUL anywhere.)
+  bool valid_fields = true;
 };
 
 enum class HeadParse : unsigned char { kNeedMore, kDone, kError };

@@ -132,6 +132,29 @@ TEST(ProxyFaults, AGarbageAnswerIs502) {
   EXPECT_EQ(h.proxy().stats()[0].failures, 1u);
 }
 
+// A field the head parser takes but a Response refuses (a name that is not a token, a control
+// byte in a value) is not relayed as it is: the answer is 502. (Fields that pass both rules are
+// appended without a second check: ResponseHead::valid_fields.)
+TEST(ProxyFaults, AnUpstreamFieldNoResponseMayCarryIs502) {
+  for (std::string_view field : {std::string_view("X(paren): v"), std::string_view("X-Ctl: a\x01z")}) {
+    ProxyHarness h;
+    auto& up = h.raw_upstream([field](SocketStream& s, RawUpstream& self) {
+      std::string buf;
+      if (!test::read_head(s, buf)) return;
+      self.requests++;
+      std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n";
+      answer.append(field).append("\r\n\r\nok");
+      (void)s.write(std::string_view(answer));
+    });
+    h.front(to({up.address()}));
+    Client c;
+    auto r = c.get(h.url("/x"));
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->status, 502) << field;
+    EXPECT_NE(r->body.find("not valid HTTP"), std::string::npos) << r->body;
+  }
+}
+
 TEST(ProxyFaults, AResponseHeadOverBufferSizeIs502) {
   ProxyHarness h;
   auto& up = h.raw_upstream([](SocketStream& s, RawUpstream& self) {
