@@ -23,7 +23,8 @@
 # Last line: RESULT ka16_ratio=.. ka100_ratio=.. mib_ratio=.. floor_ka16_ratio=.. floor_ka100_ratio=..
 #   floor_mib_ratio=.. and per row (ka16, ka100, mib) KEY_cpu_us=.. nginx_KEY_cpu_us=.. floor_KEY_cpu_us=..
 #   KEY_cpu_ratio=.. (nginx / LioNet CPU per request on CPU 0) KEY_cpu1_us=.. nginx_KEY_cpu1_us=..
-#   floor_KEY_cpu1_us=.. (CPU 1, wrk and the upstream, per request)
+#   floor_KEY_cpu1_us=.. (CPU 1, wrk and the upstream, per request) KEY_user_us=.. nginx_KEY_user_us=..
+#   floor_KEY_user_us=.. (CPU 0's user-space part of KEY_cpu_us)
 #   p50_added_us=.. nginx_p50_added_us=.. p99_added_us=.. nginx_p99_added_us=..
 #   poll_p50_added_us=.. poll_p99_added_us=.. errors=N (floor_*: proxy_floor / nginx)
 BENCH="proxy"
@@ -90,12 +91,15 @@ EOF
     start_server "$lionet -c $tmp/proxy.yml" "$port"
   fi
 }
-# busy_ticks: the busy clock ticks of CPU 0 and CPU 1 (user, nice, system, irq, softirq, steal).
-busy_ticks() { awk '/^cpu[01] / { printf "%d ", $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+# busy_ticks: the busy clock ticks of CPU 0 and CPU 1 (user, nice, system, irq, softirq, steal),
+# then CPU 0's user-space ticks (user, nice).
+busy_ticks() {
+  awk '/^cpu[01] / { printf "%d ", $2 + $3 + $4 + $7 + $8 + $9 } /^cpu0 / { u = $2 + $3 } END { printf "%d ", u }' /proc/stat
+}
 hz=$(getconf CLK_TCK)
-# one PROXY FILE CONNS -> "requests/s cpu0_us cpu1_us" (0 0 0 on errors): the CPU time of CPU 0
-# (the proxy's alone, with the kernel's work for its sends) and of CPU 1 (wrk and the upstream)
-# per request, in microseconds.
+# one PROXY FILE CONNS -> "requests/s cpu0_us cpu1_us user0_us" (0 0 0 0 on errors): the CPU
+# time of CPU 0 (the proxy's alone, with the kernel's work for its sends) and of CPU 1 (wrk and
+# the upstream) per request, in microseconds, and the user-space part of CPU 0's.
 one() {
   start_proxy "$1"
   local out rps a b n
@@ -105,25 +109,25 @@ one() {
   rps=$(rps_of "$out")
   n=$(awk '/requests in/ {print $1}' <<<"$out")
   stop_server
-  if [ -z "$rps" ] || [ -z "$n" ] || [ "$n" = 0 ]; then echo "0 0 0"; return; fi
-  awk -v r="$rps" -v n="$n" -v c0=$((b[0] - a[0])) -v c1=$((b[1] - a[1])) -v hz="$hz" \
-    'BEGIN { printf "%s %.1f %.1f\n", r, c0 * 1e6 / hz / n, c1 * 1e6 / hz / n }'
+  if [ -z "$rps" ] || [ -z "$n" ] || [ "$n" = 0 ]; then echo "0 0 0 0"; return; fi
+  awk -v r="$rps" -v n="$n" -v c0=$((b[0] - a[0])) -v c1=$((b[1] - a[1])) -v u0=$((b[2] - a[2])) -v hz="$hz" \
+    'BEGIN { printf "%s %.1f %.1f %.1f\n", r, c0 * 1e6 / hz / n, c1 * 1e6 / hz / n, u0 * 1e6 / hz / n }'
 }
 med() { printf '%s\n' "$@" | median; }
 rows=()
 summary="RESULT"
 for cfg in "1k.bin:16:ka16" "1k.bin:100:ka100" "1m.bin:16:mib"; do
   IFS=: read -r file conns key <<<"$cfg"
-  l=(); n=(); f=(); l0=(); n0=(); f0=(); l1=(); n1=(); f1=()
+  l=(); n=(); f=(); l0=(); n0=(); f0=(); l1=(); n1=(); f1=(); lu=(); nu=(); fu=()
   # run WHO X: one run of WHO; its requests/s into array X, its CPU 0 and CPU 1 us/request into
-  # X0 and X1 (not for a run with errors).
+  # X0 and X1, CPU 0's user-space part into Xu (not for a run with errors).
   run() {
-    local -n rps_to=$2 cpu0_to=${2}0 cpu1_to=${2}1
+    local -n rps_to=$2 cpu0_to=${2}0 cpu1_to=${2}1 user0_to=${2}u
     local v
     read -r -a v <<<"$(one "$1" "$file" "$conns")"
     rps_to+=("${v[0]}")
     [ "${v[0]%.*}" = 0 ] && return
-    cpu0_to+=("${v[1]}"); cpu1_to+=("${v[2]}")
+    cpu0_to+=("${v[1]}"); cpu1_to+=("${v[2]}"); user0_to+=("${v[3]}")
   }
   for i in $(seq "$RUNS"); do
     if [ $((i % 2)) = 1 ]; then
@@ -136,18 +140,19 @@ for cfg in "1k.bin:16:ka16" "1k.bin:100:ka100" "1m.bin:16:mib"; do
   lm=$(med "${l[@]}"); nm=$(med "${n[@]}"); fm=$(med "${f[@]}"); r=$(ratio "$lm" "$nm"); fr=$(ratio "$fm" "$nm")
   lcm=$(med "${l0[@]}"); ncm=$(med "${n0[@]}"); fcm=$(med "${f0[@]}")
   l1m=$(med "${l1[@]}"); n1m=$(med "${n1[@]}"); f1m=$(med "${f1[@]}")
+  lum=$(med "${lu[@]}"); num=$(med "${nu[@]}"); fum=$(med "${fu[@]}")
   cr=$(ratio "$ncm" "$lcm")  # > 1: LioNet uses less CPU per request than nginx
   if [ "$file" = 1m.bin ]; then
     mb() { awk -v r="$1" 'BEGIN { printf "%.0f", r * 1.048576 }'; }
     lmb=$(mb "$lm"); nmb=$(mb "$nm"); fmb=$(mb "$fm")
-    rows+=("| 1 MiB | $conns | $lmb MB/s | $nmb MB/s | $r | $fmb MB/s | $fr | $lcm / $ncm / $fcm | $cr | $l1m / $n1m / $f1m | ${l[*]} / ${n[*]} / ${f[*]} req/s |")
+    rows+=("| 1 MiB | $conns | $lmb MB/s | $nmb MB/s | $r | $fmb MB/s | $fr | $lcm / $ncm / $fcm | $lum / $num / $fum | $cr | $l1m / $n1m / $f1m | ${l[*]} / ${n[*]} / ${f[*]} req/s |")
     echo "1m conns=$conns lionet=$lmb MB/s nginx=$nmb MB/s ratio=$r floor=$fmb MB/s floor/nginx=$fr (req/s runs: ${l[*]} | ${n[*]} | ${f[*]})"
   else
-    rows+=("| 1 KiB | $conns | $lm req/s | $nm req/s | $r | $fm req/s | $fr | $lcm / $ncm / $fcm | $cr | $l1m / $n1m / $f1m | ${l[*]} / ${n[*]} / ${f[*]} |")
+    rows+=("| 1 KiB | $conns | $lm req/s | $nm req/s | $r | $fm req/s | $fr | $lcm / $ncm / $fcm | $lum / $num / $fum | $cr | $l1m / $n1m / $f1m | ${l[*]} / ${n[*]} / ${f[*]} |")
     echo "1k conns=$conns lionet=$lm nginx=$nm ratio=$r floor=$fm floor/nginx=$fr (runs: ${l[*]} | ${n[*]} | ${f[*]})"
   fi
-  echo "   CPU per request (us): CPU 0 lionet=$lcm nginx=$ncm floor=$fcm (nginx/lionet=$cr); CPU 1 (wrk + upstream) lionet=$l1m nginx=$n1m floor=$f1m"
-  summary="$summary ${key}_ratio=$r floor_${key}_ratio=$fr ${key}_cpu_us=$lcm nginx_${key}_cpu_us=$ncm floor_${key}_cpu_us=$fcm ${key}_cpu_ratio=$cr ${key}_cpu1_us=$l1m nginx_${key}_cpu1_us=$n1m floor_${key}_cpu1_us=$f1m"
+  echo "   CPU per request (us): CPU 0 lionet=$lcm nginx=$ncm floor=$fcm (nginx/lionet=$cr; user space $lum / $num / $fum); CPU 1 (wrk + upstream) lionet=$l1m nginx=$n1m floor=$f1m"
+  summary="$summary ${key}_ratio=$r floor_${key}_ratio=$fr ${key}_cpu_us=$lcm nginx_${key}_cpu_us=$ncm floor_${key}_cpu_us=$fcm ${key}_cpu_ratio=$cr ${key}_cpu1_us=$l1m nginx_${key}_cpu1_us=$n1m floor_${key}_cpu1_us=$f1m ${key}_user_us=$lum nginx_${key}_user_us=$num floor_${key}_user_us=$fum"
 done
 
 # Added latency at 1 connection: p50/p99 direct to the upstream, through lionet, through nginx.
@@ -197,13 +202,14 @@ cpu=$(bench_cpu)
   echo "share one CPU."
   echo
   echo "\"CPU 0 us/req\" is the proxy's CPU (CPU 0 holds it alone; the kernel's work for its sends included) per"
-  echo "request, medians, LioNet / nginx / floor; \"nginx / LioNet CPU\" above 1 means LioNet spends less. \"CPU 1"
-  echo "us/req\" is what wrk and the upstream spend per request, in the same order: while CPU 1 is saturated and"
+  echo "request, medians, LioNet / nginx / floor; \"of it, user space\" is the part CPU 0 spent outside the kernel"
+  echo "(the rest is the kernel's: the proxy's reads, writes and waits, and the wake-ups its sends cause on CPU 1,"
+  echo "which cost more the more often CPU 1 sleeps); \"nginx / LioNet CPU\" above 1 means LioNet spends less. \"CPU 1 us/req\" is what wrk and the upstream spend per request, in the same order: while CPU 1 is saturated and"
   echo "spends about the same per request whichever proxy is in front, CPU 1 sets requests/s and no proxy, not even"
   echo "the floor, can move the ratio far from 1.0."
   echo
-  echo "| Body | Connections | LioNet proxy | nginx proxy_pass | LioNet / nginx | C floor | floor / nginx | CPU 0 us/req | nginx / LioNet CPU | CPU 1 us/req | runs (LioNet / nginx / floor) |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  echo "| Body | Connections | LioNet proxy | nginx proxy_pass | LioNet / nginx | C floor | floor / nginx | CPU 0 us/req | of it, user space | nginx / LioNet CPU | CPU 1 us/req | runs (LioNet / nginx / floor) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
   printf '%s\n' "${rows[@]}"
   echo
   echo "Latency at 1 connection (1 KiB, wrk --latency), microseconds; \"added\" is through the proxy minus direct."
