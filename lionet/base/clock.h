@@ -15,12 +15,13 @@ using Duration = Clock::duration;
 inline TimePoint now() noexcept { return Clock::now(); }
 
 // The same clock as now() as of the kernel's last tick (CLOCK_MONOTONIC_COARSE, same epoch):
-// never ahead of now(), behind it by less than coarse_resolution() (one jiffy, 1-10 ms). The
-// vDSO returns it without reading the TSC: a few ns, against ~25 for now() on these VMs, and
-// a proxied HTTP request read the clock 21 times. For ages and "may it be due yet" checks
-// where a tick does not matter: idle connection ages, an upstream's down-until, when a slow
-// handler's client starts being watched, a timer heap's early-out. Never to resolve a timeout
-// a caller gave (that would end it up to a tick early).
+// never ahead of now(), behind it by about coarse_resolution() (one jiffy, 1-10 ms), and by
+// more while the kernel's timekeeping CPU is held up (a preempted vCPU): callers must work
+// with any lag, paying only in precision. The vDSO returns it without reading the TSC: a few
+// ns, against ~25 for now() on these VMs (a proxied HTTP request read now() 21 times). For
+// ages and "may it be due yet" checks where a tick does not matter: idle connection ages, an
+// upstream's down-until, when a slow handler's client starts being watched, a timer heap's
+// early-out. Never to resolve a timeout a caller gave (that would end it up to a tick early).
 inline TimePoint coarse_now() noexcept {
 #ifdef CLOCK_MONOTONIC_COARSE
   timespec ts;

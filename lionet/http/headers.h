@@ -103,6 +103,12 @@ class HeaderList {
   void clear() noexcept { fields_.clear(); }
   void add(std::string_view name, std::string_view value) { fields_.push_back({name, value}); }
   void reserve(size_t n) { fields_.reserve(n); }
+  // Empties the list and gives its storage back if it holds room for more than `keep` fields
+  // (a head kept for reuse must not keep one odd head's peak for good).
+  void trim(size_t keep) noexcept {
+    fields_.clear();
+    if (fields_.capacity() > keep) std::vector<HeaderField>().swap(fields_);
+  }
 
  private:
   std::vector<HeaderField> fields_;

@@ -122,6 +122,7 @@ struct Proxy::Exchange {
       conn.reset();
       return;
     }
+    conn->response.headers.trim(64);  // idle: keep room for a usual head, not an odd one's peak
     up->pool.put(std::move(conn));
   }
   // Reads more of the response into the buffer (compacting it first); the count or an error,

@@ -66,7 +66,7 @@ Fiber* Worker::poll_before_sleep() noexcept {
   if (!sched->driver.load(std::memory_order_relaxed)) return nullptr;
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(idle_poll_ns);
   do {
-    maybe_fire_timers();
+    fire_due_timers();
     if (poll_driver() || lifo_slot || sched->has_visible_work(*this)) {  // the latter sees our ring too
       if (Fiber* f = find_work()) return f;
     }
@@ -78,7 +78,7 @@ Fiber* Worker::poll_before_sleep() noexcept {
 }
 
 void Worker::park_idle() noexcept {
-  maybe_fire_timers();
+  fire_due_timers();  // exact: the sleep below must not start with a due timer unfired
   drain_handback();
   if (lifo_slot || mine_head || popped_pos < popped_len || !queue.empty() || pinned_len.load(std::memory_order_acquire))
     return;

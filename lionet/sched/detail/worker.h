@@ -190,7 +190,8 @@ class alignas(kCacheLine) Worker {
   void first_run(Fiber* f) noexcept;
   void park_idle() noexcept;
   Fiber* poll_before_sleep() noexcept;  // SchedulerOptions::idle_poll (protocol 9)
-  void maybe_fire_timers() noexcept;  // inline, below
+  void maybe_fire_timers() noexcept;  // inline, below: a busy worker's check (coarse gate)
+  void fire_due_timers() noexcept;  // inline, below: before sleeping (exact)
   bool poll_driver() noexcept;  // true if the driver delivered events
   friend class SchedulerImpl;
 };
@@ -290,10 +291,16 @@ inline uint32_t unparked_of(uint32_t s) noexcept { return s & kUnparkedMask; }
 // of idle coordination is in idle.cc.
 inline void Worker::maybe_fire_timers() noexcept {
   if (timers.empty()) return;
-  // now() only when the earliest entry may be due: coarse_now() trails it by less than its
-  // resolution (twice that, for margin). Most entries are timeouts seconds away.
+  // now() only when the earliest entry may be due: coarse_now() trails it by about a tick
+  // (twice its resolution, for margin). Most entries are timeouts seconds away. Should the
+  // coarse clock stall for longer (a preempted timekeeping vCPU), a due timer waits for the
+  // worker's next sleep, which fires by now() (fire_due_timers).
   if (timers.front_deadline() > coarse_now() + 2 * coarse_resolution()) return;
   timers.fire_due(now());
+}
+
+inline void Worker::fire_due_timers() noexcept {
+  if (!timers.empty()) timers.fire_due(now());
 }
 
 inline bool SchedulerImpl::try_begin_search(Worker& w) noexcept {
