@@ -32,7 +32,7 @@ inline TimePoint coarse_now() noexcept {
   return Clock::now();
 #endif
 }
-// How far coarse_now() may be behind now(): its resolution (clock_getres), read once.
+// coarse_now()'s resolution (clock_getres, read once): how far it usually trails now().
 Duration coarse_resolution() noexcept;
 
 // A time point as nanoseconds since the clock's epoch, and back: how deadlines are kept in

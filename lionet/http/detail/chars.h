@@ -38,7 +38,8 @@ inline constexpr std::array<bool, 256> kFieldChar = make_field_char();
 inline constexpr std::array<bool, 256> kTargetChar = make_target_char();
 
 // Appends every piece with one size change: a head built field by field pays the string's
-// bookkeeping (capacity check, terminator) once per line instead of once per piece.
+// bookkeeping (capacity check, terminator) once per line instead of once per piece. No piece
+// may view `out` itself (the resize may move it).
 template <class... Piece>
 void append_all(std::string& out, const Piece&... pieces) {
   const std::string_view views[] = {std::string_view(pieces)...};
