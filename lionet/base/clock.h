@@ -34,6 +34,11 @@ inline TimePoint coarse_now() noexcept {
 }
 // coarse_now()'s resolution (clock_getres, read once): how far it usually trails now().
 Duration coarse_resolution() noexcept;
+// Whether now() has surely not reached t yet, told without reading it: t lies more than two
+// coarse ticks past `coarse` (a coarse_now() reading). False means "maybe": read now() to know.
+inline bool surely_ahead(TimePoint t, TimePoint coarse = coarse_now()) noexcept {
+  return t > coarse + 2 * coarse_resolution();
+}
 
 // A time point as nanoseconds since the clock's epoch, and back: how deadlines are kept in
 // atomics and owner-only int64 fields (sched/cancel.h, the fiber dump's wait record).

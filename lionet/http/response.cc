@@ -63,17 +63,7 @@ void append_field(std::string& block, std::string_view name, std::string_view va
     block += copy;
     return;
   }
-  const size_t at = block.size();
-  block.resize(at + name.size() + value.size() + 4);
-  char* p = block.data() + at;
-  std::memcpy(p, name.data(), name.size());
-  p += name.size();
-  *p++ = ':';
-  *p++ = ' ';
-  if (!value.empty()) std::memcpy(p, value.data(), value.size());
-  p += value.size();
-  *p++ = '\r';
-  *p = '\n';
+  detail::append_all(block, name, std::string_view(": "), value, std::string_view("\r\n"));
 }
 }  // namespace
 

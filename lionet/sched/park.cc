@@ -217,13 +217,9 @@ uint32_t WaitClaim::wait_until_ns(int64_t deadline_ns) noexcept {
     return value();
   }
   // A deadline already past times out without a switch (try_lock_for(0), a TLS close's
-  // write "only if it cannot wait" count on that). The coarse clock (never ahead of now())
-  // decides the far ones: an IO timeout seconds away costs no read of now(), only a deadline
-  // within two coarse ticks does.
-  const int64_t coarse = to_ns(coarse_now());
-  if (deadline_ns <= coarse ||
-      (deadline_ns - coarse <= std::chrono::duration_cast<std::chrono::nanoseconds>(2 * coarse_resolution()).count() &&
-       deadline_ns <= to_ns(now()))) {
+  // write "only if it cannot wait" count on that). An IO timeout seconds away costs no read of
+  // now(): the coarse clock tells it is still ahead.
+  if (const TimePoint dl = from_ns(deadline_ns); !surely_ahead(dl) && dl <= now()) {
     uint32_t expected = kWaiting;
     if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel, std::memory_order_acquire))
       return kTimedOut;

@@ -39,9 +39,10 @@ Sent send_all(nghttp2_session* session, OutBuf*& slot, Stream& stream, bool* wro
     if (n < 0) return Sent::kSessionError;
     if (n > 0) out.append(data, static_cast<std::size_t>(n));
     if (n == 0 || out.full()) {
-      // Full at 0: send_data paused mem_send (OutBuf::full), and more is to come. A buffer is
-      // never full when mem_send starts: it is written as soon as it is.
-      const bool more = n > 0 || out.full();
+      // Full: a write's worth gathered, or (at 0) send_data paused mem_send: more is to come
+      // either way. Not full at 0: nothing left. (A buffer is never full when mem_send
+      // starts: it is written as soon as it is.)
+      const bool more = out.full();
       std::size_t off = 0;
       while (off < out.size()) {
         auto w = stream.write(out.data() + off, out.size() - off);

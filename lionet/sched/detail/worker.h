@@ -291,11 +291,11 @@ inline uint32_t unparked_of(uint32_t s) noexcept { return s & kUnparkedMask; }
 // of idle coordination is in idle.cc.
 inline void Worker::maybe_fire_timers() noexcept {
   if (timers.empty()) return;
-  // now() only when the earliest entry may be due: coarse_now() trails it by about a tick
-  // (twice its resolution, for margin). Most entries are timeouts seconds away. Should the
-  // coarse clock stall for longer (a preempted timekeeping vCPU), a due timer waits for the
-  // worker's next sleep, which fires by now() (fire_due_timers).
-  if (timers.front_deadline() > coarse_now() + 2 * coarse_resolution()) return;
+  // now() only when the earliest entry may be due (most are timeouts seconds away), told by
+  // the coarse clock slow_tick, the only caller, has just read. Should the coarse clock stall
+  // (a preempted timekeeping vCPU), a due timer waits for the worker's next sleep, which fires
+  // by now() (fire_due_timers).
+  if (surely_ahead(timers.front_deadline(), from_ns(coarse_now_ns))) return;
   timers.fire_due(now());
 }
 
