@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 
+#include "lionet/base/object_cache.h"
 #include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
 #include "lionet/http2/detail/thread_stack.h"
@@ -116,7 +117,8 @@ void Session::run() {
   }
   // Reads go into a small buffer until one fills it; then into kReadBuffer bytes of heap,
   // given back when the connection has had no stream for a read timeout. An idle
-  // connection (the common case with browsers' pools) keeps no read buffer.
+  // connection (the common case with browsers' pools) keeps no read buffer (and no
+  // fields_memo_).
   uint8_t small[kIdleReadBuffer];
   std::unique_ptr<uint8_t[]> big;
   uint8_t* buf = small;
@@ -146,6 +148,7 @@ void Session::run() {
           buf = small;
           cap = kIdleReadBuffer;
         }
+        if (!fields_memo_.block.empty()) fields_memo_ = {};  // nor the last response's fields
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
         goaway(nghttp2_session_get_last_proc_stream_id(s_));
@@ -302,17 +305,17 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8
     nghttp2_submit_rst_stream(self->s_, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_ENHANCE_YOUR_CALM);
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
-  H2Stream::Field f{static_cast<uint32_t>(st->store.size()), static_cast<uint32_t>(namelen), 0,
-                    static_cast<uint32_t>(valuelen)};
-  st->store.append(reinterpret_cast<const char*>(name), namelen);
-  f.value_off = static_cast<uint32_t>(st->store.size());
-  st->store.append(reinterpret_cast<const char*>(value), valuelen);
-  std::string_view n(reinterpret_cast<const char*>(name), namelen);
-  int index = static_cast<int>(st->fields.size());
-  if (n == ":method") st->method = index;
-  else if (n == ":path") st->path = index;
-  else if (n == ":authority") st->authority = index;
-  st->fields.push_back(f);
+  const auto off = static_cast<uint32_t>(st->store.size());
+  st->store.append(reinterpret_cast<const char*>(name), namelen).append(reinterpret_cast<const char*>(value), valuelen);
+  if (namelen > 0 && name[0] == ':') {  // only pseudo-header names start with ":"
+    std::string_view n(reinterpret_cast<const char*>(name), namelen);
+    const int index = static_cast<int>(st->fields.size());
+    if (n == ":method") st->method = index;
+    else if (n == ":path") st->path = index;
+    else if (n == ":authority") st->authority = index;
+  }
+  st->fields.push_back(
+      {off, static_cast<uint32_t>(namelen), off + static_cast<uint32_t>(namelen), static_cast<uint32_t>(valuelen)});
   return 0;
 }
 
@@ -502,12 +505,31 @@ namespace {
 // connection left 100 connections' streams cold in turn). The last reference to a stream may
 // drop on any worker; the stream joins that worker's cache.
 using StreamCache = detail::ThreadStack<H2Stream, 256>;
+
+// A stream's shared_ptr control block (one per request) from this thread's free list instead of
+// malloc; ObjectCache bypasses the list in sanitizer builds.
+template <class T>
+struct ControlBlockAlloc {
+  using value_type = T;
+  using Cache = base::ObjectCache<64, 256>;
+  ControlBlockAlloc() = default;
+  template <class U>
+  ControlBlockAlloc(const ControlBlockAlloc<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(Cache::allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t) noexcept { Cache::deallocate(p); }
+  template <class U>
+  bool operator==(const ControlBlockAlloc<U>&) const noexcept {
+    return true;
+  }
+};
 }  // namespace
 
 std::shared_ptr<H2Stream> Session::new_stream() {
   std::unique_ptr<H2Stream> st = StreamCache::take();
   if (!st) st.reset(new H2Stream);
-  return std::shared_ptr<H2Stream>(st.release(), [](H2Stream* p) { release(p); });  // throws: released
+  // If no control block can be had, the constructor releases the stream, then throws.
+  return std::shared_ptr<H2Stream>(
+      st.release(), [](H2Stream* p) { release(p); }, ControlBlockAlloc<H2Stream>());
 }
 
 void Session::release(H2Stream* st) noexcept {

@@ -86,6 +86,38 @@ void Session::write_body(const std::shared_ptr<H2Stream>& sp, std::unique_lock<M
   flush();
 }
 
+void Session::response_fields(std::string_view block, H2Stream& st, std::vector<nghttp2_nv>& nva) {
+  constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+  FieldsMemo& m = fields_memo_;
+  if (block == m.block) {
+    st.resp_names.assign(m.names);  // the stream keeps them until its HEADERS frame is sent
+    const char* names = st.resp_names.data();
+    for (const FieldsMemo::Field& f : m.fields) {
+      nghttp2_nv v = detail::nv({names + f.name_off, f.name_len}, {block.data() + f.value_off, f.value_len});
+      v.flags = kNoCopy;
+      nva.push_back(v);
+    }
+    return;
+  }
+  const size_t first = nva.size();
+  header_fields(block, st.resp_names, nva, kNoCopy);
+  if (block.size() > FieldsMemo::kMemoMax) return;
+  // header_fields wrote the names back to back from the start of resp_names.
+  const auto* names = reinterpret_cast<const uint8_t*>(st.resp_names.data());
+  const auto* base = reinterpret_cast<const uint8_t*>(block.data());
+  m.fields.clear();
+  size_t names_len = 0;
+  for (size_t i = first; i < nva.size(); ++i) {
+    const nghttp2_nv& v = nva[i];
+    m.fields.push_back({static_cast<uint32_t>(v.name - names), static_cast<uint32_t>(v.namelen),
+                        static_cast<uint32_t>(v.valuelen == 0 ? 0 : v.value - base),  // "" may be no view
+                        static_cast<uint32_t>(v.valuelen)});
+    names_len = static_cast<size_t>(v.name - names) + v.namelen;
+  }
+  m.names.assign(st.resp_names, 0, names_len);
+  m.block.assign(block);
+}
+
 void Session::submit(H2Stream& st) {
   http::Response& res = st.response;
   const bool head_only = st.head.method == "HEAD";
@@ -111,7 +143,7 @@ void Session::submit(H2Stream& st) {
   std::string_view date = http::date_line();  // "Date: <IMF-fixdate>\r\n", changes each second: copied
   if (date.size() > 8) add("date", date.substr(6, date.size() - 8), NGHTTP2_NV_FLAG_NO_COPY_NAME);
   if (!c_.options.server_name.empty()) add("server", c_.options.server_name, kNoCopy);
-  header_fields(res.header_block(), st.resp_names, nva, kNoCopy);
+  response_fields(res.header_block(), st, nva);
 
   std::optional<uint64_t> size = res.body_size();
   if (size && status >= 200 && status != 204) {

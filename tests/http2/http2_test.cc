@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -338,6 +339,92 @@ TEST_F(Http2Test, AStreamReusedByAnotherConnectionCarriesNothingOfTheLastExchang
       EXPECT_EQ(plain.find("grpc-status"), std::string::npos) << plain;
       EXPECT_EQ(plain.find("mmm"), std::string::npos) << plain;
     }
+  }
+}
+
+// Each stream of an `nghttp -v` run: the path it asked for and the fields it got back
+// ("name: value" as nghttp prints them).
+struct Exchange {
+  std::string path;
+  std::vector<std::string> fields;
+  bool has(const std::string& f) const { return std::find(fields.begin(), fields.end(), f) != fields.end(); }
+  bool names(const std::string& prefix) const {
+    return std::any_of(fields.begin(), fields.end(), [&](const std::string& f) { return f.starts_with(prefix); });
+  }
+};
+std::map<int, Exchange> exchanges(const std::string& out) {
+  std::map<int, Exchange> m;
+  std::istringstream in(out);
+  std::string line;
+  int sending = -1;  // the stream whose HEADERS frame nghttp is printing
+  while (std::getline(in, line)) {
+    if (size_t p = line.find(" frame <"); p != std::string::npos) {
+      size_t id = line.find("stream_id=", p);
+      sending = line.find("send HEADERS frame") != std::string::npos && id != std::string::npos
+                    ? std::atoi(line.c_str() + id + 10)
+                    : -1;
+      continue;
+    }
+    if (size_t p = line.find(":path: "); sending >= 0 && p != std::string::npos) {
+      m[sending].path = line.substr(p + 7);
+      continue;
+    }
+    if (size_t p = line.find("recv (stream_id="); p != std::string::npos) {
+      size_t close = line.find(") ", p);
+      if (close != std::string::npos) m[std::atoi(line.c_str() + p + 16)].fields.push_back(line.substr(close + 2));
+    }
+  }
+  return m;
+}
+
+// The server converts a response's header block once and reuses the result for the next
+// response of the connection whose block is the same bytes: every response must still carry its
+// own fields, whether its block repeats the last one's, differs, has an empty value or is too
+// large to be remembered.
+TEST_F(Http2Test, EveryResponseOfAConnectionCarriesItsOwnFields) {
+  if (!have("nghttp")) GTEST_SKIP() << "nghttp is not installed (Debian nghttp2-client)";
+  router_.get("/fa", nonblocking([](Request&, Response& s) {
+                s.set_header("X-Kind", "a");
+                s.set_header("X-Same", "1");
+                s.reply(200, "a");
+              }));
+  router_.get("/fb", nonblocking([](Request&, Response& s) {
+                s.set_header("X-Kind", "bb");
+                s.set_header("X-Empty", "");
+                s.reply(200, "b");
+              }));
+  router_.get("/fc", nonblocking([](Request&, Response& s) {
+                s.set_header("X-Big", std::string(1100, 'c'));
+                s.reply(200, "c");
+              }));
+  start(false);
+  const std::vector<std::string> paths = {"/fa", "/fa", "/fb", "/fb", "/fc", "/fc", "/fa", "/fb"};
+  std::string cmd = "nghttp -v";
+  for (size_t i = 0; i < paths.size(); ++i)
+    cmd += " " + url(paths[i] + "?" + std::to_string(i));  // nghttp drops repeats
+  for (int run = 0; run < 3; ++run) {
+    int st = -1;
+    std::string out = shell(cmd + " 2>&1", &st);
+    ASSERT_EQ(st, 0) << out;
+    std::map<int, Exchange> ex = exchanges(out);
+    size_t seen = 0;
+    for (const auto& [id, e] : ex) {
+      if (e.path.empty()) continue;
+      ++seen;
+      ASSERT_TRUE(e.has(":status: 200")) << id << " " << e.path << "\n" << out;
+      if (e.path.starts_with("/fa?")) {
+        EXPECT_TRUE(e.has("x-kind: a") && e.has("x-same: 1")) << id << "\n" << out;
+        EXPECT_FALSE(e.names("x-empty") || e.names("x-big")) << id << "\n" << out;
+      } else if (e.path.starts_with("/fb?")) {
+        EXPECT_TRUE(e.has("x-kind: bb") && e.has("x-empty: ")) << id << "\n" << out;
+        EXPECT_FALSE(e.names("x-same") || e.names("x-big")) << id << "\n" << out;
+      } else {
+        EXPECT_TRUE(e.has("x-big: " + std::string(1100, 'c'))) << id << "\n" << out;
+        EXPECT_FALSE(e.names("x-kind") || e.names("x-same")) << id << "\n" << out;
+      }
+      EXPECT_TRUE(e.has("content-length: 1")) << id << "\n" << out;
+    }
+    EXPECT_EQ(seen, paths.size()) << out;
   }
 }
 

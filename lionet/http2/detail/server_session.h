@@ -227,6 +227,9 @@ class Session {
   // 0, or the status that refuses the request (400 malformed, 413 body over the limit).
   int build_head(H2Stream& st);
   void submit(H2Stream& st);
+  // Appends the fields of the response's header block to nva (header_fields, NO_COPY), the
+  // names lowercased into st.resp_names; through fields_memo_ when the block is the last one's.
+  void response_fields(std::string_view block, H2Stream& st, std::vector<nghttp2_nv>& nva);
 
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
@@ -284,6 +287,20 @@ class Session {
   WaitGroup handlers_;
   detail::OutBuf* out_ = nullptr;  // the buffer flush() gathers output in, while it runs (send_all)
   std::vector<nghttp2_nv> nva_;  // submit()'s field list (mu_), reused
+  // What header_fields made of the last response header block of this connection (mu_): the
+  // next response whose block holds the same bytes (a static file's fields, a fixed handler's)
+  // copies its lowercased names and places its values by offset instead of walking the lines
+  // again. Blocks over kMemoMax bytes are not kept; a connection with no stream for a read
+  // timeout drops it (run()).
+  struct FieldsMemo {
+    static constexpr size_t kMemoMax = 1024;
+    struct Field {
+      uint32_t name_off, name_len, value_off, value_len;
+    };
+    std::string block;  // the block
+    std::string names;  // its fields' lowercased names, back to back (resp_names' bytes)
+    std::vector<Field> fields;  // name offsets into names, value offsets into block
+  } fields_memo_;
   int32_t found_id_ = 0;  // find()'s last answer (mu_), forgotten with its stream
   H2Stream* found_ = nullptr;
   // Streams whose handlers run inline after the current input (run_inline), and the batch
