@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/base/string_hash.h"
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
 #include "lionet/http/server.h"
@@ -123,10 +124,6 @@ class Router {
     bool nonblocking = false;  // the handler was marked nonblocking()
     size_t order = 0;
     bool exact = false;  // literal segments only: found by the hash lookup
-  };
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
 
   static bool match(const Route& r, std::string_view path, Request* req);

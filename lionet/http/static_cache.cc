@@ -27,7 +27,7 @@ using detail::FileEntry;
 using detail::mtime_ns_of;
 using detail::read_exact;
 
-void StaticFiles::Impl::erase_locked(std::unordered_map<std::string, Slot>::iterator it) {
+void StaticFiles::Impl::erase_locked(Map::iterator it) {
   if (it->second.in_memory) {
     cached_bytes -= it->second.entry->size;
     mem_lru.erase(it->second.pos);
@@ -37,7 +37,7 @@ void StaticFiles::Impl::erase_locked(std::unordered_map<std::string, Slot>::iter
   map.erase(it);
 }
 
-void StaticFiles::Impl::cache_drop(const std::string& key, const FileEntry* e) {
+void StaticFiles::Impl::cache_drop(std::string_view key, const FileEntry* e) {
   std::lock_guard lk(mu);
   if (auto it = map.find(key); it != map.end() && it->second.entry.get() == e) erase_locked(it);
 }

@@ -72,7 +72,7 @@ void StaticFiles::Impl::fall_back(Request& req, Response& res) {
 
 // ---- the cache's per-request hit path (the rest of the cache is static_cache.cc) ----
 
-std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(const std::string& key) {
+std::shared_ptr<const FileEntry> StaticFiles::Impl::cache_find(std::string_view key) {
   std::lock_guard lk(mu);
   auto it = map.find(key);
   if (it == map.end()) return nullptr;
@@ -111,7 +111,7 @@ bool StaticFiles::Impl::still_fresh(const FileEntry& e) {
   return ok;
 }
 
-std::shared_ptr<const FileEntry> StaticFiles::Impl::lookup(const std::string& key) {
+std::shared_ptr<const FileEntry> StaticFiles::Impl::lookup(std::string_view key) {
   std::shared_ptr<const FileEntry> e = cache_find(key);
   if (e && !still_fresh(*e)) {
     cache_drop(key, e.get());
@@ -128,12 +128,19 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
     res.reply(405, "method not allowed\n");
     return;
   }
-  if (contains_encoded_separator(rel_raw)) return not_found(res);
-  std::optional<std::string> decoded = percent_decode(rel_raw);
-  if (!decoded || !safe_relative(*decoded)) return not_found(res);
-  const std::string& rel = *decoded;
+  // A path without '%' is its own decoding: viewed, not copied.
+  std::string decoded;
+  std::string_view rel = rel_raw;
+  if (rel_raw.find('%') != std::string_view::npos) {
+    if (contains_encoded_separator(rel_raw)) return not_found(res);
+    std::optional<std::string> d = percent_decode(rel_raw);
+    if (!d) return not_found(res);
+    decoded = std::move(*d);
+    rel = decoded;
+  }
+  if (!safe_relative(rel)) return not_found(res);
   if (!opt.try_files.empty()) {
-    std::shared_ptr<const FileEntry> found = try_candidates(rel);
+    std::shared_ptr<const FileEntry> found = try_candidates(std::string(rel));
     if (!found) return fall_back(req, res);
     return respond(req, res, std::move(found));
   }
@@ -147,7 +154,7 @@ void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_
     open_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     open_misses.fetch_add(1, std::memory_order_relaxed);
-    base = resolve(req, res, rel, trailing_slash);
+    base = resolve(req, res, std::string(rel), trailing_slash);
     if (!base) return;
   }
   respond(req, res, std::move(base));

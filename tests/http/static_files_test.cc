@@ -77,6 +77,8 @@ struct Suite {
     write_file(root + "/dir/index.html", "<h1>index</h1>");
     ::mkdir((root + "/empty").c_str(), 0755);
     write_file(root + "/style.css", "body{}");
+    write_file(root + "/with space+plus.txt", "spaced");
+    write_file(root + "/a-name-longer-than-sixteen-bytes.js", "long");
     for (size_t m = 0; m < std::size(kModes); ++m) {
       StaticOptions o;
       o.root = root;
@@ -296,6 +298,33 @@ TEST(StaticFiles, DirectoriesIndexRedirectAndMethods) {
     ASSERT_TRUE(p);
     EXPECT_EQ(p->status, 405);
     EXPECT_EQ(p->header("Allow"), "GET, HEAD");
+  });
+}
+
+// A path is looked up as sent when it has no '%' (no decoded copy), decoded when it has: both
+// find their file, from disk and then from the cache, in every mode.
+TEST(StaticFiles, EncodedAndLongNamesAreServedFromDiskAndFromTheCache) {
+  Suite& s = suite();
+  s.http->run([&] {
+    Client c;
+    for (const char* mode : kModes) {
+      for (int round = 0; round < 2; ++round) {  // the second finds the cached entry
+        std::string m = std::string("/") + mode;
+        auto r = c.get(s.url(m + "/with%20space+plus.txt"));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << mode << " round " << round;
+        EXPECT_EQ(r->body, "spaced") << mode;
+        r = c.get(s.url(m + "/with%20space%2Bplus.txt"));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->body, "spaced") << mode;
+        r = c.get(s.url(m + "/a-name-longer-than-sixteen-bytes.js"));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << mode << " round " << round;
+        EXPECT_EQ(r->body, "long") << mode;
+        EXPECT_EQ(c.get(s.url(m + "/with%20space+plus.txt%"))->status, 404) << mode;  // a broken escape
+        EXPECT_EQ(c.get(s.url(m + "/a-name-longer-than-sixteen-bytes.jsx"))->status, 404) << mode;
+      }
+    }
   });
 }
 

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lionet/base/string_hash.h"
 #include "lionet/http/field_block.h"
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
@@ -172,7 +173,9 @@ struct StaticFiles::Impl {
     std::list<std::string>::iterator pos;
     bool in_memory;
   };
-  std::unordered_map<std::string, Slot> map;
+  // Keyed by the decoded relative path; looked up by a view of it (no copy per request).
+  using Map = std::unordered_map<std::string, Slot, StringHash, std::equal_to<>>;
+  Map map;
   std::list<std::string> fd_lru, mem_lru;  // most recent first
   size_t cached_bytes = 0;
 
@@ -187,12 +190,12 @@ struct StaticFiles::Impl {
   int open_beneath(int dirfd, const char* rel);
 
   // ---- the cache (static_cache.cc) ----------------------------------------------------------
-  std::shared_ptr<const detail::FileEntry> cache_find(const std::string& key);
+  std::shared_ptr<const detail::FileEntry> cache_find(std::string_view key);
 
-  void erase_locked(std::unordered_map<std::string, Slot>::iterator it);
+  void erase_locked(Map::iterator it);
 
   // Drops key's entry if it is still `e` (a newer one put meanwhile stays).
-  void cache_drop(const std::string& key, const detail::FileEntry* e);
+  void cache_drop(std::string_view key, const detail::FileEntry* e);
 
   // Publishes e under e->key, replacing what was there, then evicts past the bounds.
   void cache_put(std::shared_ptr<const detail::FileEntry> e);
@@ -204,7 +207,7 @@ struct StaticFiles::Impl {
   bool still_fresh(const detail::FileEntry& e);
 
   // The cached entry for key if it is still fresh (else dropped), or null.
-  std::shared_ptr<const detail::FileEntry> lookup(const std::string& key);
+  std::shared_ptr<const detail::FileEntry> lookup(std::string_view key);
 
   std::shared_ptr<detail::FileEntry> make_entry(std::string key, std::string path, int fd, const struct stat& st,
                                                 std::string_view etag_tag);
