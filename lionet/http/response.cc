@@ -21,8 +21,11 @@ bool valid_name(std::string_view name) noexcept {
   return true;
 }
 bool valid_value(std::string_view value) noexcept {
-  for (char c : value)
-    if (!detail::is_field_char(c)) return false;
+  std::size_t i = 0;
+  for (; i + 8 <= value.size() && detail::plain8(value.data() + i); i += 8) {
+  }
+  for (; i < value.size(); ++i)
+    if (!detail::is_field_char(value[i])) return false;
   return true;
 }
 }  // namespace

@@ -4,7 +4,6 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 
 #include "lionet/http/detail/chars.h"
 
@@ -30,22 +29,11 @@ unsigned char classes_of(std::string_view s) noexcept {
   for (char c : s) acc |= kClass[static_cast<unsigned char>(c)];
   return acc;
 }
-// True when no byte of x is below 0x20 or is 0x7F (DEL): eight field-value bytes without
-// HTAB, checked at once (the "has less than" and "has zero" word tricks).
-bool plain8(const char* p) noexcept {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-  const uint64_t below = (x - kOnes * 0x20) & ~x & kHighs;
-  const uint64_t y = x ^ (kOnes * 0x7f);
-  const uint64_t del = (y - kOnes) & ~y & kHighs;
-  return (below | del) == 0;
-}
 // classes_of for a value, whose value bits only count: whole words of plain bytes skipped.
 unsigned char value_classes_of(std::string_view s) noexcept {
   std::size_t i = 0;
   for (; i + 8 <= s.size(); i += 8)
-    if (!plain8(s.data() + i)) return classes_of(s.substr(i));
+    if (!detail::plain8(s.data() + i)) return classes_of(s.substr(i));
   return classes_of(s.substr(i));
 }
 }  // namespace

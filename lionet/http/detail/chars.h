@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,18 @@ void append_all(std::string& out, const Piece&... pieces) {
 inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
 inline bool is_field_char(char c) noexcept { return kFieldChar[static_cast<unsigned char>(c)]; }
 inline bool is_target_char(char c) noexcept { return kTargetChar[static_cast<unsigned char>(c)]; }
+// True when none of the eight bytes at p is below 0x20 or is 0x7F (DEL): eight field-value
+// bytes without HTAB, checked at once (the "has less than" and "has zero" word tricks). A
+// value's plain words are skipped with it, the rest checked byte by byte.
+inline bool plain8(const char* p) noexcept {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  const uint64_t below = (x - kOnes * 0x20) & ~x & kHighs;
+  const uint64_t y = x ^ (kOnes * 0x7f);
+  const uint64_t del = (y - kOnes) & ~y & kHighs;
+  return (below | del) == 0;
+}
 inline int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
