@@ -232,6 +232,28 @@ TEST(ResponseHeaders, SetReplaceRemoveAndRefuseInjection) {
   EXPECT_EQ(r.header_block(), "Vary: a\r\nLink: <y>\r\n");
 }
 
+// Values are checked eight bytes at a time where they are plain: a refused byte is found at
+// every position of a long value, and HTAB and obs-text (allowed, though not "plain") pass.
+TEST(ResponseHeaders, AValueIsRefusedForAControlByteAtAnyPosition) {
+  for (size_t len : {1u, 7u, 8u, 9u, 16u, 23u, 40u}) {
+    for (size_t at = 0; at < len; ++at) {
+      for (char bad : {'\r', '\n', '\0', '\x01', '\x1f', '\x7f'}) {
+        std::string v(len, 'v');
+        v[at] = bad;
+        Response r;
+        EXPECT_FALSE(r.add_header("X-V", v)) << "len " << len << " at " << at << " byte " << int(bad);
+        EXPECT_TRUE(r.header_block().empty());
+      }
+      for (char ok : {'\t', ' ', '~', '\x80', '\xff'}) {
+        std::string v(len, 'v');
+        v[at] = ok;
+        Response r;
+        EXPECT_TRUE(r.add_header("X-V", v)) << "len " << len << " at " << at << " byte " << int(ok);
+      }
+    }
+  }
+}
+
 // A field copied from the response's own fields (a view into its block) arrives intact even when
 // appending it makes the block grow (a reallocation under the view).
 TEST(ResponseHeaders, AFieldCopiedFromTheResponseItselfSurvivesTheBlockGrowing) {
