@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,7 +101,9 @@ class Request {
   }
 
   std::string_view method() const noexcept { return head_->method; }
-  bool is_head() const noexcept { return head_->method == "HEAD"; }
+  bool is_head() const noexcept {
+    return head_->method.size() == 4 && std::memcmp(head_->method.data(), "HEAD", 4) == 0;
+  }
   std::string_view target() const noexcept { return head_->target; }
   // Path as sent (percent-encoding kept; see path_decode() in router.h to decode).
   std::string_view path() const noexcept { return head_->path; }

@@ -69,6 +69,12 @@ inline bool plain8(const char* p) noexcept {
   const uint64_t del = (y - kOnes) & ~y & kHighs;
   return (below | del) == 0;
 }
+// s == lit for a string literal: the sizes, then a memcmp of constant size, which the compiler
+// expands inline (string_view's operator== calls compare() out of line: ~45 instructions).
+template <std::size_t N>
+inline bool equals(std::string_view s, const char (&lit)[N]) noexcept {
+  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
 inline int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
