@@ -215,7 +215,7 @@ const Router::Route* Router::find(Request& req, uint32_t* allow_mask, bool* path
     *allow_mask |= r->any_method ? ~0u : r->methods;
     return nullptr;
   };
-  if (auto it = exact_.find(path); it != exact_.end()) {
+  if (auto it = exact_.empty() ? exact_.end() : exact_.find(path); it != exact_.end()) {  // no hash when none
     for (const Route* r : it->second)
       if (consider(r)) return r;
   }
