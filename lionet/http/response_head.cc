@@ -52,6 +52,9 @@ HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size
   auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, code);
   if (ec != std::errc() || p != line.data() + 12 || code < 100) return HeadParse::kError;
   if (line.size() > 12 && line[12] != ' ') return HeadParse::kError;
+  // The reason phrase (RFC 9112 4: HTAB, SP, VCHAR, obs-text) holds no CR, LF or NUL: a bare
+  // LF there is a line end to another parser, and the Client hands the reason to applications.
+  if (classes_of(line) & kBadInValue) return HeadParse::kError;
   out.status = code;
   out.reason = trim_ows(line.substr(12));
   out.headers.clear();

@@ -3,8 +3,9 @@
 // 101 answer).
 //
 // Owns: nothing of the bytes: the reason and the fields are views into the caller's buffer,
-// valid while it is. Must not: accept obs-fold, a field without a name, a status outside
-// 100..999, or a version other than HTTP/1.0 and HTTP/1.1.
+// valid while it is. Must not: accept obs-fold, a field without a name, CR, LF or NUL in the
+// status line or a field, a status outside 100..999, or a version other than HTTP/1.0 and
+// HTTP/1.1.
 #pragma once
 
 #include <cstddef>

@@ -54,6 +54,9 @@ TEST(ResponseHead, RefusesWhitespaceInNamesAndCrLfNulAnywhere) {
            std::string_view("HTTP/1.1 200 OK\r\nX-Cr: 0123456789ab\rcdef\r\n\r\n"),
            std::string_view("HTTP/1.1 200 OK\r\n: no name\r\n\r\n"),
            std::string_view("HTTP/1.1 200 OK\r\nno colon\r\n\r\n"),
+           std::string_view("HTTP/1.1 200 OK\nX-Injected: 1\r\n\r\n"),  // a bare LF in the reason
+           std::string_view("HTTP/1.1 100 Conti\rnue\r\n\r\n"),
+           std::string_view("HTTP/1.1 200 O\0K\r\n\r\n", 21),
            std::string_view("HTTP/2.0 200 OK\r\n\r\n"),
            std::string_view("HTTP/1.1 20x OK\r\n\r\n"),
        }) {
