@@ -149,7 +149,7 @@ void Session::run() {
           buf = small;
           cap = kIdleReadBuffer;
         }
-        if (!fields_memo_.block.empty()) fields_memo_ = {};  // nor the last response's fields
+        fields_memo_.release();  // nor the last response's fields
         if (t - last_read < idle) continue;
         // Idle: a polite GOAWAY, then close.
         goaway(nghttp2_session_get_last_proc_stream_id(s_));

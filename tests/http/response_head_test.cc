@@ -56,12 +56,22 @@ TEST(ResponseHead, RefusesWhitespaceInNamesAndCrLfNulAnywhere) {
            std::string_view("HTTP/1.1 200 OK\r\nno colon\r\n\r\n"),
            std::string_view("HTTP/1.1 200 OK\nX-Injected: 1\r\n\r\n"),  // a bare LF in the reason
            std::string_view("HTTP/1.1 100 Conti\rnue\r\n\r\n"),
-           std::string_view("HTTP/1.1 200 O\0K\r\n\r\n", 21),
+           std::string_view("HTTP/1.1 200 O\0K\r\n\r\n", 20),
            std::string_view("HTTP/2.0 200 OK\r\n\r\n"),
            std::string_view("HTTP/1.1 20x OK\r\n\r\n"),
        }) {
     EXPECT_EQ(parse(bad, h), HeadParse::kError) << bad;
   }
+}
+
+// The reason phrase may hold HTAB, SP, VCHAR and obs-text (RFC 9112 4): only CR, LF and NUL
+// are refused there.
+TEST(ResponseHead, AReasonWithHtabAndObsTextIsAccepted) {
+  ResponseHead h;
+  ASSERT_EQ(parse("HTTP/1.1 200 O\tK \xe9\r\nX-A: 1\r\n\r\n", h), HeadParse::kDone);
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.reason, "O\tK \xe9");
+  ASSERT_EQ(h.headers.size(), 1u);
 }
 
 // valid_fields is true exactly when Response::add_header would take every field as it is.

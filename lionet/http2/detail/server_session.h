@@ -300,6 +300,12 @@ class Session {
     std::string block;  // the block
     std::string names;  // its fields' lowercased names, back to back (resp_names' bytes)
     std::vector<Field> fields;  // name offsets into names, value offsets into block
+    // Frees the three buffers (assigning an empty memo would keep the strings' heap buffers).
+    void release() noexcept {
+      std::string().swap(block);
+      std::string().swap(names);
+      std::vector<Field>().swap(fields);
+    }
   } fields_memo_;
   int32_t found_id_ = 0;  // find()'s last answer (mu_), forgotten with its stream
   H2Stream* found_ = nullptr;
