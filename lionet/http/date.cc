@@ -38,8 +38,11 @@ std::string format_http_date(time_t t) {
 std::optional<time_t> parse_http_date(std::string_view s) {
   static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
   // "Sun, 06 Nov 1994 08:49:37 GMT"
-  if (s.size() != kImfLen || s[3] != ',' || s.substr(26) != "GMT") return std::nullopt;
-  auto num = [&](size_t pos, size_t len, int& out) {
+  if (s.size() != kImfLen || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+      s[19] != ':' || s[22] != ':' || s.substr(25) != " GMT")
+    return std::nullopt;
+  auto num = [&](size_t pos, size_t len, int& out) {  // digits only: from_chars takes a '-'
+    if (s[pos] < '0' || s[pos] > '9') return false;
     auto r = std::from_chars(s.data() + pos, s.data() + pos + len, out);
     return r.ec == std::errc() && r.ptr == s.data() + pos + len;
   };
@@ -52,7 +55,17 @@ std::optional<time_t> parse_http_date(std::string_view s) {
     return std::nullopt;
   tm.tm_mon = static_cast<int>(m / 3);
   tm.tm_year = year - 1900;
-  return timegm(&tm);
+  // A date that is not one ("31 Feb", hour 24, minute 60) is not a date: timegm would roll it
+  // over into a later one (RFC 9110 13.1.3: an invalid If-Modified-Since is ignored). A leap
+  // second (:60) is taken as the second after :59.
+  const bool leap = tm.tm_sec == 60;
+  if (leap) tm.tm_sec = 59;
+  const struct tm want = tm;
+  const time_t t = timegm(&tm);
+  if (tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon || tm.tm_year != want.tm_year ||
+      tm.tm_hour != want.tm_hour || tm.tm_min != want.tm_min || tm.tm_sec != want.tm_sec)
+    return std::nullopt;
+  return leap ? t + 1 : t;
 }
 
 std::string_view date_line() noexcept {

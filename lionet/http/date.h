@@ -14,7 +14,8 @@ namespace lionet::http {
 // "Sun, 06 Nov 1994 08:49:37 GMT" (always 29 characters).
 std::string format_http_date(time_t t);
 // IMF-fixdate only (what every client sends: RFC 9110 5.6.7 lets a recipient ignore the two
-// obsolete forms); nullopt otherwise.
+// obsolete forms), its separators and a real instant ("31 Feb", 24:00 and 08:60 are not; a
+// leap second :60 is the second after :59); nullopt otherwise. The day name is not checked.
 std::optional<time_t> parse_http_date(std::string_view s);
 // "Date: <IMF-fixdate of now>\r\n". Valid until the calling thread's next call (a fiber must not
 // hold it across a park).

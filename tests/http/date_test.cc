@@ -29,6 +29,23 @@ TEST(HttpDate, RefusesEverythingButImfFixdate) {
   EXPECT_FALSE(parse_http_date(""));
 }
 
+// A field value shaped like a date (its separators too) that names no real instant is not a
+// date (RFC 9110 13.1.3: an If-Modified-Since that is not a valid HTTP-date is ignored): timegm
+// would roll "31 Feb" or hour 99 into a later date, and a client could get a 304 for a date it
+// never sent.
+TEST(HttpDate, RefusesDatesThatNameNoInstant) {
+  for (const char* bad :
+       {"Mon, 31 Feb 2025 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Sun, 06 Nov 1994 08:49:61 GMT", "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, -6 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov -994 08:49:37 GMT", "Fri, 99 Dec 9999 99:99:99 GMT", "Sun, 06 Nov 1994+08:49:37 GMT",
+        "Sun, 06 Nov 1994 08.49.37 GMT", "Sun,_06_Nov_1994_08:49:37_GMT"}) {
+    EXPECT_FALSE(parse_http_date(bad)) << bad;
+  }
+  // The last day of a leap year's February is one; a leap second is the second after :59.
+  EXPECT_TRUE(parse_http_date("Thu, 29 Feb 2024 12:00:00 GMT"));
+  EXPECT_EQ(parse_http_date("Sat, 31 Dec 2016 23:59:60 GMT"), parse_http_date("Sun, 01 Jan 2017 00:00:00 GMT"));
+}
+
 TEST(HttpDate, TheDateLineIsNowAsAResponseHeader) {
   const time_t before = ::time(nullptr);
   const std::string line(date_line());
