@@ -20,7 +20,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "lionet/base/result.h"
+#include "lionet/base/strings.h"
 #include "lionet/http/request_parser.h"
 #include "lionet/http/url.h"
 #include "lionet/net/address.h"
@@ -101,9 +101,7 @@ class Request {
   }
 
   std::string_view method() const noexcept { return head_->method; }
-  bool is_head() const noexcept {
-    return head_->method.size() == 4 && std::memcmp(head_->method.data(), "HEAD", 4) == 0;
-  }
+  bool is_head() const noexcept { return equals_literal(head_->method, "HEAD"); }
   std::string_view target() const noexcept { return head_->target; }
   // Path as sent (percent-encoding kept; see path_decode() in router.h to decode).
   std::string_view path() const noexcept { return head_->path; }

@@ -41,7 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lionet/base/string_hash.h"
+#include "lionet/base/strings.h"
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
 #include "lionet/http/server.h"

@@ -16,8 +16,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lionet/base/strings.h"
 #include "lionet/http/date.h"
-#include "lionet/http/detail/chars.h"
 #include "lionet/http/detail/static_files.h"
 #include "lionet/http/headers.h"
 #include "lionet/http/mime.h"
@@ -123,7 +123,7 @@ std::shared_ptr<const FileEntry> StaticFiles::Impl::lookup(std::string_view key)
 
 void StaticFiles::Impl::serve(Request& req, Response& res, std::string_view rel_raw) {
   std::string_view method = req.method();
-  if (!detail::equals(method, "GET") && !detail::equals(method, "HEAD")) {
+  if (!equals_literal(method, "GET") && !equals_literal(method, "HEAD")) {
     if (opt.fallback && !opt.try_files.empty()) return opt.fallback(req, res);  // a file cannot be POSTed
     res.set_header("Allow", "GET, HEAD");
     res.reply(405, "method not allowed\n");

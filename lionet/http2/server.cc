@@ -33,12 +33,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "lionet/base/object_cache.h"
+#include "lionet/base/strings.h"
 #include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
 #include "lionet/http2/detail/thread_stack.h"
@@ -309,11 +309,11 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8
   const auto off = static_cast<uint32_t>(st->store.size());
   st->store.append(reinterpret_cast<const char*>(name), namelen).append(reinterpret_cast<const char*>(value), valuelen);
   if (namelen > 0 && name[0] == ':') {  // only pseudo-header names start with ":"
-    // memcmp of a constant size is expanded inline (string_view's == calls compare()).
+    const std::string_view n(reinterpret_cast<const char*>(name), namelen);
     const int index = static_cast<int>(st->fields.size());
-    if (namelen == 7 && std::memcmp(name, ":method", 7) == 0) st->method = index;
-    else if (namelen == 5 && std::memcmp(name, ":path", 5) == 0) st->path = index;
-    else if (namelen == 10 && std::memcmp(name, ":authority", 10) == 0) st->authority = index;
+    if (equals_literal(n, ":method")) st->method = index;
+    else if (equals_literal(n, ":path")) st->path = index;
+    else if (equals_literal(n, ":authority")) st->authority = index;
   }
   st->fields.push_back(
       {off, static_cast<uint32_t>(namelen), off + static_cast<uint32_t>(namelen), static_cast<uint32_t>(valuelen)});

@@ -6,7 +6,6 @@
 #include <nghttp2/nghttp2.h>
 
 #include <charconv>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -14,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lionet/base/strings.h"
 #include "lionet/http/date.h"
 #include "lionet/http/status.h"
 #include "lionet/http2/detail/server_session.h"
@@ -121,7 +121,7 @@ void Session::response_fields(std::string_view block, H2Stream& st, std::vector<
 
 void Session::submit(H2Stream& st) {
   http::Response& res = st.response;
-  const bool head_only = st.head.method.size() == 4 && std::memcmp(st.head.method.data(), "HEAD", 4) == 0;
+  const bool head_only = equals_literal(st.head.method, "HEAD");
   const int status = res.status();
   const bool no_body = head_only || !http::status_has_body(status);
   const int code = status >= 100 && status <= 999 ? status : 500;

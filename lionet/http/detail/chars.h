@@ -58,8 +58,7 @@ inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>
 inline bool is_field_char(char c) noexcept { return kFieldChar[static_cast<unsigned char>(c)]; }
 inline bool is_target_char(char c) noexcept { return kTargetChar[static_cast<unsigned char>(c)]; }
 // True when none of the eight bytes at p is below 0x20 or is 0x7F (DEL): eight field-value
-// bytes without HTAB, checked at once (the "has less than" and "has zero" word tricks). A
-// value's plain words are skipped with it, the rest checked byte by byte.
+// bytes without HTAB, checked at once (the "has less than" and "has zero" word tricks).
 inline bool plain8(const char* p) noexcept {
   constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
   uint64_t x;
@@ -68,12 +67,6 @@ inline bool plain8(const char* p) noexcept {
   const uint64_t y = x ^ (kOnes * 0x7f);
   const uint64_t del = (y - kOnes) & ~y & kHighs;
   return (below | del) == 0;
-}
-// s == lit for a string literal: the sizes, then a memcmp of constant size, which the compiler
-// expands inline (string_view's operator== calls compare() out of line: ~45 instructions).
-template <std::size_t N>
-inline bool equals(std::string_view s, const char (&lit)[N]) noexcept {
-  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
 }
 inline int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lionet/base/string_hash.h"
+#include "lionet/base/strings.h"
 #include "lionet/http/field_block.h"
 #include "lionet/http/request.h"
 #include "lionet/http/response.h"
