@@ -21,10 +21,7 @@ bool valid_name(std::string_view name) noexcept {
   return true;
 }
 bool valid_value(std::string_view value) noexcept {
-  std::size_t i = 0;
-  for (; i + 8 <= value.size() && detail::plain8(value.data() + i); i += 8) {
-  }
-  for (; i < value.size(); ++i)
+  for (std::size_t i = detail::plain_prefix(value); i < value.size(); ++i)
     if (!detail::is_field_char(value[i])) return false;
   return true;
 }

@@ -30,12 +30,7 @@ unsigned char classes_of(std::string_view s) noexcept {
   return acc;
 }
 // classes_of for a value, whose value bits only count: whole words of plain bytes skipped.
-unsigned char value_classes_of(std::string_view s) noexcept {
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8)
-    if (!detail::plain8(s.data() + i)) return classes_of(s.substr(i));
-  return classes_of(s.substr(i));
-}
+unsigned char value_classes_of(std::string_view s) noexcept { return classes_of(s.substr(detail::plain_prefix(s))); }
 }  // namespace
 
 HeadParse parse_response_head(std::string_view buf, ResponseHead& out, std::size_t scan_from) {

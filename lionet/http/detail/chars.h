@@ -68,6 +68,13 @@ inline bool plain8(const char* p) noexcept {
   const uint64_t del = (y - kOnes) & ~y & kHighs;
   return (below | del) == 0;
 }
+// How many leading bytes of s lie in whole plain8 words: a value checker skips them and looks at
+// the rest byte by byte.
+inline std::size_t plain_prefix(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i + 8 <= s.size() && plain8(s.data() + i)) i += 8;
+  return i;
+}
 inline int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
