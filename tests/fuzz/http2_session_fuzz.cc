@@ -1,12 +1,15 @@
 // libFuzzer target for the HTTP/2 server's input path: the input is what a client sends after
 // the connection preface, and it goes through the real session (lionet::http2::serve_connection:
 // nghttp2's frames and HPACK, this project's callbacks, limits, handler fibers and responses)
-// over an in-memory Stream that then reports end of input. Handlers read bodies, answer from
+// over an in-memory Stream that then reports end of input (the whole input handed over with the
+// preface, or read in pieces of 1-16 bytes). Handlers read bodies, answer from
 // memory and through a body writer. Checks: no crash, no sanitizer report, no hang (every
 // connection ends), and the server always writes its SETTINGS first.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "lionet/http/server.h"
@@ -16,11 +19,19 @@
 namespace {
 using namespace std::chrono_literals;
 
-// Reads end at once (the whole input is handed over as the prefix); writes are kept.
+// Reads hand over `in` in pieces of 1, 2, ... 16 bytes in turn (so frame headers split over
+// reads), then end; writes are kept.
 class MemoryStream final : public lionet::Stream {
  public:
-  lionet::Result<size_t> read(void*, size_t) override { return size_t{0}; }
-  lionet::Result<size_t> readv(const iovec*, int) override { return size_t{0}; }
+  lionet::Result<size_t> read(void* buf, size_t n) override {
+    const size_t k = std::min({n, in.size() - pos, size_t{1} + reads++ % 16});
+    if (k > 0) std::memcpy(buf, in.data() + pos, k);
+    pos += k;
+    return k;
+  }
+  lionet::Result<size_t> readv(const iovec* iov, int iovcnt) override {
+    return iovcnt > 0 ? read(iov[0].iov_base, iov[0].iov_len) : size_t{0};
+  }
   lionet::Result<size_t> write(const void* buf, size_t n) override {
     out.append(static_cast<const char*>(buf), n);
     return n;
@@ -34,6 +45,8 @@ class MemoryStream final : public lionet::Stream {
   void close() noexcept override {}
   void set_timeouts(std::optional<lionet::Duration>, std::optional<lionet::Duration>) override {}
   std::string out;
+  std::string_view in;
+  size_t pos = 0, reads = 0;
 };
 
 void handle(lionet::http::Request& q, lionet::http::Response& s) {
@@ -61,10 +74,13 @@ lionet::Scheduler& sched() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(lionet::http::kHttp2Preface);
-  input.append(reinterpret_cast<const char*>(data), size);
+  const std::string_view client(reinterpret_cast<const char*>(data), size);
+  // An odd-sized input arrives whole with the preface, an even-sized one read by read.
+  if (size % 2 == 1) input.append(client);
   sched()
       .spawn([&] {
         MemoryStream stream;
+        if (size % 2 == 0) stream.in = client;
         lionet::http::ServerOptions options;
         options.limits.max_body_bytes = 1 << 20;
         options.body_timeout = 100ms;

@@ -756,6 +756,81 @@ TEST_F(Http2Limits, AStreamThatNeverSendsItsBodyIsAnsweredAfterTheBodyTimeout) {
   EXPECT_TRUE(answered) << "the handler's read never timed out";
 }
 
+// Frames read until `done(frames)` holds, the peer closes, or `limit` passes.
+template <typename Done>
+std::vector<Frame> read_frames(test::RawClient& c, Done done, Duration limit = 5s) {
+  std::string in;
+  const TimePoint end = now() + limit;
+  std::vector<Frame> fs;
+  while (!done(fs) && now() < end) {
+    in += c.read_until_closed(50ms);
+    fs = frames_of(in);
+  }
+  return fs;
+}
+int count(const std::vector<Frame>& fs, uint8_t type) {
+  return static_cast<int>(std::count_if(fs.begin(), fs.end(), [&](const Frame& f) { return f.type == type; }));
+}
+constexpr long kStreamClosed = 0x5;
+
+// RFC 9113 5.1: DATA on a stream the client itself ended is a connection error STREAM_CLOSED,
+// however long ago the stream closed (the session keeps no closed stream: nghttp2 would
+// ignore the frame once its stream is forgotten, so the layer tells it by the stream ids).
+TEST_F(Http2Limits, DataOnAStreamTheClientEndedLongAgoGetsGoawayStreamClosed) {
+  start_with({});
+  auto c = connect();
+  constexpr int kStreams = 300;  // more than the 128 closed streams nghttp2 would remember
+  for (int batch = 0; batch < kStreams / 50; ++batch) {  // at most 50 open at once
+    std::string reqs;
+    for (int i = 0; i < 50; ++i)
+      reqs += frame(kHeaders, kEndHeaders | kEndStream, 2 * (batch * 50 + i) + 1, request_block("/hello"));
+    ASSERT_TRUE(c->send(reqs));
+    auto fs = read_frames(*c, [](const auto& f) { return count(f, kData) >= 50; });
+    ASSERT_EQ(count(fs, kData), 50) << "batch " << batch;
+  }
+  // In three writes, its frame header split over two of them (the layer follows frame
+  // boundaries across reads).
+  const std::string late = frame(kData, kEndStream, 1, "late");
+  for (auto [from, n] : {std::pair<size_t, size_t>{0, 4}, {4, 3}, {7, std::string::npos}}) {
+    ASSERT_TRUE(c->send(late.substr(from, n)));
+    std::this_thread::sleep_for(20ms);
+  }
+  auto fs = read_frames(*c, [](const auto& f) { return count(f, kGoaway) > 0; });
+  EXPECT_EQ(goaway_code(fs), kStreamClosed);
+  EXPECT_TRUE(c->closed_within(3s));
+  EXPECT_EQ(curl(url("/hello")), "2 200");  // others are served
+}
+
+// RFC 9113 5.1: DATA that crosses the server's own RST_STREAM is ignored, for every stream it
+// reset while the client was sending (here nghttp2's resets of malformed requests: a
+// `connection` field), and the connection goes on serving.
+TEST_F(Http2Limits, DataCrossingTheServersResetsIsIgnoredAndTheConnectionServesOn) {
+  start_with({});
+  auto c = connect();
+  constexpr int kStreams = 200;  // more than the 64 resets the layer once remembered
+  std::string reqs;
+  for (int i = 0; i < kStreams; ++i)  // HEADERS without END_STREAM: a body is to follow
+    reqs += frame(kHeaders, kEndHeaders, 2 * i + 1,
+                  request_block("/echo", true) + std::string("\x00\x0a"
+                                                             "connection\x01x",
+                                                             14));
+  ASSERT_TRUE(c->send(reqs));
+  auto fs = read_frames(*c, [](const auto& f) { return count(f, kRst) >= kStreams; });
+  ASSERT_EQ(count(fs, kRst), kStreams) << "the server did not reset every malformed request";
+  std::string late;
+  for (int i = 0; i < kStreams; ++i) late += frame(kData, kEndStream, 2 * i + 1, "body");
+  late += frame(kHeaders, kEndHeaders | kEndStream, 2 * kStreams + 1, request_block("/hello"));
+  ASSERT_TRUE(c->send(late));
+  const uint32_t next = 2 * kStreams + 1;
+  fs = read_frames(*c, [&](const auto& f) {
+    return count(f, kGoaway) > 0 ||
+           std::any_of(f.begin(), f.end(), [&](const Frame& x) { return x.type == kData && x.stream == next; });
+  });
+  EXPECT_EQ(goaway_code(fs), -1) << "the late DATA ended the connection";
+  EXPECT_TRUE(std::any_of(fs.begin(), fs.end(), [&](const Frame& x) { return x.type == kHeaders && x.stream == next; }))
+      << "the request after the late DATA was not answered";
+}
+
 // h2spec (RFC 9113 and RFC 7541 conformance, 145 cases) against h2c and against h2 over TLS.
 // scripts/install-deps.sh builds it (tests/tools/h2spec); without it this test fails.
 // h2spec against a route answered on the connection's fiber (nonblocking) and against one whose

@@ -10,6 +10,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -313,7 +314,22 @@ class Session {
   // running; swapped, so neither allocates once warm.
   std::vector<std::shared_ptr<H2Stream>> inline_ready_, inline_batch_;
   int32_t max_peer_stream_ = 0;  // highest stream id a client HEADERS frame has used
-  std::vector<int32_t> reset_sent_;  // the last streams we reset (their trailers may still come)
+  // The last streams we reset, at most reset_memory() of them: their DATA and trailers may
+  // still come, and are ignored (RFC 9113 5.1, "closed").
+  std::vector<int32_t> reset_sent_;
+  size_t reset_memory() const noexcept { return std::clamp<size_t>(2 * size_t{o_.max_concurrent_streams}, 64, 1024); }
+  // A client stream nghttp2 no longer knows (it forgets closed streams) that the peer closed:
+  // below the highest id used, and not one we reset or refused after our GOAWAY.
+  bool closed_by_peer(int32_t id) const;
+  // Input to nghttp2 (mem_recv), cut before each DATA frame's header completes so that
+  // closed_by_peer judges it with every earlier frame processed: nghttp2 ignores DATA on a
+  // stream it has forgotten without calling back. Frame boundaries are followed in `scan_`.
+  ssize_t recv(const uint8_t* in, size_t n);
+  struct FrameScan {
+    size_t skip = 24;  // bytes before the next frame header: the client preface, then payloads
+    uint8_t hd[9];  // a frame header split over two inputs
+    uint8_t have = 0;  // its bytes so far
+  } scan_;
   // Limits (see Options).
   int terminate(uint32_t code);  // GOAWAY code, then the connection ends
   // Writer bytes (or their end) for a stream the session was told to defer: frame them again.
