@@ -76,6 +76,7 @@ bool Session::setup() {
   nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
   nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
   nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(c, on_invalid_frame);
   nghttp2_session_callbacks_set_send_data_callback(c, send_data);
   // Window updates are ours: given back as handlers read (back-pressure).
   nghttp2_option_set_no_auto_window_update(opt.get(), 1);
@@ -392,11 +393,27 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t, void* user)
 // already used is a connection error (PROTOCOL_ERROR); 5.1: DATA on a stream the peer closed
 // is one too (STREAM_CLOSED). Both are told from frames that crossed our own RST_STREAM (to
 // be ignored) by the ids we reset (reset_sent_).
-bool Session::closed_by_peer(int32_t id) const {
+bool Session::closed_by_peer(int32_t id) {
   if (id <= 0 || (id & 1) == 0 || id > max_peer_stream_) return false;  // not a client stream seen
   if (goaway_sent_ && id > goaway_last_) return false;  // refused after our GOAWAY
-  if (nghttp2_session_find_stream(s_, id) != nullptr) return false;  // open: nghttp2's to judge
-  return std::find(reset_sent_.begin(), reset_sent_.end(), id) == reset_sent_.end();
+  if (id == ignored_ || nghttp2_session_find_stream(s_, id) != nullptr) return false;  // open: nghttp2's to judge
+  if (std::find(reset_sent_.begin(), reset_sent_.end(), id) == reset_sent_.end()) return true;
+  ignored_ = id;
+  return false;
+}
+
+void Session::remember_reset(int32_t id) {
+  if (id <= 0 || id == ignored_) return;
+  if (std::find(reset_sent_.begin(), reset_sent_.end(), id) != reset_sent_.end()) return;  // queued, now sent
+  if (reset_sent_.size() >= reset_memory()) reset_sent_.erase(reset_sent_.begin());
+  reset_sent_.push_back(id);
+}
+
+// nghttp2 queued an RST_STREAM for a frame it refused (a stream over the limit, which it
+// never opens, or a malformed one): noted now, as DATA for it may follow in the same input.
+int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int, void* user) {
+  static_cast<Session*>(user)->remember_reset(frame->hd.stream_id);
+  return 0;
 }
 
 ssize_t Session::recv(const uint8_t* in, size_t n) {
@@ -430,6 +447,12 @@ ssize_t Session::recv(const uint8_t* in, size_t n) {
       if (rv < 0) return rv;
       fed = start;
     }
+    // An empty DATA frame that does not end its stream carries nothing: a flood of them is
+    // refused here, where DATA nghttp2 ignores (on a stream it reset) is counted too.
+    if (scan_.skip == 0 && !(h[4] & NGHTTP2_FLAG_END_STREAM) && ++empty_frames_ > o_.max_empty_frames) {
+      terminate(NGHTTP2_ENHANCE_YOUR_CALM);
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
     if (closed_by_peer(id)) {
       terminate(NGHTTP2_STREAM_CLOSED);
       return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -450,12 +473,7 @@ int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
         return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // CONTINUATION flood
       }
       return 0;
-    case NGHTTP2_DATA:
-      if (hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM) &&
-          ++self->empty_frames_ > self->o_.max_empty_frames) {
-        return self->terminate(NGHTTP2_ENHANCE_YOUR_CALM);  // empty-frame flood
-      }
-      return 0;  // one on a forgotten stream never gets here: see recv()
+    case NGHTTP2_DATA: return 0;  // the empty-frame flood and forgotten streams: see recv()
     case NGHTTP2_HEADERS:
       self->continuations_ = 0;
       self->block_bytes_ = hd->length;
@@ -505,10 +523,7 @@ int Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* u
   if (frame->hd.type == NGHTTP2_DATA && self->alog_) {
     if (auto st = self->find(frame->hd.stream_id)) st->body_sent += frame->hd.length - frame->data.padlen;
   }
-  if (frame->hd.type == NGHTTP2_RST_STREAM) {
-    if (self->reset_sent_.size() >= self->reset_memory()) self->reset_sent_.erase(self->reset_sent_.begin());
-    self->reset_sent_.push_back(frame->hd.stream_id);
-  }
+  if (frame->hd.type == NGHTTP2_RST_STREAM) self->remember_reset(frame->hd.stream_id);
   return 0;
 }
 

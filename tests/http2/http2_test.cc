@@ -644,6 +644,22 @@ long goaway_code(const std::vector<Frame>& fs, uint32_t* last_stream = nullptr) 
   return -1;
 }
 constexpr long kEnhanceYourCalm = 0xb;
+// Frames read until `done(frames)` holds, the peer closes, or `limit` passes.
+template <typename Done>
+std::vector<Frame> read_frames(test::RawClient& c, Done done, Duration limit = 5s) {
+  std::string in;
+  const TimePoint end = now() + limit;
+  std::vector<Frame> fs;
+  while (!done(fs) && now() < end) {
+    in += c.read_until_closed(50ms);
+    fs = frames_of(in);
+  }
+  return fs;
+}
+int count(const std::vector<Frame>& fs, uint8_t type) {
+  return static_cast<int>(std::count_if(fs.begin(), fs.end(), [&](const Frame& f) { return f.type == type; }));
+}
+constexpr long kStreamClosed = 0x5;
 
 class Http2Limits : public Http2Test {
  protected:
@@ -705,6 +721,23 @@ TEST_F(Http2Limits, EmptyDataFramesFloodGetsGoawayEnhanceYourCalm) {
   EXPECT_EQ(goaway_code(frames_of(c->read_until_closed(3s))), kEnhanceYourCalm);
 }
 
+// The same flood on a stream the server has reset (whose DATA it otherwise ignores).
+TEST_F(Http2Limits, EmptyDataFramesFloodOnAResetStreamGetsGoawayEnhanceYourCalm) {
+  start_with({.max_empty_frames = 50});
+  auto c = connect();
+  // A `connection` field makes the request malformed: nghttp2 resets the stream.
+  ASSERT_TRUE(c->send(frame(kHeaders, kEndHeaders, 1,
+                            request_block("/echo", true) + std::string("\x00\x0a"
+                                                                       "connection\x01x",
+                                                                       14))));
+  auto fs = read_frames(*c, [](const auto& f) { return count(f, kRst) > 0; });
+  ASSERT_EQ(count(fs, kRst), 1);
+  std::string flood;
+  for (int i = 0; i < 200; ++i) flood += frame(kData, 0, 1);
+  ASSERT_TRUE(c->send(flood));
+  EXPECT_EQ(goaway_code(frames_of(c->read_until_closed(3s))), kEnhanceYourCalm);
+}
+
 TEST_F(Http2Limits, PingFloodFromAClientThatDoesNotReadIsClosed) {
   start_with({.max_outbound_ack = 10});
   auto c = connect();
@@ -755,23 +788,6 @@ TEST_F(Http2Limits, AStreamThatNeverSendsItsBodyIsAnsweredAfterTheBodyTimeout) {
   for (const auto& f : fs) answered |= f.type == kHeaders && f.stream == 1;
   EXPECT_TRUE(answered) << "the handler's read never timed out";
 }
-
-// Frames read until `done(frames)` holds, the peer closes, or `limit` passes.
-template <typename Done>
-std::vector<Frame> read_frames(test::RawClient& c, Done done, Duration limit = 5s) {
-  std::string in;
-  const TimePoint end = now() + limit;
-  std::vector<Frame> fs;
-  while (!done(fs) && now() < end) {
-    in += c.read_until_closed(50ms);
-    fs = frames_of(in);
-  }
-  return fs;
-}
-int count(const std::vector<Frame>& fs, uint8_t type) {
-  return static_cast<int>(std::count_if(fs.begin(), fs.end(), [&](const Frame& f) { return f.type == type; }));
-}
-constexpr long kStreamClosed = 0x5;
 
 // RFC 9113 5.1: DATA on a stream the client itself ended is a connection error STREAM_CLOSED,
 // however long ago the stream closed (the session keeps no closed stream: nghttp2 would
@@ -829,6 +845,28 @@ TEST_F(Http2Limits, DataCrossingTheServersResetsIsIgnoredAndTheConnectionServesO
   EXPECT_EQ(goaway_code(fs), -1) << "the late DATA ended the connection";
   EXPECT_TRUE(std::any_of(fs.begin(), fs.end(), [&](const Frame& x) { return x.type == kHeaders && x.stream == next; }))
       << "the request after the late DATA was not answered";
+}
+
+// A client may open streams past the limit before it has read the server's SETTINGS: those
+// are refused (RST_STREAM REFUSED_STREAM, no stream ever opened), and DATA that follows them
+// in the same packet is ignored; the streams within the limit are answered.
+TEST_F(Http2Limits, DataForStreamsRefusedOverTheLimitIsIgnoredInTheSameInput) {
+  start_with({.max_concurrent_streams = 4});
+  auto c = connect();
+  std::string burst;
+  for (uint32_t id = 1; id <= 11; id += 2) {  // 6 uploads: 9 and 11 are over the limit
+    burst += frame(kHeaders, kEndHeaders, id, request_block("/echo", true));
+    burst += frame(kData, 0, id, "part1 ");
+  }
+  ASSERT_TRUE(c->send(burst));
+  auto fs = read_frames(*c, [](const auto& f) { return count(f, kRst) >= 2 || count(f, kGoaway) > 0; });
+  ASSERT_EQ(count(fs, kRst), 2) << "streams 9 and 11 were not refused";
+  std::string ends;
+  for (uint32_t id = 1; id <= 7; id += 2) ends += frame(kData, kEndStream, id, "part2");
+  ASSERT_TRUE(c->send(ends));
+  fs = read_frames(*c, [](const auto& f) { return count(f, kHeaders) >= 4 || count(f, kGoaway) > 0; });
+  EXPECT_EQ(goaway_code(fs), -1) << "DATA after a refused HEADERS ended the connection";
+  EXPECT_EQ(count(fs, kHeaders), 4) << "the 4 uploads within the limit were not all answered";
 }
 
 // h2spec (RFC 9113 and RFC 7541 conformance, 145 cases) against h2c and against h2 over TLS.

@@ -314,13 +314,18 @@ class Session {
   // running; swapped, so neither allocates once warm.
   std::vector<std::shared_ptr<H2Stream>> inline_ready_, inline_batch_;
   int32_t max_peer_stream_ = 0;  // highest stream id a client HEADERS frame has used
-  // The last streams we reset, at most reset_memory() of them: their DATA and trailers may
-  // still come, and are ignored (RFC 9113 5.1, "closed").
+  // The last streams we reset or refused, at most reset_memory() of them, each noted when
+  // its RST_STREAM is queued (remember_reset): their DATA and trailers may still come, and are
+  // ignored (RFC 9113 5.1, "closed"). ignored_ is the last id found here (a run of DATA
+  // frames for one reset stream looks it up once).
   std::vector<int32_t> reset_sent_;
+  int32_t ignored_ = 0;
   size_t reset_memory() const noexcept { return std::clamp<size_t>(2 * size_t{o_.max_concurrent_streams}, 64, 1024); }
+  void remember_reset(int32_t id);
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int lib_error, void* user);
   // A client stream nghttp2 no longer knows (it forgets closed streams) that the peer closed:
   // below the highest id used, and not one we reset or refused after our GOAWAY.
-  bool closed_by_peer(int32_t id) const;
+  bool closed_by_peer(int32_t id);
   // Input to nghttp2 (mem_recv), cut before each DATA frame's header completes so that
   // closed_by_peer judges it with every earlier frame processed: nghttp2 ignores DATA on a
   // stream it has forgotten without calling back. Frame boundaries are followed in `scan_`.
