@@ -48,7 +48,9 @@ struct Stats {
 
 struct Options {
   // SETTINGS_MAX_CONCURRENT_STREAMS: streams one client may have open at once; more are
-  // refused with RST_STREAM REFUSED_STREAM. YAML http2_max_concurrent_streams (nginx: 128).
+  // refused with RST_STREAM REFUSED_STREAM until the client acknowledges our SETTINGS, then
+  // are a connection error (GOAWAY PROTOCOL_ERROR, nghttp2's rule). YAML
+  // http2_max_concurrent_streams (nginx: 128).
   uint32_t max_concurrent_streams = 128;
   // SETTINGS_INITIAL_WINDOW_SIZE: request body bytes a stream may send ahead of its handler's
   // reads (the most that waits in memory per stream). YAML http2_initial_window_size.
