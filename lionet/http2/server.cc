@@ -450,12 +450,10 @@ ssize_t Session::recv(const uint8_t* in, size_t n) {
     // An empty DATA frame that does not end its stream carries nothing: a flood of them is
     // refused here, where DATA nghttp2 ignores (on a stream it reset) is counted too.
     if (scan_.skip == 0 && !(h[4] & NGHTTP2_FLAG_END_STREAM) && ++empty_frames_ > o_.max_empty_frames) {
-      terminate(NGHTTP2_ENHANCE_YOUR_CALM);
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return terminate(NGHTTP2_ENHANCE_YOUR_CALM);
     }
     if (closed_by_peer(id)) {
-      terminate(NGHTTP2_STREAM_CLOSED);
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return terminate(NGHTTP2_STREAM_CLOSED);
     }
   }
   if (fed == n) return static_cast<ssize_t>(n);

@@ -240,6 +240,7 @@ class Session {
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error_code, void* user);
   static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user);
   static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int lib_error, void* user);
   static ssize_t read_source(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                              nghttp2_data_source* source, void* user);
   static ssize_t read_body_source(H2Stream* st, uint8_t* buf, size_t length, uint32_t* flags);
@@ -322,7 +323,6 @@ class Session {
   int32_t ignored_ = 0;
   size_t reset_memory() const noexcept { return std::clamp<size_t>(2 * size_t{o_.max_concurrent_streams}, 64, 1024); }
   void remember_reset(int32_t id);
-  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* frame, int lib_error, void* user);
   // A client stream nghttp2 no longer knows (it forgets closed streams) that the peer closed:
   // below the highest id used, and not one we reset or refused after our GOAWAY.
   bool closed_by_peer(int32_t id);
